@@ -1,0 +1,41 @@
+# Quick start: `make demo` and `make test`. Each installs what is missing, configures, builds and runs.
+# SAN=1 builds with AddressSanitizer + UndefinedBehaviorSanitizer (in build-san/).
+SHELL := /bin/bash
+JOBS ?= 2
+ifeq ($(SAN),1)
+BUILD ?= build-san
+CMAKE_FLAGS += -DSINTER_SAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+else
+BUILD ?= build
+CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=RelWithDebInfo
+endif
+
+.PHONY: deps configure demo test bench install-test clean
+
+deps:
+	@bash scripts/install_deps.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt | deps
+	@cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS) > /dev/null
+
+configure: deps $(BUILD)/build.ninja
+
+demo: configure
+	@ninja -C $(BUILD) -j$(JOBS) sinter_cli
+	@$(BUILD)/sinter demo
+
+test: configure
+	@start=$$(date +%s); ninja -C $(BUILD) -j$(JOBS) sinter_cli sinter_tests; \
+	  echo "build took $$(( $$(date +%s) - start )) s"
+	@start=$$(date +%s); \
+	  export SINTER_CACHE_DIR=$$(mktemp -d); \
+	  $(BUILD)/sinter_tests --gtest_brief=1; rc=$$?; \
+	  echo "tests took $$(( $$(date +%s) - start )) s"; exit $$rc
+	@bash tests/install/run.sh $(BUILD)
+
+bench: configure
+	@ninja -C $(BUILD) -j$(JOBS) sinter_cli
+	@$(BUILD)/sinter bench --suite eager --json bench/results/eager-cpu-$$(hostname)-$$(date +%F).json
+
+clean:
+	rm -rf build build-san

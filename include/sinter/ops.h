@@ -1,0 +1,295 @@
+// The ops, as free functions with PyTorch's names and arguments (torch::add, torch::softmax, ...).
+// Every function takes the caller's source location as its last, defaulted argument: errors name that line.
+// Each one is a thin wrapper over the op table's dispatch point (src/ops/api_*.cpp).
+#pragma once
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "sinter/tensor.h"
+
+namespace sinter {
+
+using OptScalar = std::optional<Scalar>;
+using OptDType = std::optional<DType>;
+using OptDims = std::optional<DimList>;
+using TensorPair = std::tuple<Tensor, Tensor>;
+
+// ---- pointwise unary ----
+#define SINTER_DECLARE_UNARY(name) Tensor name(const Tensor& self, Loc loc = Loc::current());
+SINTER_DECLARE_UNARY(abs) SINTER_DECLARE_UNARY(neg) SINTER_DECLARE_UNARY(sign) SINTER_DECLARE_UNARY(sqrt)
+SINTER_DECLARE_UNARY(rsqrt) SINTER_DECLARE_UNARY(exp) SINTER_DECLARE_UNARY(exp2) SINTER_DECLARE_UNARY(expm1)
+SINTER_DECLARE_UNARY(log) SINTER_DECLARE_UNARY(log2) SINTER_DECLARE_UNARY(log10) SINTER_DECLARE_UNARY(log1p)
+SINTER_DECLARE_UNARY(sin) SINTER_DECLARE_UNARY(cos) SINTER_DECLARE_UNARY(tan) SINTER_DECLARE_UNARY(asin)
+SINTER_DECLARE_UNARY(acos) SINTER_DECLARE_UNARY(atan) SINTER_DECLARE_UNARY(sinh) SINTER_DECLARE_UNARY(cosh)
+SINTER_DECLARE_UNARY(tanh) SINTER_DECLARE_UNARY(asinh) SINTER_DECLARE_UNARY(acosh) SINTER_DECLARE_UNARY(atanh)
+SINTER_DECLARE_UNARY(sigmoid) SINTER_DECLARE_UNARY(relu) SINTER_DECLARE_UNARY(silu) SINTER_DECLARE_UNARY(mish)
+SINTER_DECLARE_UNARY(erf) SINTER_DECLARE_UNARY(erfc) SINTER_DECLARE_UNARY(erfinv) SINTER_DECLARE_UNARY(floor)
+SINTER_DECLARE_UNARY(ceil) SINTER_DECLARE_UNARY(round) SINTER_DECLARE_UNARY(trunc) SINTER_DECLARE_UNARY(frac)
+SINTER_DECLARE_UNARY(reciprocal) SINTER_DECLARE_UNARY(square) SINTER_DECLARE_UNARY(logical_not)
+SINTER_DECLARE_UNARY(bitwise_not) SINTER_DECLARE_UNARY(isnan) SINTER_DECLARE_UNARY(isinf)
+SINTER_DECLARE_UNARY(isfinite) SINTER_DECLARE_UNARY(hardsigmoid) SINTER_DECLARE_UNARY(hardswish)
+SINTER_DECLARE_UNARY(selu) SINTER_DECLARE_UNARY(lgamma) SINTER_DECLARE_UNARY(digamma) SINTER_DECLARE_UNARY(signbit)
+SINTER_DECLARE_UNARY(relu6)
+#undef SINTER_DECLARE_UNARY
+// approximate: "none" (erf form) or "tanh".
+Tensor gelu(const Tensor& self, const std::string& approximate = "none", Loc loc = Loc::current());
+Tensor softplus(const Tensor& self, const Scalar& beta = 1, const Scalar& threshold = 20, Loc loc = Loc::current());
+Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope = 0.01, Loc loc = Loc::current());
+Tensor elu(const Tensor& self, const Scalar& alpha = 1, Loc loc = Loc::current());
+Tensor celu(const Tensor& self, const Scalar& alpha = 1.0, Loc loc = Loc::current());
+Tensor hardtanh(const Tensor& self, const Scalar& min_val = -1, const Scalar& max_val = 1, Loc loc = Loc::current());
+Tensor threshold(const Tensor& self, const Scalar& threshold, const Scalar& value, Loc loc = Loc::current());
+Tensor logit(const Tensor& self, std::optional<double> eps = {}, Loc loc = Loc::current());
+Tensor nan_to_num(const Tensor& self, std::optional<double> nan = {}, std::optional<double> posinf = {},
+                  std::optional<double> neginf = {}, Loc loc = Loc::current());
+
+// ---- pointwise binary ----
+Tensor add(const Tensor& self, const Tensor& other, const Scalar& alpha = 1, Loc loc = Loc::current());
+Tensor add(const Tensor& self, const Scalar& other, const Scalar& alpha = 1, Loc loc = Loc::current());
+Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha = 1, Loc loc = Loc::current());
+Tensor sub(const Tensor& self, const Scalar& other, const Scalar& alpha = 1, Loc loc = Loc::current());
+Tensor rsub(const Tensor& self, const Scalar& other, const Scalar& alpha = 1, Loc loc = Loc::current());
+#define SINTER_DECLARE_BINARY(name)                                                        \
+  Tensor name(const Tensor& self, const Tensor& other, Loc loc = Loc::current());          \
+  Tensor name(const Tensor& self, const Scalar& other, Loc loc = Loc::current());
+SINTER_DECLARE_BINARY(mul) SINTER_DECLARE_BINARY(div) SINTER_DECLARE_BINARY(fmod) SINTER_DECLARE_BINARY(remainder)
+SINTER_DECLARE_BINARY(eq) SINTER_DECLARE_BINARY(ne) SINTER_DECLARE_BINARY(lt) SINTER_DECLARE_BINARY(le)
+SINTER_DECLARE_BINARY(gt) SINTER_DECLARE_BINARY(ge) SINTER_DECLARE_BINARY(bitwise_and)
+SINTER_DECLARE_BINARY(bitwise_or) SINTER_DECLARE_BINARY(bitwise_xor) SINTER_DECLARE_BINARY(floor_divide)
+#undef SINTER_DECLARE_BINARY
+// rounding_mode: none (true division), "trunc" or "floor".
+Tensor div(const Tensor& self, const Tensor& other, const std::optional<std::string>& rounding_mode,
+           Loc loc = Loc::current());
+Tensor div(const Tensor& self, const Scalar& other, const std::optional<std::string>& rounding_mode,
+           Loc loc = Loc::current());
+Tensor pow(const Tensor& self, const Tensor& exponent, Loc loc = Loc::current());
+Tensor pow(const Tensor& self, const Scalar& exponent, Loc loc = Loc::current());
+Tensor pow(const Scalar& self, const Tensor& exponent, Loc loc = Loc::current());
+#define SINTER_DECLARE_BINARY_T(name) Tensor name(const Tensor& self, const Tensor& other, Loc loc = Loc::current());
+SINTER_DECLARE_BINARY_T(atan2) SINTER_DECLARE_BINARY_T(maximum) SINTER_DECLARE_BINARY_T(minimum)
+SINTER_DECLARE_BINARY_T(logical_and) SINTER_DECLARE_BINARY_T(logical_or) SINTER_DECLARE_BINARY_T(logical_xor)
+SINTER_DECLARE_BINARY_T(hypot) SINTER_DECLARE_BINARY_T(copysign)
+#undef SINTER_DECLARE_BINARY_T
+
+// ---- pointwise ternary ----
+Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other, Loc loc = Loc::current());
+Tensor where(const Tensor& condition, const Tensor& self, const Scalar& other, Loc loc = Loc::current());
+Tensor where(const Tensor& condition, const Scalar& self, const Tensor& other, Loc loc = Loc::current());
+Tensor where(const Tensor& condition, const Scalar& self, const Scalar& other, Loc loc = Loc::current());
+// where(condition) is nonzero(condition) split into one index tensor per dim (data-dependent).
+std::vector<Tensor> where(const Tensor& condition, Loc loc = Loc::current());
+Tensor clamp(const Tensor& self, const OptScalar& min, const OptScalar& max = {}, Loc loc = Loc::current());
+Tensor clamp(const Tensor& self, const Tensor& min, const Tensor& max, Loc loc = Loc::current());
+Tensor clamp_min(const Tensor& self, const Scalar& min, Loc loc = Loc::current());
+Tensor clamp_max(const Tensor& self, const Scalar& max, Loc loc = Loc::current());
+Tensor lerp(const Tensor& self, const Tensor& end, const Scalar& weight, Loc loc = Loc::current());
+Tensor lerp(const Tensor& self, const Tensor& end, const Tensor& weight, Loc loc = Loc::current());
+Tensor addcmul(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value = 1,
+               Loc loc = Loc::current());
+Tensor addcdiv(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, const Scalar& value = 1,
+               Loc loc = Loc::current());
+Tensor masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value, Loc loc = Loc::current());
+Tensor masked_fill(const Tensor& self, const Tensor& mask, const Tensor& value, Loc loc = Loc::current());
+
+// ---- copies, conversions, factories of the same shape ----
+Tensor clone(const Tensor& self, std::optional<MemoryFormat> memory_format = {}, Loc loc = Loc::current());
+Tensor to_copy(const Tensor& self, OptDType dtype, std::optional<Device> device = {},
+               std::optional<MemoryFormat> memory_format = {}, Loc loc = Loc::current());
+Tensor empty(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
+Tensor empty(const SymIntList& size, const TensorOptions& options, MemoryFormat memory_format,
+             Loc loc = Loc::current());
+Tensor zeros(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
+Tensor ones(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
+Tensor full(const SymIntList& size, const Scalar& fill_value, std::optional<TensorOptions> options = {},
+            Loc loc = Loc::current());
+// arange(end), arange(start, end, step). The dtype is int64 when every bound is an integer, else float32.
+Tensor arange(const Scalar& end, std::optional<TensorOptions> options = {}, Loc loc = Loc::current());
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
+              std::optional<TensorOptions> options = {}, Loc loc = Loc::current());
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options = {},
+                Loc loc = Loc::current());
+Tensor eye(const SymInt& n, std::optional<SymInt> m = {}, const TensorOptions& options = {},
+           Loc loc = Loc::current());
+Tensor rand(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
+Tensor randn(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
+Tensor randint(const SymInt& low, const SymInt& high, const SymIntList& size,
+               const TensorOptions& options = {.dtype = kInt64}, Loc loc = Loc::current());
+Tensor randint(const SymInt& high, const SymIntList& size, const TensorOptions& options = {.dtype = kInt64},
+               Loc loc = Loc::current());
+Tensor normal(double mean, double std, const SymIntList& size, const TensorOptions& options = {},
+              Loc loc = Loc::current());
+Tensor bernoulli(const Tensor& self, double p, Loc loc = Loc::current());
+Tensor empty_like(const Tensor& self, std::optional<DType> dtype = {}, Loc loc = Loc::current());
+Tensor zeros_like(const Tensor& self, std::optional<DType> dtype = {}, Loc loc = Loc::current());
+Tensor ones_like(const Tensor& self, std::optional<DType> dtype = {}, Loc loc = Loc::current());
+Tensor full_like(const Tensor& self, const Scalar& fill_value, std::optional<DType> dtype = {},
+                 Loc loc = Loc::current());
+Tensor rand_like(const Tensor& self, std::optional<DType> dtype = {}, Loc loc = Loc::current());
+Tensor randn_like(const Tensor& self, std::optional<DType> dtype = {}, Loc loc = Loc::current());
+
+// ---- views (and the composite spellings of them) ----
+Tensor view(const Tensor& self, const SymIntList& size, Loc loc = Loc::current());
+Tensor reshape(const Tensor& self, const SymIntList& shape, Loc loc = Loc::current());
+Tensor permute(const Tensor& self, const DimList& dims, Loc loc = Loc::current());
+Tensor movedim(const Tensor& self, const DimList& source, const DimList& destination, Loc loc = Loc::current());
+Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1, Loc loc = Loc::current());
+Tensor t(const Tensor& self, Loc loc = Loc::current());
+Tensor expand(const Tensor& self, const SymIntList& size, Loc loc = Loc::current());
+Tensor squeeze(const Tensor& self, Loc loc = Loc::current());
+Tensor squeeze(const Tensor& self, const DimList& dims, Loc loc = Loc::current());
+Tensor unsqueeze(const Tensor& self, int64_t dim, Loc loc = Loc::current());
+Tensor narrow(const Tensor& self, int64_t dim, const SymInt& start, const SymInt& length, Loc loc = Loc::current());
+Tensor slice(const Tensor& self, int64_t dim = 0, std::optional<SymInt> start = {}, std::optional<SymInt> end = {},
+             const SymInt& step = 1, Loc loc = Loc::current());
+Tensor select(const Tensor& self, int64_t dim, const SymInt& index, Loc loc = Loc::current());
+Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1, Loc loc = Loc::current());
+Tensor unflatten(const Tensor& self, int64_t dim, const SymIntList& sizes, Loc loc = Loc::current());
+Tensor as_strided(const Tensor& self, const SymIntList& size, const SymIntList& stride,
+                  std::optional<SymInt> storage_offset = {}, Loc loc = Loc::current());
+std::vector<Tensor> split(const Tensor& self, const SymInt& split_size, int64_t dim = 0, Loc loc = Loc::current());
+std::vector<Tensor> split(const Tensor& self, const SymIntList& split_sizes, int64_t dim = 0,
+                          Loc loc = Loc::current());
+std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim = 0, Loc loc = Loc::current());
+std::vector<Tensor> unbind(const Tensor& self, int64_t dim = 0, Loc loc = Loc::current());
+Tensor contiguous(const Tensor& self, MemoryFormat memory_format = MemoryFormat::kContiguous,
+                  Loc loc = Loc::current());
+std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors, Loc loc = Loc::current());
+
+// ---- reductions and scans ----
+Tensor sum(const Tensor& self, OptDType dtype = {}, Loc loc = Loc::current());
+Tensor sum(const Tensor& self, const OptDims& dim, bool keepdim = false, OptDType dtype = {}, Loc loc = Loc::current());
+Tensor mean(const Tensor& self, OptDType dtype = {}, Loc loc = Loc::current());
+Tensor mean(const Tensor& self, const OptDims& dim, bool keepdim = false, OptDType dtype = {},
+            Loc loc = Loc::current());
+Tensor prod(const Tensor& self, OptDType dtype = {}, Loc loc = Loc::current());
+Tensor prod(const Tensor& self, int64_t dim, bool keepdim = false, OptDType dtype = {}, Loc loc = Loc::current());
+Tensor amax(const Tensor& self, const DimList& dim = {}, bool keepdim = false, Loc loc = Loc::current());
+Tensor amin(const Tensor& self, const DimList& dim = {}, bool keepdim = false, Loc loc = Loc::current());
+Tensor max(const Tensor& self, Loc loc = Loc::current());
+Tensor min(const Tensor& self, Loc loc = Loc::current());
+TensorPair max(const Tensor& self, int64_t dim, bool keepdim = false, Loc loc = Loc::current());
+TensorPair min(const Tensor& self, int64_t dim, bool keepdim = false, Loc loc = Loc::current());
+Tensor argmax(const Tensor& self, std::optional<int64_t> dim = {}, bool keepdim = false, Loc loc = Loc::current());
+Tensor argmin(const Tensor& self, std::optional<int64_t> dim = {}, bool keepdim = false, Loc loc = Loc::current());
+// correction: 1 is Bessel's (unbiased), 0 the population variance.
+Tensor var(const Tensor& self, const OptDims& dim = {}, const OptScalar& correction = {}, bool keepdim = false,
+           Loc loc = Loc::current());
+Tensor std(const Tensor& self, const OptDims& dim = {}, const OptScalar& correction = {}, bool keepdim = false,
+           Loc loc = Loc::current());
+Tensor norm(const Tensor& self, const OptScalar& p = 2, const DimList& dim = {}, bool keepdim = false,
+            Loc loc = Loc::current());
+Tensor logsumexp(const Tensor& self, const DimList& dim, bool keepdim = false, Loc loc = Loc::current());
+Tensor all(const Tensor& self, Loc loc = Loc::current());
+Tensor all(const Tensor& self, const DimList& dim, bool keepdim = false, Loc loc = Loc::current());
+Tensor any(const Tensor& self, Loc loc = Loc::current());
+Tensor any(const Tensor& self, const DimList& dim, bool keepdim = false, Loc loc = Loc::current());
+Tensor cumsum(const Tensor& self, int64_t dim, OptDType dtype = {}, Loc loc = Loc::current());
+Tensor cumprod(const Tensor& self, int64_t dim, OptDType dtype = {}, Loc loc = Loc::current());
+Tensor softmax(const Tensor& self, int64_t dim, OptDType dtype = {}, Loc loc = Loc::current());
+Tensor log_softmax(const Tensor& self, int64_t dim, OptDType dtype = {}, Loc loc = Loc::current());
+TensorPair sort(const Tensor& self, int64_t dim = -1, bool descending = false, Loc loc = Loc::current());
+Tensor argsort(const Tensor& self, int64_t dim = -1, bool descending = false, Loc loc = Loc::current());
+TensorPair topk(const Tensor& self, const SymInt& k, int64_t dim = -1, bool largest = true, bool sorted = true,
+                Loc loc = Loc::current());
+
+// ---- normalisation ----
+Tensor layer_norm(const Tensor& input, const SymIntList& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5, Loc loc = Loc::current());
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5, Loc loc = Loc::current());
+// eps: none means the dtype's machine epsilon, as torch.nn.functional.rms_norm.
+Tensor rms_norm(const Tensor& input, const SymIntList& normalized_shape, const Tensor& weight = {},
+                std::optional<double> eps = {}, Loc loc = Loc::current());
+// In training, running_mean/running_var (when given) are updated in place with `momentum`.
+Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5,
+                  Loc loc = Loc::current());
+
+// ---- linear algebra, convolution, pooling, attention, losses ----
+Tensor mm(const Tensor& self, const Tensor& mat2, Loc loc = Loc::current());
+Tensor bmm(const Tensor& self, const Tensor& mat2, Loc loc = Loc::current());
+Tensor matmul(const Tensor& self, const Tensor& other, Loc loc = Loc::current());
+Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
+             const Scalar& alpha = 1, Loc loc = Loc::current());
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, Loc loc = Loc::current());
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& tensors, Loc loc = Loc::current());
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const SymIntList& stride = {1},
+              const SymIntList& padding = {0}, const SymIntList& dilation = {1}, int64_t groups = 1,
+              Loc loc = Loc::current());
+// padding: "valid" or "same".
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, const SymIntList& stride,
+              const std::string& padding, const SymIntList& dilation = {1}, int64_t groups = 1,
+              Loc loc = Loc::current());
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const SymIntList& stride = {1},
+              const SymIntList& padding = {0}, const SymIntList& dilation = {1}, int64_t groups = 1,
+              Loc loc = Loc::current());
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const SymIntList& stride,
+              const std::string& padding, const SymIntList& dilation = {1}, int64_t groups = 1,
+              Loc loc = Loc::current());
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                        const SymIntList& stride = {1}, const SymIntList& padding = {0},
+                        const SymIntList& output_padding = {0}, int64_t groups = 1, const SymIntList& dilation = {1},
+                        Loc loc = Loc::current());
+Tensor max_pool2d(const Tensor& self, const DimList& kernel_size, const DimList& stride = {},
+                  const DimList& padding = {0}, const DimList& dilation = {1}, bool ceil_mode = false,
+                  Loc loc = Loc::current());
+Tensor avg_pool2d(const Tensor& self, const DimList& kernel_size, const DimList& stride = {},
+                  const DimList& padding = {0}, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = {}, Loc loc = Loc::current());
+Tensor adaptive_avg_pool2d(const Tensor& self, const SymIntList& output_size, Loc loc = Loc::current());
+// mode: "nearest" or "bilinear"; give either `size` or `scale_factor`.
+Tensor interpolate(const Tensor& input, std::optional<SymIntList> size = {},
+                   std::optional<std::vector<double>> scale_factor = {}, const std::string& mode = "nearest",
+                   std::optional<bool> align_corners = {}, Loc loc = Loc::current());
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
+                                    std::optional<double> scale = {}, Loc loc = Loc::current());
+// reduction: "mean", "sum" or "none".
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                     const std::string& reduction = "mean", int64_t ignore_index = -100,
+                     double label_smoothing = 0.0, Loc loc = Loc::current());
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                const std::string& reduction = "mean", int64_t ignore_index = -100, Loc loc = Loc::current());
+Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                Loc loc = Loc::current());
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1, Loc loc = Loc::current());
+Tensor dropout(const Tensor& input, double p = 0.5, bool train = true, Loc loc = Loc::current());
+
+// ---- joining, indexing, reordering ----
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0, Loc loc = Loc::current());
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0, Loc loc = Loc::current());
+Tensor gather(const Tensor& self, int64_t dim, const Tensor& index, Loc loc = Loc::current());
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current());
+Tensor scatter(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value, Loc loc = Loc::current());
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                   Loc loc = Loc::current());
+Tensor index_select(const Tensor& self, int64_t dim, const Tensor& index, Loc loc = Loc::current());
+// Advanced indexing: one optional index tensor per leading dim (an undefined Tensor is `:`); integer or bool.
+Tensor index(const Tensor& self, const std::vector<Tensor>& indices, Loc loc = Loc::current());
+Tensor index_put(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false,
+                 Loc loc = Loc::current());
+Tensor masked_select(const Tensor& self, const Tensor& mask, Loc loc = Loc::current());
+Tensor nonzero(const Tensor& self, Loc loc = Loc::current());
+Tensor tril(const Tensor& self, int64_t diagonal = 0, Loc loc = Loc::current());
+Tensor triu(const Tensor& self, int64_t diagonal = 0, Loc loc = Loc::current());
+// pad: (left, right, top, bottom, ...) from the last dim backwards; mode "constant", "reflect" or "replicate".
+Tensor pad(const Tensor& self, const SymIntList& pad, const std::string& mode = "constant",
+           std::optional<double> value = {}, Loc loc = Loc::current());
+Tensor repeat(const Tensor& self, const SymIntList& repeats, Loc loc = Loc::current());
+Tensor roll(const Tensor& self, const SymIntList& shifts, const DimList& dims = {}, Loc loc = Loc::current());
+Tensor flip(const Tensor& self, const DimList& dims, Loc loc = Loc::current());
+
+// ---- randomness ----
+// The default CPU generator: Philox 4x32-10, counter based. Its state is (seed, offset); every draw of n numbers
+// advances offset, so generated code given the same state reproduces eager's numbers.
+void manual_seed(uint64_t seed);
+struct GeneratorState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+GeneratorState get_rng_state();
+void set_rng_state(const GeneratorState& state);
+
+}  // namespace sinter

@@ -1,0 +1,12 @@
+// The umbrella header: everything a user of sinter includes.
+#pragma once
+#include "sinter/error.h"
+#include "sinter/ops.h"
+#include "sinter/symint.h"
+#include "sinter/tensor.h"
+#include "sinter/types.h"
+
+namespace sinter {
+void set_num_threads(int n);  // the intra-op thread pool's size; 0 restores the default
+int get_num_threads();
+}  // namespace sinter

@@ -1,0 +1,313 @@
+// Tensor: a handle to sizes, strides, an offset and a dtype over shared storage, with PyTorch's semantics.
+// A tensor may carry no data ("meta"): shape rules still run, which is how capture traces code without running it.
+#pragma once
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sinter/error.h"
+#include "sinter/symint.h"
+#include "sinter/types.h"
+
+namespace sinter {
+
+class Tensor;
+
+// Allocators hand out memory for one device; CUDA slots in beside the CPU one.
+struct DataPtr {
+  void* data = nullptr;
+  std::function<void(void*)> deleter;  // empty: memory owned elsewhere (from_blob without a deleter)
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual DataPtr allocate(size_t nbytes) = 0;
+};
+Allocator& cpu_allocator();
+// The allocator for a device type; throws Error when the device is not available in this build.
+Allocator& allocator_for(Device device);
+
+// Storage is shared by a tensor and all its views. The version counter goes up on every write, so that
+// capture and autograd can tell that a tensor changed.
+class Storage {
+ public:
+  Storage(DataPtr data, size_t nbytes, Device device) : data_(std::move(data)), nbytes_(nbytes), device_(device) {}
+  ~Storage() {
+    if (data_.deleter) data_.deleter(data_.data);
+  }
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data() const { return data_.data; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  DataPtr data_;
+  size_t nbytes_;
+  Device device_;
+  std::atomic<uint64_t> version_{0};
+};
+
+// What a shape rule computes for one output: everything about a tensor except its data.
+struct TensorMeta {
+  SymIntList sizes;
+  SymIntList strides;
+  SymInt offset = 0;
+  DType dtype = kFloat32;
+  Device device = kCPU;
+};
+
+struct TraceState;  // capture's per-tensor record (src/capture); opaque here
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;  // null for a meta tensor
+  TensorMeta meta;
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;   // room for autograd (a later issue)
+  std::shared_ptr<TraceState> trace;  // set while capture follows this tensor
+};
+
+struct TensorOptions {
+  DType dtype = kFloat32;
+  Device device = kCPU;
+  bool requires_grad = false;
+};
+
+enum class ReduceMode : uint8_t { kNone, kMean, kSum };
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  // Shape and layout.
+  int64_t dim() const { return static_cast<int64_t>(meta().sizes.size()); }
+  int64_t ndimension() const { return dim(); }
+  const SymIntList& sizes() const { return meta().sizes; }
+  const SymIntList& strides() const { return meta().strides; }
+  SymInt size(int64_t d) const;
+  SymInt stride(int64_t d) const;
+  SymInt storage_offset() const { return meta().offset; }
+  SymInt numel() const { return sym_product(meta().sizes); }
+  DType dtype() const { return meta().dtype; }
+  DType scalar_type() const { return dtype(); }
+  size_t element_size() const { return sinter::element_size(dtype()); }
+  Device device() const { return meta().device; }
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_floating_point() const { return is_floating(dtype()); }
+  bool is_contiguous(MemoryFormat format = MemoryFormat::kContiguous) const;
+  // A meta tensor has shape, strides, dtype and device but no data.
+  bool has_storage() const { return impl_ && impl_->storage != nullptr; }
+  bool is_meta() const { return !has_storage(); }
+  const TensorMeta& meta() const;
+  const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
+  TensorOptions options() const { return {dtype(), device(), false}; }
+  uint64_t version() const { return has_storage() ? impl_->storage->version() : 0; }
+
+  // Data access (CPU tensors). data_ptr points at element 0 of this view.
+  void* data_ptr() const;
+  template <class T>
+  T* data_ptr() const { return static_cast<T*>(data_ptr()); }
+  // Reading data ends a captured graph (a graph break) and gives host code the real value.
+  template <class T>
+  T item(Loc loc = Loc::current()) const;
+  template <class T>
+  std::vector<T> to_vector(Loc loc = Loc::current()) const;
+  Scalar item_scalar(Loc loc = Loc::current()) const;
+  explicit operator bool() const;  // bool(tensor): a one-element tensor's truth
+  std::string str() const;         // as PyTorch prints it
+
+  // Autograd fields (the engine comes later).
+  bool requires_grad() const { return impl_ && impl_->requires_grad; }
+  Tensor& requires_grad_(bool on = true);
+  Tensor grad() const { return impl_ && impl_->grad ? Tensor(impl_->grad) : Tensor(); }
+
+  // Views.
+  Tensor view(const SymIntList& size, Loc loc = Loc::current()) const;
+  Tensor reshape(const SymIntList& size, Loc loc = Loc::current()) const;
+  Tensor view_as(const Tensor& other, Loc loc = Loc::current()) const;
+  Tensor reshape_as(const Tensor& other, Loc loc = Loc::current()) const;
+  Tensor permute(const DimList& dims, Loc loc = Loc::current()) const;
+  Tensor transpose(int64_t dim0, int64_t dim1, Loc loc = Loc::current()) const;
+  Tensor t(Loc loc = Loc::current()) const;
+  Tensor mT(Loc loc = Loc::current()) const;
+  Tensor expand(const SymIntList& size, Loc loc = Loc::current()) const;
+  Tensor expand_as(const Tensor& other, Loc loc = Loc::current()) const;
+  Tensor squeeze(Loc loc = Loc::current()) const;
+  Tensor squeeze(const DimList& dims, Loc loc = Loc::current()) const;
+  Tensor unsqueeze(int64_t dim, Loc loc = Loc::current()) const;
+  Tensor narrow(int64_t dim, const SymInt& start, const SymInt& length, Loc loc = Loc::current()) const;
+  Tensor slice(int64_t dim, std::optional<SymInt> start = {}, std::optional<SymInt> end = {}, const SymInt& step = 1,
+               Loc loc = Loc::current()) const;
+  Tensor select(int64_t dim, const SymInt& index, Loc loc = Loc::current()) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1, Loc loc = Loc::current()) const;
+  Tensor unflatten(int64_t dim, const SymIntList& sizes, Loc loc = Loc::current()) const;
+  Tensor as_strided(const SymIntList& size, const SymIntList& stride, std::optional<SymInt> offset = {},
+                    Loc loc = Loc::current()) const;
+  std::vector<Tensor> split(const SymInt& split_size, int64_t dim = 0, Loc loc = Loc::current()) const;
+  std::vector<Tensor> split(const SymIntList& sizes, int64_t dim = 0, Loc loc = Loc::current()) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0, Loc loc = Loc::current()) const;
+  std::vector<Tensor> unbind(int64_t dim = 0, Loc loc = Loc::current()) const;
+  Tensor operator[](int64_t index) const;  // select(0, index)
+
+  // Copies and conversions.
+  Tensor contiguous(MemoryFormat format = MemoryFormat::kContiguous, Loc loc = Loc::current()) const;
+  Tensor clone(std::optional<MemoryFormat> format = {}, Loc loc = Loc::current()) const;
+  Tensor& copy_(const Tensor& src, Loc loc = Loc::current());
+  Tensor to(DType dtype, Loc loc = Loc::current()) const;
+  Tensor to(Device device, Loc loc = Loc::current()) const;
+  Tensor to(Device device, DType dtype, Loc loc = Loc::current()) const;
+  Tensor to(MemoryFormat format, Loc loc = Loc::current()) const;
+  Tensor to(const TensorOptions& options, Loc loc = Loc::current()) const;
+  Tensor cpu(Loc loc = Loc::current()) const { return to(kCPU, loc); }
+  Tensor cuda(Loc loc = Loc::current()) const { return to(kCUDA, loc); }
+  Tensor float_(Loc loc = Loc::current()) const { return to(kFloat32, loc); }
+
+  // In-place ops (they bump the storage's version counter and write through views).
+  Tensor& fill_(const Scalar& value, Loc loc = Loc::current());
+  Tensor& zero_(Loc loc = Loc::current());
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1, Loc loc = Loc::current());
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1, Loc loc = Loc::current());
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1, Loc loc = Loc::current());
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1, Loc loc = Loc::current());
+  Tensor& mul_(const Tensor& other, Loc loc = Loc::current());
+  Tensor& mul_(const Scalar& other, Loc loc = Loc::current());
+  Tensor& div_(const Tensor& other, Loc loc = Loc::current());
+  Tensor& div_(const Scalar& other, Loc loc = Loc::current());
+  Tensor& pow_(const Scalar& exponent, Loc loc = Loc::current());
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = {}, Loc loc = Loc::current());
+  Tensor& relu_(Loc loc = Loc::current());
+  Tensor& sigmoid_(Loc loc = Loc::current());
+  Tensor& tanh_(Loc loc = Loc::current());
+  Tensor& exp_(Loc loc = Loc::current());
+  Tensor& neg_(Loc loc = Loc::current());
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value, Loc loc = Loc::current());
+  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false,
+                     Loc loc = Loc::current());
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current());
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current());
+  Tensor& uniform_(double from = 0, double to = 1, Loc loc = Loc::current());
+  Tensor& normal_(double mean = 0, double std = 1, Loc loc = Loc::current());
+
+  // Common functional methods (the free functions in ops.h are the full set).
+  Tensor add(const Tensor& other, const Scalar& alpha = 1, Loc loc = Loc::current()) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1, Loc loc = Loc::current()) const;
+  Tensor mul(const Tensor& other, Loc loc = Loc::current()) const;
+  Tensor div(const Tensor& other, Loc loc = Loc::current()) const;
+  Tensor pow(const Scalar& exponent, Loc loc = Loc::current()) const;
+  Tensor matmul(const Tensor& other, Loc loc = Loc::current()) const;
+  Tensor abs(Loc loc = Loc::current()) const;
+  Tensor neg(Loc loc = Loc::current()) const;
+  Tensor exp(Loc loc = Loc::current()) const;
+  Tensor log(Loc loc = Loc::current()) const;
+  Tensor sqrt(Loc loc = Loc::current()) const;
+  Tensor rsqrt(Loc loc = Loc::current()) const;
+  Tensor tanh(Loc loc = Loc::current()) const;
+  Tensor sigmoid(Loc loc = Loc::current()) const;
+  Tensor relu(Loc loc = Loc::current()) const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = {}, Loc loc = Loc::current()) const;
+  Tensor sum(std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
+  Tensor sum(const DimList& dim, bool keepdim = false, std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
+  Tensor mean(std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
+  Tensor mean(const DimList& dim, bool keepdim = false, std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
+  Tensor prod(std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
+  Tensor amax(const DimList& dim = {}, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor amin(const DimList& dim = {}, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor max(Loc loc = Loc::current()) const;
+  Tensor min(Loc loc = Loc::current()) const;
+  Tensor argmax(std::optional<int64_t> dim = {}, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor argmin(std::optional<int64_t> dim = {}, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor var(const DimList& dim = {}, bool keepdim = false, double correction = 1, Loc loc = Loc::current()) const;
+  Tensor std(const DimList& dim = {}, bool keepdim = false, double correction = 1, Loc loc = Loc::current()) const;
+  Tensor softmax(int64_t dim, Loc loc = Loc::current()) const;
+  Tensor log_softmax(int64_t dim, Loc loc = Loc::current()) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value, Loc loc = Loc::current()) const;
+  Tensor index_select(int64_t dim, const Tensor& index, Loc loc = Loc::current()) const;
+  Tensor gather(int64_t dim, const Tensor& index, Loc loc = Loc::current()) const;
+  Tensor repeat(const SymIntList& repeats, Loc loc = Loc::current()) const;
+  Tensor flip(const DimList& dims, Loc loc = Loc::current()) const;
+  Tensor tril(int64_t diagonal = 0, Loc loc = Loc::current()) const;
+  Tensor triu(int64_t diagonal = 0, Loc loc = Loc::current()) const;
+  Tensor all(Loc loc = Loc::current()) const;
+  Tensor any(Loc loc = Loc::current()) const;
+  Tensor nonzero(Loc loc = Loc::current()) const;
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Operators follow PyTorch: broadcasting, type promotion, C++ numbers as weak scalars.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+Tensor operator^(const Tensor& a, const Tensor& b);
+Tensor operator~(const Tensor& a);
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, const Scalar& b);
+Tensor& operator-=(Tensor& a, const Scalar& b);
+Tensor& operator*=(Tensor& a, const Scalar& b);
+Tensor& operator/=(Tensor& a, const Scalar& b);
+
+// Contiguous strides for sizes, or channels-last strides (rank 4) for kChannelsLast.
+SymIntList contiguous_strides(const SymIntList& sizes, MemoryFormat format = MemoryFormat::kContiguous);
+// A new tensor of the given meta's sizes/strides/dtype/device; meta-only when `with_data` is false.
+Tensor empty_from_meta(const TensorMeta& meta, bool with_data = true);
+// Wraps existing memory (not copied). `deleter` runs when the last view dies; none means the caller owns it.
+Tensor from_blob(void* data, const SymIntList& sizes, const TensorOptions& options = {},
+                 std::function<void(void*)> deleter = {});
+Tensor from_blob(void* data, const SymIntList& sizes, const SymIntList& strides, const TensorOptions& options = {},
+                 std::function<void(void*)> deleter = {});
+// Copies a vector into a new tensor of the element type's dtype (or `dtype` when given), reshaped to `sizes`.
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const SymIntList& sizes = {}, std::optional<DType> dtype = {});
+// A 0-dim tensor holding one number.
+Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype = {}, Device device = kCPU);
+
+// The dtype that C++ element type T maps to.
+template <class T>
+DType dtype_of();
+
+}  // namespace sinter

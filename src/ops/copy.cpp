@@ -1,0 +1,146 @@
+// Copies and fills over arbitrary strides. Dims are coalesced first, so most copies become one or two loops; the
+// innermost loop is a plain pointer walk that the compiler vectorises when both strides are 1.
+#include "ops/copy.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ops/kernel_util.h"
+#include "ops/shape_util.h"
+
+namespace sinter {
+namespace {
+
+struct Layout {
+  std::vector<int64_t> sizes, dst_strides, src_strides;  // in elements
+};
+
+// Merges adjacent dims that are contiguous in both operands and drops size-1 dims.
+Layout coalesce(const std::vector<int64_t>& sizes, std::vector<int64_t> ds, std::vector<int64_t> ss) {
+  Layout l;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;
+    if (!l.sizes.empty() && l.dst_strides.back() == ds[d] * sizes[d] && l.src_strides.back() == ss[d] * sizes[d]) {
+      l.sizes.back() *= sizes[d];
+      l.dst_strides.back() = ds[d];
+      l.src_strides.back() = ss[d];
+    } else {
+      l.sizes.push_back(sizes[d]);
+      l.dst_strides.push_back(ds[d]);
+      l.src_strides.push_back(ss[d]);
+    }
+  }
+  if (l.sizes.empty()) {
+    l.sizes = {1};
+    l.dst_strides = {1};
+    l.src_strides = {1};
+  }
+  return l;
+}
+
+// Source strides after broadcasting src to dst's sizes (0 for broadcast dims).
+std::vector<int64_t> broadcast_strides(const Tensor& src, const SymIntList& sizes) {
+  std::vector<int64_t> out(sizes.size(), 0);
+  int64_t offset = static_cast<int64_t>(sizes.size()) - src.dim();
+  for (int64_t d = 0; d < src.dim(); ++d)
+    out[d + offset] = src.sizes()[d].hint() == 1 ? 0 : src.strides()[d].hint();
+  return out;
+}
+
+template <class D, class S>
+void copy_loop(D* dst, const S* src, const Layout& l, int64_t begin, int64_t end) {
+  // Rows: all dims but the last; each row is one inner loop.
+  int64_t ndim = static_cast<int64_t>(l.sizes.size());
+  int64_t inner = l.sizes.back(), dsi = l.dst_strides.back(), ssi = l.src_strides.back();
+  for (int64_t row = begin; row < end; ++row) {
+    int64_t doff = 0, soff = 0, r = row;
+    for (int64_t d = ndim - 2; d >= 0; --d) {
+      int64_t i = r % l.sizes[d];
+      r /= l.sizes[d];
+      doff += i * l.dst_strides[d];
+      soff += i * l.src_strides[d];
+    }
+    D* dp = dst + doff;
+    const S* sp = src + soff;
+    if (dsi == 1 && ssi == 1) {
+      for (int64_t i = 0; i < inner; ++i) dp[i] = cast_to<D>(sp[i]);
+    } else if (dsi == 1 && ssi == 0) {
+      D v = cast_to<D>(sp[0]);
+      for (int64_t i = 0; i < inner; ++i) dp[i] = v;
+    } else {
+      for (int64_t i = 0; i < inner; ++i) dp[i * dsi] = cast_to<D>(sp[i * ssi]);
+    }
+  }
+}
+
+}  // namespace
+
+bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (!a.has_storage() || !b.has_storage() || a.storage() != b.storage()) return false;
+  auto range = [](const Tensor& t) {
+    int64_t lo = t.storage_offset().hint(), hi = lo;
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      int64_t extent = (t.sizes()[d].hint() - 1) * t.strides()[d].hint();
+      if (t.sizes()[d].hint() == 0) return std::pair<int64_t, int64_t>{0, -1};
+      (extent < 0 ? lo : hi) += extent;
+    }
+    return std::pair<int64_t, int64_t>{lo * static_cast<int64_t>(t.element_size()),
+                                       (hi + 1) * static_cast<int64_t>(t.element_size())};
+  };
+  auto [alo, ahi] = range(a);
+  auto [blo, bhi] = range(b);
+  return alo < bhi && blo < ahi;
+}
+
+void copy_strided(const Tensor& dst, const Tensor& src) {
+  int64_t n = dst.numel().hint();
+  if (n == 0) return;
+  SINTER_CHECK(dst.is_cpu() && src.is_cpu(), "copying between {} and {} is not supported yet", dst.device().str(),
+               src.device().str());
+  if (may_overlap(dst, src) && !(dst.is_same(src))) {
+    bool same_view = dst.storage_offset().hint() == src.storage_offset().hint() &&
+                     dst.strides().hints() == src.strides().hints() && dst.sizes().hints() == src.sizes().hints() &&
+                     dst.dtype() == src.dtype();
+    if (same_view) return;
+    Tensor tmp = empty_from_meta(dense_meta(src.sizes(), src.dtype(), src.device()));
+    copy_strided(tmp, src);
+    copy_strided(dst, tmp);
+    return;
+  }
+  if (dst.dtype() == src.dtype() && dst.is_contiguous() && src.is_contiguous() &&
+      dst.sizes().hints() == src.sizes().hints()) {
+    char* d = static_cast<char*>(dst.data_ptr());
+    const char* s = static_cast<const char*>(src.data_ptr());
+    int64_t bytes = n * static_cast<int64_t>(dst.element_size());
+    parallel_for(0, bytes, 1 << 20, [&](int64_t b, int64_t e) { std::memcpy(d + b, s + b, e - b); });
+    return;
+  }
+  Layout l = coalesce(dst.sizes().hints(), dst.strides().hints(), broadcast_strides(src, dst.sizes()));
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < l.sizes.size(); ++d) rows *= l.sizes[d];
+  int64_t grain = std::max<int64_t>(1, kGrainElementwise / l.sizes.back());
+  visit_dtype(dst.dtype(), [&]<class D>() {
+    visit_dtype(src.dtype(), [&]<class S>() {
+      D* d = dst.data_ptr<D>();
+      const S* s = src.data_ptr<S>();
+      parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { copy_loop(d, s, l, b, e); });
+    });
+  });
+}
+
+void fill_strided(const Tensor& dst, const Scalar& value) {
+  if (dst.numel().hint() == 0) return;
+  Layout l = coalesce(dst.sizes().hints(), dst.strides().hints(), std::vector<int64_t>(dst.dim(), 0));
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < l.sizes.size(); ++d) rows *= l.sizes[d];
+  int64_t grain = std::max<int64_t>(1, kGrainElementwise / l.sizes.back());
+  visit_dtype(dst.dtype(), [&]<class D>() {
+    D v = value.is_floating() ? cast_to<D>(value.to_double())
+          : value.is_bool()   ? cast_to<D>(value.to_bool())
+                              : cast_to<D>(value.to_int());
+    D* d = dst.data_ptr<D>();
+    parallel_for(0, rows, grain, [&](int64_t b, int64_t e) { copy_loop(d, &v, l, b, e); });
+  });
+}
+
+}  // namespace sinter

@@ -1,0 +1,54 @@
+// The one dispatch point every op passes through. Eagerly it checks the arguments against the schema, runs the
+// shape rule, allocates outputs (or makes views, or writes in place) and calls the device's kernel. While capture is
+// active (a thread-local hook, set with HookScope) the hook records the op instead of running it.
+#pragma once
+#include <string_view>
+#include <vector>
+
+#include "ops/op_table.h"
+
+namespace sinter {
+
+class DispatchHook {
+ public:
+  virtual ~DispatchHook() = default;
+  // Called instead of running `op`; returns the op's outputs (data-less tensors, usually).
+  virtual std::vector<Tensor> call(OpId op, const Args& args, const Loc& loc) = 0;
+  // Host code is about to read `t`'s data (`what`: "item()", "to_vector()", "bool(tensor)", "printing").
+  // Returning a real tensor with the same values lets the read go on (a graph break).
+  virtual Tensor materialize(const Tensor& t, std::string_view what, const Loc& loc) = 0;
+};
+
+DispatchHook* current_hook();
+class HookScope {
+ public:
+  explicit HookScope(DispatchHook* hook);
+  ~HookScope();
+  HookScope(const HookScope&) = delete;
+  HookScope& operator=(const HookScope&) = delete;
+
+ private:
+  DispatchHook* previous_;
+};
+
+// Runs `op` through the hook if one is active, else eagerly.
+std::vector<Tensor> dispatch(OpId op, Args args, const Loc& loc);
+inline Tensor dispatch1(OpId op, Args args, const Loc& loc) { return dispatch(op, std::move(args), loc)[0]; }
+// Runs `op` eagerly whatever hook is active (the interpreter and the hooks themselves use this).
+std::vector<Tensor> run_eager(OpId op, const Args& args, const Loc& loc);
+// Runs only the shape rule: outputs are data-less tensors.
+std::vector<Tensor> run_meta(OpId op, const Args& args);
+// Fills in defaults and checks each argument's kind against the schema; throws Error on a mismatch.
+void normalize_args(const OpDef& def, Args& args);
+
+// The op being run on this thread, for error messages (set by dispatch; the outermost call's location wins).
+struct OpCallContext {
+  OpId op;
+  const Args* args;
+  Loc loc;
+};
+const OpCallContext* current_op_call();
+// "self: float32[2, 3], other: float32[4]"
+std::string describe_operands(const OpDef& def, const Args& args);
+
+}  // namespace sinter

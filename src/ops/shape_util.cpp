@@ -1,0 +1,249 @@
+// Broadcasting, type promotion and layout helpers shared by every shape rule.
+#include "ops/shape_util.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "support/check.h"
+
+namespace sinter {
+
+int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  int64_t n = std::max<int64_t>(ndim, 1);  // a 0-dim tensor accepts dim 0 and -1, as in PyTorch
+  SINTER_CHECK(dim >= -n && dim < n, "dim {} is out of range for a tensor of rank {} (expected in [{}, {}])", dim,
+               ndim, -n, n - 1);
+  return dim < 0 ? dim + n : dim;
+}
+
+SymIntList broadcast_shapes(const SymIntList& a, const SymIntList& b) {
+  size_t n = std::max(a.size(), b.size());
+  SymIntList out(n, SymInt(1));
+  for (size_t i = 0; i < n; ++i) {
+    const SymInt* da = i < n - a.size() ? nullptr : &a[i - (n - a.size())];
+    const SymInt* db = i < n - b.size() ? nullptr : &b[i - (n - b.size())];
+    if (!da) {
+      out[i] = *db;
+    } else if (!db) {
+      out[i] = *da;
+    } else if (*da == 1) {
+      out[i] = *db;
+    } else if (*db == 1 || *da == *db) {
+      out[i] = *da;
+    } else {
+      detail::throw_user_error(fmt::format("shapes {} and {} cannot be broadcast together (dim {}: {} vs {})", a.str(),
+                                           b.str(), i, da->str(), db->str()));
+    }
+  }
+  return out;
+}
+
+SymIntList broadcast_all(const std::vector<const SymIntList*>& shapes) {
+  SymIntList out;
+  for (const SymIntList* s : shapes) out = broadcast_shapes(out, *s);
+  return out;
+}
+
+namespace {
+int category(DType t) { return t == kBool ? 0 : is_floating(t) ? 2 : 1; }
+int int_rank(DType t) {
+  switch (t) {
+    case DType::kUInt8: return 0;
+    case DType::kInt8: return 1;
+    case DType::kInt32: return 3;
+    case DType::kInt64: return 4;
+    default: return -1;
+  }
+}
+}  // namespace
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (a == kBool) return b;
+  if (b == kBool) return a;
+  bool fa = is_floating(a), fb = is_floating(b);
+  if (fa && !fb) return a;
+  if (fb && !fa) return b;
+  if (fa && fb) {
+    if (a == kFloat64 || b == kFloat64) return kFloat64;
+    return kFloat32;  // f16+bf16, f16+f32, bf16+f32
+  }
+  // Both integers. PyTorch gives int16 for uint8 + int8; sinter has no int16, so int32 holds every value instead.
+  if ((a == kUInt8 && b == kInt8) || (a == kInt8 && b == kUInt8)) return kInt32;
+  return int_rank(a) > int_rank(b) ? a : b;
+}
+
+namespace {
+// PyTorch's combine_categories: the higher-priority class wins unless the lower one is of a higher category.
+DType combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower.value_or(kFloat32);
+  if (!lower) return *higher;
+  if (is_floating(*higher)) return *higher;
+  if (*higher == kBool || is_floating(*lower)) return promote_types(*higher, *lower);
+  return *higher;
+}
+}  // namespace
+
+DType result_type(const std::vector<PromotionOperand>& operands) {
+  std::optional<DType> dim, zero, scalar;
+  for (const PromotionOperand& o : operands) {
+    std::optional<DType>& slot =
+        o.kind == PromotionOperand::kDimTensor ? dim : o.kind == PromotionOperand::kZeroDimTensor ? zero : scalar;
+    slot = slot ? promote_types(*slot, o.dtype) : o.dtype;
+  }
+  if (!dim && !zero && !scalar) return kFloat32;
+  std::optional<DType> low = (zero || scalar) ? std::optional<DType>(combine(zero, scalar)) : std::nullopt;
+  return combine(dim, low);
+}
+
+DType result_type_of(const Args& args, std::initializer_list<int> arg_indices) {
+  std::vector<PromotionOperand> ops;
+  for (int i : arg_indices) {
+    const Value& v = args[i];
+    if (v.is_tensor()) ops.push_back(operand_of(v.tensor()));
+    else if (v.is_scalar()) ops.push_back(operand_of(v.scalar()));
+  }
+  return result_type(ops);
+}
+
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && is_integral(to, true)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
+TensorMeta dense_meta(const SymIntList& sizes, DType dtype, Device device, MemoryFormat format) {
+  return TensorMeta{sizes, contiguous_strides(sizes, format), 0, dtype, device};
+}
+
+TensorMeta dense_meta_like(const SymIntList& sizes, DType dtype, const Tensor& like) {
+  if (like.dim() == static_cast<int64_t>(sizes.size()) && like.sizes().hints() == sizes.hints() &&
+      !like.is_contiguous()) {
+    if (like.is_contiguous(MemoryFormat::kChannelsLast))
+      return dense_meta(sizes, dtype, like.device(), MemoryFormat::kChannelsLast);
+    // Follow the input's dimension order when it is a permutation of a dense layout.
+    int64_t n = like.dim();
+    std::vector<int64_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+      return like.strides()[a].hint() > like.strides()[b].hint();
+    });
+    int64_t expected = 1;
+    bool dense = true;
+    for (int64_t i = n - 1; i >= 0; --i) {
+      int64_t d = perm[i], size = like.sizes()[d].hint();
+      if (size != 1 && like.strides()[d].hint() != expected) dense = false;
+      expected *= std::max<int64_t>(size, 1);
+    }
+    if (dense) {
+      SymIntList strides(n, SymInt(1));
+      SymInt s = 1;
+      for (int64_t i = n - 1; i >= 0; --i) {
+        strides[perm[i]] = s;
+        s = s * sym_max(sizes[perm[i]], 1);
+      }
+      return TensorMeta{sizes, strides, 0, dtype, like.device()};
+    }
+  }
+  return dense_meta(sizes, dtype, like.device());
+}
+
+TensorMeta view_meta(const Tensor& base, SymIntList sizes, SymIntList strides, SymInt offset) {
+  return TensorMeta{std::move(sizes), std::move(strides), std::move(offset), base.dtype(), base.device()};
+}
+
+Device common_device(const Args& args) {
+  std::optional<Device> device;
+  bool only_scalars = true;
+  auto see = [&](const Tensor& t) {
+    if (!t.defined()) return;
+    bool cpu_scalar = t.is_cpu() && t.dim() == 0;
+    if (!device || (only_scalars && !cpu_scalar)) {
+      if (device && !cpu_scalar && *device != t.device() && !only_scalars)
+        detail::throw_user_error("expected all tensors on one device");
+      device = t.device();
+      if (!cpu_scalar) only_scalars = false;
+      return;
+    }
+    if (t.device() != *device && !cpu_scalar)
+      detail::throw_user_error(fmt::format("expected all tensors to be on the same device, but found {} and {}",
+                                           device->str(), t.device().str()));
+  };
+  for (const Value& v : args) {
+    if (v.is_tensor()) see(v.tensor());
+    else if (v.is_tensor_list())
+      for (const Tensor& t : v.tensor_list()) see(t);
+    else if (v.is_device()) device = device.value_or(v.device());
+  }
+  return device.value_or(kCPU);
+}
+
+std::string describe(const Tensor& t) {
+  std::string s = fmt::format("{}{}", dtype_name(t.dtype()), t.sizes().str());
+  if (!t.is_cpu()) s += " on " + t.device().str();
+  return s;
+}
+
+}  // namespace sinter
+
+namespace sinter {
+
+SymIntList infer_size(const SymIntList& shape, const SymInt& numel) {
+  SymInt known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      SINTER_CHECK(infer < 0, "only one dimension can be inferred (-1) in shape {}", shape.str());
+      infer = static_cast<int>(i);
+    } else {
+      SINTER_CHECK(shape[i] >= 0, "invalid size {} in shape {}", shape[i].str(), shape.str());
+      known = known * shape[i];
+    }
+  }
+  SymIntList out = shape;
+  if (infer >= 0) {
+    SINTER_CHECK(known != 0, "cannot infer the -1 in shape {} for a tensor of {} elements: the other sizes multiply to 0",
+                 shape.str(), numel.str());
+    SINTER_CHECK(numel % known == 0, "shape {} is invalid for a tensor of {} elements", shape.str(), numel.str());
+    out[infer] = numel / known;
+  } else {
+    SINTER_CHECK(known == numel, "shape {} is invalid for a tensor of {} elements", shape.str(), numel.str());
+  }
+  return out;
+}
+
+std::optional<SymIntList> compute_view_strides(const SymIntList& sizes, const SymIntList& strides,
+                                               const SymIntList& new_sizes) {
+  SymIntList out(new_sizes.size(), SymInt(1));
+  if (sizes.empty()) return out;  // a 0-dim tensor views as all-ones sizes with unit strides
+  SymInt numel = sym_product(sizes);
+  if (numel == 0) {
+    if (sizes.hints() == new_sizes.hints()) return strides;
+    return contiguous_strides(new_sizes);
+  }
+  // Walk old dims from the back, grouping runs that are contiguous among themselves ("chunks"); each chunk
+  // must be produced exactly by a run of new dims.
+  int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
+  SymInt chunk_base_stride = strides.back();
+  SymInt tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    tensor_numel = tensor_numel * sizes[d];
+    bool chunk_end = d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride);
+    if (chunk_end) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel = view_numel * new_sizes[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+}  // namespace sinter

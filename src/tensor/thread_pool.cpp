@@ -1,0 +1,176 @@
+// The intra-op pool: N-1 workers plus the calling thread. One parallel region runs at a time; a caller that finds
+// the pool busy (another user thread's region) runs its loop inline instead of waiting or adding threads, so the
+// process never runs more compute threads than the pool size.
+#include "tensor/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "sinter/sinter.h"
+
+namespace sinter {
+namespace {
+
+thread_local bool tls_in_region = false;
+
+int default_threads() {
+  for (const char* var : {"SINTER_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (const char* v = std::getenv(var)) {
+      int n = std::atoi(v);
+      if (n > 0) return n;
+    }
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+class Pool {
+ public:
+  ~Pool() { stop_workers(); }
+
+  int size() const { return size_.load(std::memory_order_relaxed); }
+
+  void resize(int n) {
+    std::lock_guard<std::mutex> region(region_mutex_);
+    stop_workers();
+    size_.store(std::max(1, n));
+  }
+
+  // Returns false when the pool is busy (the caller then runs inline).
+  bool run(int64_t begin, int64_t end, int64_t grain, RangeFn fn, void* ctx) {
+    std::unique_lock<std::mutex> region(region_mutex_, std::try_to_lock);
+    if (!region.owns_lock()) return false;
+    int threads = size();
+    int64_t n = end - begin;
+    int64_t tasks = std::min<int64_t>(threads, (n + grain - 1) / grain);
+    if (tasks <= 1) return false;
+    start_workers(threads - 1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = {begin, end, (n + tasks - 1) / tasks, tasks, fn, ctx};
+      next_task_.store(0);
+      pending_.store(tasks);
+      error_ = nullptr;
+      ++generation_;
+    }
+    wake_.notify_all();
+    work(job_);  // the caller takes tasks too
+    {
+      // Wait for every task and for every worker to leave the job, so none touches it once we return.
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [&] { return pending_.load() == 0 && active_ == 0; });
+    }
+    if (error_) std::rethrow_exception(error_);
+    return true;
+  }
+
+ private:
+  struct Job {
+    int64_t begin = 0, end = 0, chunk = 0, tasks = 0;
+    RangeFn fn = nullptr;
+    void* ctx = nullptr;
+  };
+
+  void work(const Job& job) {
+    bool was = tls_in_region;
+    tls_in_region = true;
+    for (;;) {
+      int64_t t = next_task_.fetch_add(1);
+      if (t >= job.tasks) break;
+      int64_t b = job.begin + t * job.chunk, e = std::min(job.end, b + job.chunk);
+      try {
+        if (b < e) job.fn(job.ctx, b, e);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+      if (pending_.fetch_sub(1) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_.notify_all();
+      }
+    }
+    tls_in_region = was;
+  }
+
+  void worker_loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+        job = job_;
+        ++active_;
+      }
+      work(job);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (--active_ == 0) done_.notify_all();
+      }
+    }
+  }
+
+  void start_workers(int n) {
+    if (static_cast<int>(workers_.size()) == n) return;
+    stop_workers();
+    stopping_ = false;
+    for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+    stopping_ = false;
+  }
+
+  std::atomic<int> size_{default_threads()};
+  std::mutex region_mutex_;  // held for a whole parallel region
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> workers_;
+  Job job_;
+  std::atomic<int64_t> next_task_{0}, pending_{0};
+  std::exception_ptr error_;
+  uint64_t generation_ = 0;
+  int active_ = 0;  // workers inside a job
+  bool stopping_ = false;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // never destroyed: workers may outlive static destruction order
+  return *p;
+}
+
+}  // namespace
+
+void set_num_threads(int n) { pool().resize(n > 0 ? n : default_threads()); }
+int get_num_threads() { return pool().size(); }
+bool in_parallel_region() { return tls_in_region; }
+
+void parallel_for_raw(int64_t begin, int64_t end, int64_t grain, RangeFn fn, void* ctx) {
+  if (!pool().run(begin, end, std::max<int64_t>(grain, 1), fn, ctx)) {
+    bool was = tls_in_region;
+    tls_in_region = true;  // nested loops inside run inline
+    try {
+      fn(ctx, begin, end);
+    } catch (...) {
+      tls_in_region = was;
+      throw;
+    }
+    tls_in_region = was;
+  }
+}
+
+}  // namespace sinter
