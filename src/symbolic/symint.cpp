@@ -1,5 +1,5 @@
-// The out-of-line half of SymInt. Concrete values never reach the symbolic paths here: the header answers them
-// inline. Symbolic arithmetic builds expressions through the simplifying factories; comparisons and
+// The out-of-line half of SymInt. Concrete values never reach the symbolic paths here: the header answers
+// them inline. Symbolic arithmetic builds expressions through the simplifying factories; comparisons and
 // specialisation record guards in the thread's current ShapeEnv, or answer from the hints outside capture.
 #include "sinter/symint.h"
 
@@ -25,7 +25,9 @@ int64_t hint_of(SymInt::BinaryOp op, int64_t a, int64_t b) {
     case SymInt::kMul: overflow = __builtin_mul_overflow(a, b, &r); break;
     case SymInt::kFloorDiv:
     case SymInt::kMod:
-      if (b == 0) throw Error(fmt::format("size arithmetic divides by zero: {} {} 0", a, op == SymInt::kMod ? "%" : "//"));
+      if (b == 0)
+        throw Error(
+            fmt::format("size arithmetic divides by zero: {} {} 0", a, op == SymInt::kMod ? "%" : "//"));
       if (op == SymInt::kMod) return b == -1 ? 0 : SymInt::pymod(a, b);
       if (b != -1) return SymInt::floordiv(a, b);
       overflow = __builtin_sub_overflow(int64_t{0}, a, &r);  // a // -1 is -a

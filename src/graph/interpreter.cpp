@@ -1,0 +1,159 @@
+// The reference executor: runs a graph node by node through the eager kernels. Symbolic sizes take their values
+// from the real inputs, and every symbolic int argument is evaluated with them, so one graph serves every shape
+// its symbols allow. aot_eager and the tests compare against this.
+#include <fmt/format.h>
+
+#include "graph/graph_util.h"
+#include "ops/dispatch.h"
+#include "support/check.h"
+#include "symbolic/expr.h"
+
+namespace sinter {
+namespace {
+
+using graph_detail::trace_of;
+
+class Interpreter {
+ public:
+  explicit Interpreter(const Graph& g) : g_(g), values_(g.num_nodes()) {}
+
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
+    bind_inputs(inputs);
+    // The last node that uses each value; values nobody uses are dropped as soon as they are made.
+    std::vector<std::vector<int>> last_use(g_.num_nodes());
+    for (const Node& n : g_.nodes()) last_use[n.id].assign(n.outputs.size(), -1);
+    for (const Node& n : g_.nodes()) {
+      graph_detail::for_each_tensor(n.args, [&](const Tensor& t) {
+        SINTER_CHECK(g_.contains(t), "interpret: node {} uses a tensor that is not a value of this graph", n.id);
+        last_use[trace_of(t)->node][trace_of(t)->output] = n.id;
+      });
+    }
+    std::vector<Tensor> result;
+    for (const Node& n : g_.nodes()) {
+      switch (n.kind) {
+        case NodeKind::kInput: break;  // bound above
+        case NodeKind::kConstant: values_[n.id] = {n.constant}; break;
+        case NodeKind::kOutput:
+          for (const Value& v : n.args) result.push_back(lookup(v.tensor()));
+          return result;
+        case NodeKind::kOp: {
+          Args args;
+          args.reserve(n.args.size());
+          for (const Value& v : n.args) args.push_back(substitute(v));
+          std::vector<Tensor> outs = run_eager(n.op, args, n.loc);
+          SINTER_CHECK(outs.size() == n.outputs.size(), "interpret: {} returned {} outputs, the graph records {}",
+                       n.op_name(), outs.size(), n.outputs.size());
+          values_[n.id] = std::move(outs);
+          break;
+        }
+      }
+      // Free what this node was the last to read, and what nobody reads.
+      graph_detail::for_each_tensor(n.args, [&](const Tensor& t) {
+        const TraceState* tr = trace_of(t);
+        if (last_use[tr->node][tr->output] == n.id) values_[tr->node][tr->output] = Tensor();
+      });
+      for (size_t k = 0; k < values_[n.id].size() && k < last_use[n.id].size(); ++k)
+        if (last_use[n.id][k] < 0) values_[n.id][k] = Tensor();
+    }
+    throw Error("interpret: the graph has no output node");
+  }
+
+ private:
+  void bind_inputs(const std::vector<Tensor>& inputs) {
+    std::vector<const Node*> nodes = g_.input_nodes();
+    SINTER_CHECK(inputs.size() == nodes.size(), "interpret: the graph takes {} inputs, got {}", nodes.size(),
+                 inputs.size());
+    struct Deferred {
+      size_t input;
+      size_t dim;
+    };
+    std::vector<Deferred> compound;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      const TensorMeta& m = nodes[i]->meta();
+      std::string who = fmt::format("interpret: input '{}' (#{})", nodes[i]->name, i);
+      SINTER_CHECK(t.defined(), "{} is an undefined tensor", who);
+      SINTER_CHECK(t.dtype() == m.dtype, "{} must be {}, got {}", who, dtype_name(m.dtype), dtype_name(t.dtype()));
+      SINTER_CHECK(t.device() == m.device, "{} must be on {}, got {}", who, m.device.str(), t.device().str());
+      SINTER_CHECK(t.dim() == static_cast<int64_t>(m.sizes.size()), "{} must have {} dims ({}), got {} dims {}", who,
+                   m.sizes.size(), graph_detail::meta_str(m), t.dim(), t.sizes().str());
+      for (size_t d = 0; d < m.sizes.size(); ++d) {
+        const SymInt& want = m.sizes[d];
+        int64_t got = t.sizes()[d].hint();
+        if (!want.is_symbolic()) {
+          SINTER_CHECK(want.hint() == got, "{} dim {} must be {}, got {} (sizes {})", who, d, want.hint(), got,
+                       t.sizes().str());
+        } else if (want.expr()->is_symbol()) {
+          int64_t id = want.expr()->symbol_id();
+          if (id >= static_cast<int64_t>(symbols_.size())) {
+            symbols_.resize(id + 1, 0);
+            bound_.resize(id + 1, false);
+            sources_.resize(id + 1);
+          }
+          if (!bound_[id]) {
+            symbols_[id] = got;
+            bound_[id] = true;
+            sources_[id] = fmt::format("input '{}' dim {}", nodes[i]->name, d);
+          } else {
+            SINTER_CHECK(symbols_[id] == got, "{} dim {} is s{}, which is {} (from {}), but got {}", who, d, id,
+                         symbols_[id], sources_[id], got);
+          }
+        } else {
+          compound.push_back({i, d});
+        }
+      }
+      values_[nodes[i]->id] = {t};
+    }
+    for (const Deferred& c : compound) {
+      const SymInt& want = nodes[c.input]->meta().sizes[c.dim];
+      int64_t value = evaluate(want, fmt::format("input '{}' dim {}", nodes[c.input]->name, c.dim));
+      int64_t got = inputs[c.input].sizes()[c.dim].hint();
+      SINTER_CHECK(value == got, "interpret: input '{}' (#{}) dim {} is {} = {}, but got {}", nodes[c.input]->name,
+                   c.input, c.dim, want.str(), value, got);
+    }
+  }
+
+  int64_t evaluate(const SymInt& v, const std::string& where) {
+    for (int64_t id : sym::free_symbols(v.expr()))
+      SINTER_CHECK(id < static_cast<int64_t>(bound_.size()) && bound_[id],
+                   "interpret: {} is {}, but s{} is not the size of any input dimension, so its value is unknown",
+                   where, v.str(), id);
+    return sym::evaluate(*v.expr(), symbols_);
+  }
+
+  SymInt concrete(const SymInt& v) {
+    return v.is_symbolic() ? SymInt(evaluate(v, "an argument")) : v;
+  }
+
+  Value substitute(const Value& v) {
+    if (v.is_int()) return v.sym_int().is_symbolic() ? Value(concrete(v.sym_int())) : v;
+    if (v.is_int_list()) {
+      if (!v.int_list().any_symbolic()) return v;
+      SymIntList out;
+      for (const SymInt& s : v.int_list()) out.push_back(concrete(s));
+      return Value(std::move(out));
+    }
+    return graph_detail::map_tensors(v, [&](const Tensor& t) { return lookup(t); });
+  }
+
+  const Tensor& lookup(const Tensor& proxy) {
+    const TraceState* tr = trace_of(proxy);
+    const Tensor& t = values_[tr->node][tr->output];
+    SINTER_INTERNAL_ASSERT(t.defined(), "interpret: value of node {} was freed before its last use", tr->node);
+    return t;
+  }
+
+  const Graph& g_;
+  std::vector<std::vector<Tensor>> values_;  // per node, per output: the real tensors
+  std::vector<int64_t> symbols_;             // symbol id -> value
+  std::vector<bool> bound_;
+  std::vector<std::string> sources_;  // where each symbol's value came from, for messages
+};
+
+}  // namespace
+
+std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
+  return Interpreter(g).run(inputs);
+}
+
+}  // namespace sinter
