@@ -1,12 +1,57 @@
-// The `sinter` command-line program: demo, bench, run.
+// The `sinter` command-line program.
+//   sinter demo                                  run the built-in models and report what ran
+//   sinter bench --suite eager [--json F] [--quick]
 #include <fmt/format.h>
 
 #include <string>
+#include <vector>
 
 #include "sinter/sinter.h"
+#include "tools.h"
+
+namespace {
+
+int usage() {
+  fmt::print(
+      "usage: sinter <command> [options]\n"
+      "  demo                                   run the built-in transformer block and CNN, with timings\n"
+      "  bench --suite eager [--json FILE] [--quick] [--threads N]\n"
+      "                                         eager kernels against the machine's copy bandwidth and OpenBLAS\n");
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  std::string cmd = argc > 1 ? argv[1] : "demo";
-  fmt::print("sinter {}: not built yet\n", cmd);
-  return 0;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return usage();
+  try {
+    const std::string& cmd = args[0];
+    if (cmd == "demo") return sinter::tools::demo();
+    if (cmd == "bench") {
+      sinter::tools::BenchOptions opt;
+      for (size_t i = 1; i < args.size(); ++i) {
+        auto value = [&]() -> std::string {
+          if (i + 1 >= args.size()) throw sinter::Error(fmt::format("{} needs a value", args[i]));
+          return args[++i];
+        };
+        if (args[i] == "--suite") opt.suite = value();
+        else if (args[i] == "--json") opt.json = value();
+        else if (args[i] == "--quick") opt.quick = true;
+        else if (args[i] == "--threads") sinter::set_num_threads(std::stoi(value()));
+        else throw sinter::Error(fmt::format("unknown option {}", args[i]));
+      }
+      if (opt.suite == "eager") return sinter::tools::bench_eager(opt);
+      throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager)", opt.suite));
+    }
+    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+      usage();
+      return 0;
+    }
+    fmt::print(stderr, "unknown command '{}'\n", cmd);
+    return usage();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
 }

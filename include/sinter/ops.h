@@ -102,12 +102,16 @@ Tensor empty(const SymIntList& size, const TensorOptions& options, MemoryFormat 
              Loc loc = Loc::current());
 Tensor zeros(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
 Tensor ones(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
-Tensor full(const SymIntList& size, const Scalar& fill_value, std::optional<TensorOptions> options = {},
-            Loc loc = Loc::current());
-// arange(end), arange(start, end, step). The dtype is int64 when every bound is an integer, else float32.
-Tensor arange(const Scalar& end, std::optional<TensorOptions> options = {}, Loc loc = Loc::current());
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1,
-              std::optional<TensorOptions> options = {}, Loc loc = Loc::current());
+// Without options the dtype follows fill_value (int64, bool or float32), as torch.full.
+Tensor full(const SymIntList& size, const Scalar& fill_value, Loc loc = Loc::current());
+Tensor full(const SymIntList& size, const Scalar& fill_value, const TensorOptions& options, Loc loc = Loc::current());
+// arange(end), arange(start, end, step). Without options the dtype is int64 when every bound is an integer,
+// else float32.
+Tensor arange(const Scalar& end, Loc loc = Loc::current());
+Tensor arange(const Scalar& end, const TensorOptions& options, Loc loc = Loc::current());
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, Loc loc = Loc::current());
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options,
+              Loc loc = Loc::current());
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options = {},
                 Loc loc = Loc::current());
 Tensor eye(const SymInt& n, std::optional<SymInt> m = {}, const TensorOptions& options = {},
@@ -218,16 +222,16 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& tensors, L
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const SymIntList& stride = {1},
               const SymIntList& padding = {0}, const SymIntList& dilation = {1}, int64_t groups = 1,
               Loc loc = Loc::current());
-// padding: "valid" or "same".
+// Padding by mode, as torch::kValid / torch::kSame ("same" needs stride 1).
+enum class Padding : uint8_t { kValid, kSame };
+inline constexpr Padding kValid = Padding::kValid, kSame = Padding::kSame;
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, const SymIntList& stride,
-              const std::string& padding, const SymIntList& dilation = {1}, int64_t groups = 1,
-              Loc loc = Loc::current());
+              Padding padding, const SymIntList& dilation = {1}, int64_t groups = 1, Loc loc = Loc::current());
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const SymIntList& stride = {1},
               const SymIntList& padding = {0}, const SymIntList& dilation = {1}, int64_t groups = 1,
               Loc loc = Loc::current());
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const SymIntList& stride,
-              const std::string& padding, const SymIntList& dilation = {1}, int64_t groups = 1,
-              Loc loc = Loc::current());
+              Padding padding, const SymIntList& dilation = {1}, int64_t groups = 1, Loc loc = Loc::current());
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
                         const SymIntList& stride = {1}, const SymIntList& padding = {0},
                         const SymIntList& output_padding = {0}, int64_t groups = 1, const SymIntList& dilation = {1},

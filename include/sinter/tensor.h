@@ -67,10 +67,21 @@ struct TensorMeta {
 
 struct TraceState;  // capture's per-tensor record (src/capture); opaque here
 
+// A dimension the user declared symbolic for compilation (mark_dynamic), with its allowed range.
+struct DynamicDim {
+  int64_t dim = 0;
+  int64_t min = 2;
+  int64_t max = INT64_MAX;
+};
+
 struct TensorImpl {
   std::shared_ptr<Storage> storage;  // null for a meta tensor
   TensorMeta meta;
   bool requires_grad = false;
+  // A 0-dim tensor standing for a C++ number (PyTorch's "wrapped number"): it promotes like a weak scalar.
+  // Capture makes host values read at a graph break into such inputs, so a new value needs no recompile.
+  bool wrapped_number = false;
+  std::vector<DynamicDim> dynamic_dims;  // set by mark_dynamic
   std::shared_ptr<TensorImpl> grad;   // room for autograd (a later issue)
   std::shared_ptr<TraceState> trace;  // set while capture follows this tensor
 };

@@ -1,5 +1,6 @@
 // The core family: copies and conversions (copy_, clone, _to_copy), fills, and the view ops' rules.
 #include "ops/copy.h"
+#include "ops/dispatch.h"
 #include "ops/shape_util.h"
 #include "ops/view_ops.h"
 #include "support/check.h"
@@ -44,6 +45,66 @@ ShapeResult to_copy_rule(OpId, const Args& a) {
 
 void clone_kernel(OpId, const Args& a, std::vector<Tensor>& outs) { copy_strided(outs[0], a[0].tensor()); }
 
+// as_strided_scatter(self, src, size, stride, offset): a copy of self (same layout, offset 0) with src written
+// into the (size, stride, offset) view of the copy. self must be dense so that the view means the same positions.
+ShapeResult as_strided_scatter_rule(OpId, const Args& a) {
+  const Tensor& self = a[0].tensor();
+  const Tensor& src = a[1].tensor();
+  const SymIntList& size = a[2].int_list();
+  const SymIntList& stride = a[3].int_list();
+  SINTER_CHECK(size.size() == stride.size(), "size {} and stride {} differ in length", size.str(), stride.str());
+  SINTER_CHECK(src.sizes().hints() == size.hints(), "src of shape {} does not match the view's size {}",
+               src.sizes().str(), size.str());
+  TensorMeta m = dense_meta_like(self.sizes(), self.dtype(), self);
+  SINTER_CHECK(self.is_contiguous() || m.strides.hints() == self.strides().hints(),
+               "self must be dense (non-overlapping), got strides {}", self.strides().str());
+  int64_t offset = a[4].is_none() ? 0 : a[4].sym_int().hint();
+  int64_t last = offset, capacity = 1;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d].hint() == 0) return m;
+    last += (size[d].hint() - 1) * stride[d].hint();
+  }
+  for (const SymInt& s : self.sizes()) capacity *= s.hint();
+  SINTER_CHECK(offset >= 0 && last < capacity, "the view (size {}, stride {}, offset {}) reaches past self's {} "
+               "elements", size.str(), stride.str(), offset, capacity);
+  return m;
+}
+
+void as_strided_scatter_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
+  copy_strided(outs[0], a[0].tensor());
+  int64_t offset = a[4].is_none() ? 0 : a[4].sym_int().hint();
+  TensorMeta view{a[2].int_list(), a[3].int_list(), outs[0].storage_offset() + offset, outs[0].dtype(),
+                  outs[0].device()};
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = outs[0].storage();
+  impl->meta = std::move(view);
+  copy_strided(Tensor(std::move(impl)), a[1].tensor());
+}
+
+// batch_norm_functional: batch_norm on copies of the running stats, returning the copies (functionalization's form
+// of batch_norm in training, which writes its running stats in place).
+ShapeResult batch_norm_functional_rule(OpId, const Args& a) {
+  Args inner = a;
+  ShapeResult r = op_def(OpId::batch_norm).shape(OpId::batch_norm, inner);
+  for (int i : {3, 4}) {
+    const Value& v = a[i];
+    r.outputs.push_back(v.is_none() ? dense_meta({0}, a[0].tensor().dtype(), a[0].tensor().device())
+                                    : dense_meta_like(v.tensor().sizes(), v.tensor().dtype(), v.tensor()));
+  }
+  return r;
+}
+
+void batch_norm_functional_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
+  Args inner = a;
+  for (int i : {3, 4}) {
+    if (a[i].is_none()) continue;
+    copy_strided(outs[i - 2], a[i].tensor());
+    inner[i] = Value(outs[i - 2]);
+  }
+  std::vector<Tensor> result = run_eager(OpId::batch_norm, inner, current_op_call() ? current_op_call()->loc : Loc());
+  outs[0] = result[0];
+}
+
 ShapeResult self_rule(OpId, const Args& a) { return a[0].tensor().meta(); }
 void fill_kernel(OpId, const Args& a, std::vector<Tensor>& outs) { fill_strided(outs[0], a[1].scalar()); }
 void zero_kernel(OpId, const Args&, std::vector<Tensor>& outs) { fill_strided(outs[0], Scalar(0)); }
@@ -55,6 +116,8 @@ void register_core_ops(OpTable& t) {
   t.set(OpId::copy_, copy_rule, copy_kernel);
   t.set(OpId::clone, clone_rule, clone_kernel);
   t.set(OpId::to_copy, to_copy_rule, clone_kernel);
+  t.set(OpId::as_strided_scatter, as_strided_scatter_rule, as_strided_scatter_kernel);
+  t.set(OpId::batch_norm_functional, batch_norm_functional_rule, batch_norm_functional_kernel);
   t.set(OpId::fill__Scalar, self_rule, fill_kernel);
   t.set(OpId::zero_, self_rule, zero_kernel);
 }

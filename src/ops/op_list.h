@@ -89,6 +89,10 @@
     "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, MemoryFormat? memory_format=None) "   \
     "-> Tensor")                                                                                                 \
   X(clone, 0, "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor")                               \
+  /* functional form of a write through a view: a copy of self with src written where the view points */        \
+  X(as_strided_scatter, 0,                                                                                       \
+    "as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) "  \
+    "-> Tensor")                                                                                                 \
   /* ---- views ---- */                                                                                          \
   X(view, 0, "view(Tensor(a) self, SymInt[] size) -> Tensor(a)")                                                 \
   X(permute, 0, "permute(Tensor(a) self, int[] dims) -> Tensor(a)")                                              \
@@ -151,6 +155,11 @@
   X(batch_norm, 0,                                                                                               \
     "batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, " \
     "bool training, float momentum, float eps) -> Tensor")                                                       \
+  /* functional batch_norm (what functionalization turns batch_norm into): also returns the new running stats */ \
+  X(batch_norm_functional, 0,                                                                                    \
+    "batch_norm_functional(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "                    \
+    "Tensor? running_var, bool training, float momentum, float eps) -> (Tensor output, Tensor running_mean, "      \
+    "Tensor running_var)")                                                                                       \
   /* ---- linear algebra, convolution, pooling, attention, losses ---- */                                       \
   X(mm, 0, "mm(Tensor self, Tensor mat2) -> Tensor")                                                             \
   X(bmm, 0, "bmm(Tensor self, Tensor mat2) -> Tensor")                                                           \

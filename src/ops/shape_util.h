@@ -23,6 +23,8 @@ DType result_type(const std::vector<PromotionOperand>& operands);
 // Operands of `args` that are tensors (rank > 0 or 0) or Scalars, in order.
 DType result_type_of(const Args& args, std::initializer_list<int> arg_indices);
 inline PromotionOperand operand_of(const Tensor& t) {
+  if (t.impl()->wrapped_number)
+    return {is_floating(t.dtype()) ? kFloat32 : t.dtype(), PromotionOperand::kScalar};
   return {t.dtype(), t.dim() == 0 ? PromotionOperand::kZeroDimTensor : PromotionOperand::kDimTensor};
 }
 inline PromotionOperand operand_of(const Scalar& s) { return {s.default_dtype(), PromotionOperand::kScalar}; }

@@ -1,0 +1,296 @@
+// compile(): capture an eager function's tensor ops into graphs, guard them, hand them to a backend, and reuse the
+// result while the guards hold. The templates here only adapt typed C++ callables to the engine in src/capture,
+// which works on type-erased arguments; see DESIGN.md section 2 for the semantics.
+//
+// What a compiled function may and may not do:
+// - Everything that should change the computation must be an argument (a tensor, an integer, a double, a bool)
+//   or a tensor reached through the module (its parameters and buffers are graph inputs, so changing their values
+//   in place is seen by the next call without recompiling).
+// - Host side effects and hidden state are NOT supported in a function without graph breaks: its host code runs
+//   only when it is captured, not on every call (as with jax.jit). Printing a string or bumping a counter happens
+//   once per capture, and a captured variable that changes later (a lambda capturing an int by reference, a
+//   global) is not seen: the cached graph keeps the value it had. SINTER_VERIFY_CAPTURE=1 finds such state: every
+//   call re-runs the host code and throws Error naming the first op that differs from the cached graph.
+// - A read of tensor data (item(), to_vector(), bool(tensor), printing) or a data-dependent op (nonzero, boolean
+//   masks) is a graph break: the function then re-runs its host code on every call, recording lazily, and each
+//   segment between two reads runs compiled. Host values fed back into ops after a break (x * v) are run-time
+//   inputs of the segment, so new values do not recompile. With fullgraph = true a break throws GraphBreakError.
+// - Reading a tensor's memory directly (data_ptr()) during capture is not seen by the tracer: use item() etc.
+// - Integer arguments follow the dynamic policy (symbolic under kAlways, or after they changed under kAuto);
+//   a plain integer parameter (int64_t) specialises the value with a guard, a SymInt parameter keeps it symbolic.
+//   Doubles and bools are specialised (one entry per value).
+// - mode is accepted and recorded (CompileStats::mode); reduce-overhead (CUDA graphs) and max-autotune take effect
+//   with the GPU and inductor backends, not with eager or aot_eager.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "sinter/graph.h"
+#include "sinter/nn.h"
+#include "sinter/tensor.h"
+
+namespace sinter {
+
+enum class Mode : uint8_t { kDefault, kReduceOverhead, kMaxAutotune };
+enum class Dynamic : uint8_t { kAuto, kAlways, kNever };
+Mode parse_mode(std::string_view name);  // "default", "reduce-overhead", "max-autotune"; Error otherwise
+
+struct CompileOptions {
+  std::string backend = "aot_eager";  // "eager" | "aot_eager" | a registered backend
+  Mode mode = Mode::kDefault;
+  Dynamic dynamic = Dynamic::kAuto;
+  bool fullgraph = false;   // a graph break throws GraphBreakError instead of splitting the function
+  bool freeze = false;      // lifted tensors (module weights) become constants of the graph
+  int recompile_limit = 8;  // entries per function; beyond it the function runs eagerly (logged once)
+  bool fallback = false;    // a backend failure runs aot_eager instead of throwing (logged)
+};
+
+// Thrown under fullgraph = true when host code reads tensor data; names the read and where it happened.
+class GraphBreakError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Declares a dimension symbolic before the first compile: every size in [min, max] is served by one entry.
+struct DynamicRange {
+  int64_t min = 2;
+  int64_t max = std::numeric_limits<int64_t>::max();
+};
+void mark_dynamic(const Tensor& t, int64_t dim, DynamicRange range = {});
+
+// ---- backends ----
+// A compiled graph: given the graph's inputs (real tensors, in Graph::inputs() order), returns its outputs.
+using CompiledGraph = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+// A backend compiles a captured (functional) graph; `example_inputs` are real tensors matching its inputs.
+using Backend = std::function<CompiledGraph(const Graph& graph, const std::vector<Tensor>& example_inputs)>;
+void register_backend(const std::string& name, Backend backend);
+std::vector<std::string> backend_names();
+// Throws Error listing the known backends when `name` is not one of them.
+const Backend& find_backend(const std::string& name);
+
+// ---- what a compiled function reports ----
+struct RecompileEvent {
+  std::string reason;  // the guard that failed, with old and new value
+};
+struct CompileStats {
+  int compiles = 0;         // graphs captured and compiled (segments of a function with breaks count each)
+  int guard_hits = 0;       // calls served by an existing entry
+  int recompiles = 0;       // captures caused by a failed guard
+  int eager_fallbacks = 0;  // calls run eagerly (recompile limit reached, or a backend failure with fallback)
+  int graph_breaks = 0;     // breaks seen while capturing
+  double compile_seconds = 0;
+  std::vector<RecompileEvent> recompile_reasons;
+  Mode mode = Mode::kDefault;  // as given in the options (recorded; takes effect with GPU/inductor backends)
+  std::string str() const;
+};
+
+struct GraphBreak {
+  std::string reason;  // "item()", "to_vector()", "bool(tensor)", "printing", "nonzero (data-dependent output)"
+  std::string location;  // "file.cpp:12", or "unknown location"
+};
+struct ExplainOutput {
+  int graph_count = 0;
+  int graph_break_count = 0;
+  std::vector<GraphBreak> breaks;
+  std::vector<std::string> graphs;  // each captured graph, printed
+  std::vector<int> ops_per_graph;
+  std::vector<std::string> guards;
+  double compile_seconds = 0;
+  std::string str() const;
+};
+std::ostream& operator<<(std::ostream& os, const ExplainOutput& e);
+
+// ---- the engine's type-erased interface (src/capture); users do not call it directly ----
+namespace capture {
+
+// One argument of a compiled call.
+using CallArg = std::variant<Tensor, std::vector<Tensor>, SymInt, double, bool>;
+// Runs the user's function on (possibly traced) arguments and returns its tensors, flattened.
+using Invoke = std::function<std::vector<Tensor>(std::vector<CallArg>& args)>;
+
+class Engine {
+ public:
+  Engine(CompileOptions options, const nn::Module* module);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  std::vector<Tensor> call(std::vector<CallArg> args, const Invoke& invoke);
+  ExplainOutput explain(std::vector<CallArg> args, const Invoke& invoke);
+  CompileStats stats() const;
+  void reset();  // forgets every compiled entry
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// An integer argument converts to whatever the function's parameter is: a SymInt parameter keeps a dynamic
+// integer symbolic; a plain integer parameter specialises it (a guard on its value).
+struct IntArg {
+  const CallArg* arg;
+  template <class T>
+    requires(std::is_integral_v<T> || std::is_same_v<T, SymInt>)
+  operator T() const {
+    if constexpr (std::is_same_v<T, SymInt>) return std::get<SymInt>(*arg);
+    else return static_cast<T>(static_cast<int64_t>(std::get<SymInt>(*arg)));
+  }
+};
+template <class T>
+struct ArgTraits {
+  static_assert(sizeof(T) == 0,
+                "a compiled function takes Tensor, std::vector<Tensor>, integers, SymInt, double, float or bool");
+};
+template <>
+struct ArgTraits<Tensor> {
+  static CallArg to(const Tensor& t) { return t; }
+  static Tensor from(const CallArg& a) { return std::get<Tensor>(a); }
+};
+template <>
+struct ArgTraits<std::vector<Tensor>> {
+  static CallArg to(const std::vector<Tensor>& t) { return t; }
+  static std::vector<Tensor> from(const CallArg& a) { return std::get<std::vector<Tensor>>(a); }
+};
+template <>
+struct ArgTraits<SymInt> {
+  static CallArg to(const SymInt& v) { return v; }
+  static IntArg from(const CallArg& a);
+};
+inline IntArg ArgTraits<SymInt>::from(const CallArg& a) { return IntArg{&a}; }
+template <>
+struct ArgTraits<bool> {
+  static CallArg to(bool v) { return v; }
+  static bool from(const CallArg& a) { return std::get<bool>(a); }
+};
+template <class T>
+  requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
+struct ArgTraits<T> {
+  static CallArg to(T v) { return SymInt(static_cast<int64_t>(v)); }
+  static IntArg from(const CallArg& a) { return IntArg{&a}; }
+};
+template <class T>
+  requires std::is_floating_point_v<T>
+struct ArgTraits<T> {
+  static CallArg to(T v) { return static_cast<double>(v); }
+  static T from(const CallArg& a) { return static_cast<T>(std::get<double>(a)); }
+};
+
+// A compiled function returns a Tensor, a std::tuple/std::pair of Tensors or a std::vector<Tensor>.
+template <class R>
+struct ResultTraits {};
+template <>
+struct ResultTraits<Tensor> {
+  static std::vector<Tensor> flatten(Tensor r) { return {std::move(r)}; }
+  static Tensor unflatten(std::vector<Tensor>& v) { return std::move(v.at(0)); }
+};
+template <>
+struct ResultTraits<std::vector<Tensor>> {
+  static std::vector<Tensor> flatten(std::vector<Tensor> r) { return r; }
+  static std::vector<Tensor> unflatten(std::vector<Tensor>& v) { return std::move(v); }
+};
+template <class... T>
+  requires(std::is_same_v<T, Tensor> && ...)
+struct ResultTraits<std::tuple<T...>> {
+  static std::vector<Tensor> flatten(std::tuple<T...> r) {
+    return std::apply([](auto&... t) { return std::vector<Tensor>{t...}; }, r);
+  }
+  static std::tuple<T...> unflatten(std::vector<Tensor>& v) {
+    return [&]<size_t... I>(std::index_sequence<I...>) { return std::tuple<T...>{v.at(I)...}; }(
+               std::index_sequence_for<T...>{});
+  }
+};
+template <>
+struct ResultTraits<std::pair<Tensor, Tensor>> {
+  static std::vector<Tensor> flatten(std::pair<Tensor, Tensor> r) { return {r.first, r.second}; }
+  static std::pair<Tensor, Tensor> unflatten(std::vector<Tensor>& v) { return {v.at(0), v.at(1)}; }
+};
+
+// What a compiled function may take and return; a call outside these does not compile.
+template <class T>
+concept CompilableArg = std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>> ||
+                        std::is_same_v<T, SymInt> || std::is_arithmetic_v<T>;
+template <class R>
+concept CompilableResult = requires(R r, std::vector<Tensor>& v) {
+  { ResultTraits<R>::flatten(r) } -> std::same_as<std::vector<Tensor>>;
+  ResultTraits<R>::unflatten(v);
+};
+
+}  // namespace capture
+
+// The callable compile() returns. Copies share one engine (one cache).
+template <class Fn>
+class Compiled {
+ public:
+  Compiled(Fn fn, CompileOptions options, const nn::Module* module = nullptr)
+      : fn_(std::make_shared<Fn>(std::move(fn))), engine_(std::make_shared<capture::Engine>(std::move(options), module)) {}
+
+  template <class... A>
+    requires(capture::CompilableArg<std::decay_t<A>> && ...) && std::is_invocable_v<Fn&, A&&...> &&
+            capture::CompilableResult<std::decay_t<std::invoke_result_t<Fn&, A&&...>>>
+  auto operator()(A&&... args) const {
+    using R = std::decay_t<std::invoke_result_t<Fn&, A&&...>>;
+    std::vector<capture::CallArg> call_args{capture::ArgTraits<std::decay_t<A>>::to(args)...};
+    std::vector<Tensor> out = engine_->call(std::move(call_args), invoker<R, std::decay_t<A>...>());
+    return capture::ResultTraits<R>::unflatten(out);
+  }
+
+  // What capturing these arguments produces: graphs, breaks with their reasons and lines, guards, ops.
+  template <class... A>
+    requires(capture::CompilableArg<std::decay_t<A>> && ...) && std::is_invocable_v<Fn&, A&&...>
+  ExplainOutput explain(A&&... args) const {
+    using R = std::decay_t<std::invoke_result_t<Fn&, A&&...>>;
+    std::vector<capture::CallArg> call_args{capture::ArgTraits<std::decay_t<A>>::to(args)...};
+    return engine_->explain(std::move(call_args), invoker<R, std::decay_t<A>...>());
+  }
+
+  CompileStats stats() const { return engine_->stats(); }
+  void reset() { engine_->reset(); }
+
+ private:
+  template <class R, class... A>
+  capture::Invoke invoker() const {
+    return [fn = fn_](std::vector<capture::CallArg>& a) {
+      return [&]<size_t... I>(std::index_sequence<I...>) {
+        return capture::ResultTraits<R>::flatten((*fn)(capture::ArgTraits<A>::from(a[I])...));
+      }(std::index_sequence_for<A...>{});
+    };
+  }
+
+  std::shared_ptr<Fn> fn_;
+  std::shared_ptr<capture::Engine> engine_;
+};
+
+// compile(fn): any callable (lambda, function, functor).
+template <class Fn>
+  requires(!std::is_base_of_v<nn::Module, std::decay_t<Fn>>)
+auto compile(Fn fn, CompileOptions options = {}) {
+  return Compiled<std::decay_t<Fn>>(std::move(fn), std::move(options));
+}
+
+// compile(module): calls module.forward(...). The module is referenced, not copied; it must outlive the result.
+// Its parameters and buffers become graph inputs (constants with freeze), and its training flags are guarded.
+template <class M>
+  requires std::is_base_of_v<nn::Module, M>
+auto compile(M& module, CompileOptions options = {}) {
+  auto call = [m = &module](auto&&... args) { return m->forward(std::forward<decltype(args)>(args)...); };
+  return Compiled<decltype(call)>(std::move(call), std::move(options), &module);
+}
+
+// explain(fn, args...): capture once (no cache) and report what happened.
+template <class Fn, class... A>
+ExplainOutput explain(Fn&& fn, A&&... args) {
+  if constexpr (std::is_base_of_v<nn::Module, std::decay_t<Fn>>) {
+    return compile(fn).explain(std::forward<A>(args)...);
+  } else {
+    return compile(std::forward<Fn>(fn)).explain(std::forward<A>(args)...);
+  }
+}
+
+}  // namespace sinter

@@ -1,0 +1,266 @@
+// The non-template half of the elementwise loop utility: operand geometry (broadcast strides, dim order,
+// coalescing), the chunked driver that feeds each op's inner loop, dtype conversion and overlap checks.
+#include "ops/loops.h"
+
+#include <algorithm>
+
+namespace sinter::loops {
+
+namespace {
+
+template <class To, class From>
+void convert_typed(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n) {
+  if (ss == static_cast<int64_t>(sizeof(From)) && ds == static_cast<int64_t>(sizeof(To))) {
+    const From* s = reinterpret_cast<const From*>(src);
+    To* d = reinterpret_cast<To*>(dst);
+    if (n == kChunk) {  // a fixed count, so the loop vectorizes at -O2
+      for (int64_t k = 0; k < kChunk; ++k) d[k] = cast_to<To>(s[k]);
+    } else {
+      for (int64_t k = 0; k < n; ++k) d[k] = cast_to<To>(s[k]);
+    }
+    return;
+  }
+  if (ss == 0) {
+    To v = cast_to<To>(*reinterpret_cast<const From*>(src));
+    for (int64_t k = 0; k < n; ++k) *reinterpret_cast<To*>(dst + k * ds) = v;
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k)
+    *reinterpret_cast<To*>(dst + k * ds) = cast_to<To>(*reinterpret_cast<const From*>(src + k * ss));
+}
+
+// A dense copy of `in` (contiguous), made with the loop itself so that it needs no other op.
+Tensor dense_copy(const Tensor& in) {
+  TensorMeta m;
+  m.sizes = in.sizes();
+  m.strides = contiguous_strides(in.sizes());
+  m.dtype = in.dtype();
+  m.device = in.device();
+  Tensor c = empty_from_meta(m);
+  Loop loop(c);
+  loop.input(in);
+  visit_compute(in.dtype(), [&]<class C>() { loop.run<C, C>([](C v) { return v; }); });
+  return c;
+}
+
+}  // namespace
+
+void convert(const char* src, int64_t src_stride, DType src_dtype, char* dst, int64_t dst_stride, DType dst_dtype,
+             int64_t n) {
+  visit_dtype(dst_dtype, [&]<class To>() {
+    visit_dtype(src_dtype, [&]<class From>() { convert_typed<To, From>(src, src_stride, dst, dst_stride, n); });
+  });
+}
+
+bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (!a.has_storage() || !b.has_storage() || a.storage().get() != b.storage().get()) return false;
+  auto range = [](const Tensor& t, const char*& lo, const char*& hi) {
+    const char* p = static_cast<const char*>(t.data_ptr());
+    int64_t first = 0, last = 0;
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      int64_t size = t.sizes()[d].hint(), stride = t.strides()[d].hint();
+      if (size == 0) return false;
+      (stride < 0 ? first : last) += (size - 1) * stride;
+    }
+    lo = p + first * static_cast<int64_t>(t.element_size());
+    hi = p + (last + 1) * static_cast<int64_t>(t.element_size());
+    return true;
+  };
+  const char *alo, *ahi, *blo, *bhi;
+  if (!range(a, alo, ahi) || !range(b, blo, bhi)) return false;
+  return alo < bhi && blo < ahi;
+}
+
+Tensor unalias_input(const Tensor& out, const Tensor& in) {
+  if (!may_overlap(out, in)) return in;
+  bool same = in.data_ptr() == out.data_ptr() && in.dtype() == out.dtype() && in.dim() <= out.dim();
+  for (int64_t d = 0; same && d < out.dim(); ++d) {
+    int64_t size = out.sizes()[d].hint();
+    if (size <= 1) continue;
+    int64_t id = d - (out.dim() - in.dim());
+    same = id >= 0 && in.sizes()[id].hint() == size && in.strides()[id].hint() == out.strides()[d].hint();
+  }
+  return same ? in : dense_copy(in);
+}
+
+Loop::Loop(const Tensor& out) {
+  out_sizes_ = out.sizes().hints();
+  Operand& op = ops_[nops_++];
+  op.data = static_cast<char*>(out.data_ptr());
+  op.dtype = out.dtype();
+  op.strides.resize(out_sizes_.size());
+  for (size_t d = 0; d < out_sizes_.size(); ++d)
+    op.strides[d] = out.strides()[d].hint() * static_cast<int64_t>(out.element_size());
+}
+
+Loop& Loop::input(const Tensor& t) {
+  SINTER_INTERNAL_ASSERT(nops_ < kMaxOperands && !prepared_, "too many loop operands, or added after run()");
+  const int64_t ndim = static_cast<int64_t>(out_sizes_.size()), lead = ndim - t.dim();
+  SINTER_INTERNAL_ASSERT(lead >= 0, "loop input of rank {} does not broadcast to rank {}", t.dim(), ndim);
+  Operand& op = ops_[nops_++];
+  op.tensor = t;
+  op.data = static_cast<char*>(t.data_ptr());
+  op.dtype = t.dtype();
+  op.strides.assign(ndim, 0);
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    int64_t size = t.sizes()[d].hint();
+    if (size == out_sizes_[lead + d]) {
+      op.strides[lead + d] = t.strides()[d].hint() * static_cast<int64_t>(t.element_size());
+    } else {
+      SINTER_INTERNAL_ASSERT(size == 1, "loop input size {} does not broadcast to {}", size, out_sizes_[lead + d]);
+    }
+  }
+  return *this;
+}
+
+Loop& Loop::constant(const Scalar& s) {
+  SINTER_INTERNAL_ASSERT(nops_ < kMaxOperands && !prepared_, "too many loop operands, or added after run()");
+  Operand& op = ops_[nops_++];
+  op.is_constant = true;
+  op.constant = s;
+  op.strides.assign(out_sizes_.size(), 0);
+  return *this;
+}
+
+// Orders dims innermost first by the operands' strides (the output's first, as TensorIterator does), drops
+// size-1 dims and merges dims that are contiguous with each other in every operand.
+void Loop::prepare() {
+  if (prepared_) return;  // run() may be called again on the same loop
+  prepared_ = true;
+  numel_ = 1;
+  for (int64_t s : out_sizes_) numel_ *= s;
+  std::vector<int> dims;
+  for (int d = static_cast<int>(out_sizes_.size()) - 1; d >= 0; --d)
+    if (out_sizes_[d] != 1) dims.push_back(d);
+  auto goes_before = [&](int a, int b) {
+    for (int i = 0; i < nops_; ++i) {
+      int64_t sa = ops_[i].strides[a], sb = ops_[i].strides[b];
+      if (sa == 0 || sb == 0 || sa == sb) continue;
+      return sa < sb;
+    }
+    return false;
+  };
+  for (size_t i = 1; i < dims.size(); ++i)  // stable insertion sort: ranks are small
+    for (size_t j = i; j > 0 && goes_before(dims[j], dims[j - 1]); --j) std::swap(dims[j], dims[j - 1]);
+
+  sizes_.clear();
+  std::vector<std::vector<int64_t>> strides(nops_);
+  for (int d : dims) {
+    bool merge = !sizes_.empty();
+    for (int i = 0; merge && i < nops_; ++i) merge = ops_[i].strides[d] == strides[i].back() * sizes_.back();
+    if (merge) {
+      sizes_.back() *= out_sizes_[d];
+      continue;
+    }
+    sizes_.push_back(out_sizes_[d]);
+    for (int i = 0; i < nops_; ++i) strides[i].push_back(ops_[i].strides[d]);
+  }
+  if (sizes_.empty()) {  // one element (0-dim output, or all dims of size 1)
+    sizes_.push_back(1);
+    for (int i = 0; i < nops_; ++i) strides[i].push_back(0);
+  }
+  for (int i = 0; i < nops_; ++i) ops_[i].strides = std::move(strides[i]);
+}
+
+void Loop::run_chunks(const DType* compute, ChunkFn fn, const void* ctx, int64_t grain) {
+  prepare();
+  if (numel_ == 0) return;
+  for (int i = 1; i < nops_; ++i) {
+    Operand& op = ops_[i];
+    if (!op.is_constant) continue;
+    const Scalar& s = op.constant;
+    if (s.is_floating()) {
+      double v = s.to_double();
+      convert(reinterpret_cast<const char*>(&v), 0, kFloat64, constants_[i], 0, compute[i], 1);
+    } else {
+      int64_t v = s.to_int();
+      convert(reinterpret_cast<const char*>(&v), 0, kInt64, constants_[i], 0, compute[i], 1);
+    }
+    op.data = constants_[i];
+    op.dtype = compute[i];
+  }
+
+  const int ndim = static_cast<int>(sizes_.size());
+  const int64_t n0 = sizes_[0];
+  // Chunks follow rows when rows are long; short rows are packed several to a chunk through the buffers.
+  const bool row_chunks = ndim == 1 || n0 >= kChunk / 4;
+  int64_t esize[kMaxOperands];
+  bool all_zero[kMaxOperands];
+  for (int i = 0; i < nops_; ++i) {
+    esize[i] = static_cast<int64_t>(element_size(compute[i]));
+    all_zero[i] = std::all_of(ops_[i].strides.begin(), ops_[i].strides.end(), [](int64_t s) { return s == 0; });
+  }
+
+  parallel_for(0, numel_, grain, [&](int64_t begin, int64_t end) {
+    alignas(64) char buf[kMaxOperands][kChunk * 8];
+    std::vector<int64_t> idx(ndim), seg(ndim);
+    int64_t rem = begin;
+    for (int d = 0; d < ndim; ++d) {
+      idx[d] = rem % sizes_[d];
+      rem /= sizes_[d];
+    }
+    auto advance = [&](std::vector<int64_t>& at, int64_t by) {
+      at[0] += by;
+      for (int d = 0; d + 1 < ndim && at[d] >= sizes_[d]; ++d) {
+        at[d + 1] += at[d] / sizes_[d];
+        at[d] %= sizes_[d];
+      }
+    };
+    auto offset = [&](int i, const std::vector<int64_t>& at) {
+      int64_t off = 0;
+      for (int d = 0; d < ndim; ++d) off += at[d] * ops_[i].strides[d];
+      return off;
+    };
+    // Gathers (or, for the output, scatters) operand i's n elements from idx on, row piece by row piece.
+    auto by_segments = [&](int i, int64_t n, bool gather) {
+      seg = idx;
+      for (int64_t pos = 0; pos < n;) {
+        int64_t len = std::min(n - pos, n0 - seg[0]);
+        char* p = ops_[i].data + offset(i, seg);
+        char* b = buf[i] + pos * esize[i];
+        if (gather)
+          convert(p, ops_[i].strides[0], ops_[i].dtype, b, esize[i], compute[i], len);
+        else
+          convert(b, esize[i], compute[i], p, ops_[i].strides[0], ops_[i].dtype, len);
+        pos += len;
+        advance(seg, len);
+      }
+    };
+
+    const char* cached[kMaxOperands] = {};
+    int64_t cached_n[kMaxOperands] = {};
+    char* in[kMaxOperands];
+    while (begin < end) {
+      int64_t n = std::min(kChunk, end - begin);
+      if (row_chunks) n = std::min(n, n0 - idx[0]);
+      const bool single = n <= n0 - idx[0];
+      for (int i = 1; i < nops_; ++i) {
+        const Operand& op = ops_[i];
+        char* base = op.data + offset(i, idx);
+        if (single && op.dtype == compute[i] && op.strides[0] == esize[i]) {
+          in[i - 1] = base;
+          continue;
+        }
+        in[i - 1] = buf[i];
+        if (all_zero[i] || (single && op.strides[0] == 0)) {  // one value repeated: fill once, reuse
+          if (cached[i] != base || cached_n[i] < n) {
+            convert(base, 0, op.dtype, buf[i], esize[i], compute[i], n);
+            cached[i] = base;
+            cached_n[i] = n;
+          }
+        } else {
+          cached[i] = nullptr;
+          by_segments(i, n, true);
+        }
+      }
+      const Operand& out = ops_[0];
+      const bool direct = single && out.dtype == compute[0] && out.strides[0] == esize[0];
+      fn(ctx, in, direct ? out.data + offset(0, idx) : buf[0], n);
+      if (!direct) by_segments(0, n, false);
+      advance(idx, n);
+      begin += n;
+    }
+  });
+}
+
+}  // namespace sinter::loops

@@ -1,0 +1,135 @@
+// Elementwise loops over broadcast operands (a small TensorIterator). Dims are reordered to the output's memory
+// order and coalesced; each thread walks its range in chunks of kChunk elements. An operand whose chunk is
+// contiguous and already of the compute type is used in place; any other (strided, broadcast, another dtype, a
+// constant) is gathered and converted into a small buffer. So an op's functor is instantiated once per compute
+// type (float for float32/float16/bfloat16, double, int64, bool) and its inner loop is one that g++ vectorizes.
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "ops/kernel_util.h"
+#include "sinter/tensor.h"
+
+// The library is built for baseline x86-64 (SSE2). Each op's inner loop is also compiled for AVX2+FMA and picked
+// at load time, which matters for compute-heavy functors (exp, tanh, erf polynomials): twice the lanes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SINTER_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define SINTER_VECTOR_CLONES
+#endif
+
+namespace sinter::loops {
+
+inline constexpr int kMaxOperands = 5;  // one output and up to four inputs
+inline constexpr int64_t kChunk = 256;  // elements per chunk: buffers stay in L1, inner loops have a fixed count
+
+// The dtype of a compute type (float, double, int64_t, bool).
+template <class T>
+constexpr DType compute_dtype() {
+  if constexpr (std::is_same_v<T, float>) return kFloat32;
+  else if constexpr (std::is_same_v<T, double>) return kFloat64;
+  else if constexpr (std::is_same_v<T, int64_t>) return kInt64;
+  else {
+    static_assert(std::is_same_v<T, bool>, "compute types are float, double, int64_t and bool");
+    return kBool;
+  }
+}
+
+// Calls f.template operator()<C>() with C the compute type of `dtype`.
+template <class F>
+decltype(auto) visit_compute(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBFloat16: return f.template operator()<float>();
+    case DType::kFloat64: return f.template operator()<double>();
+    case DType::kBool: return f.template operator()<bool>();
+    default: return f.template operator()<int64_t>();
+  }
+}
+// The same for floating dtypes only (callers have checked the dtype in the shape rule).
+template <class F>
+decltype(auto) visit_compute_floating(DType dtype, F&& f) {
+  if (dtype == kFloat64) return f.template operator()<double>();
+  SINTER_INTERNAL_ASSERT(is_floating(dtype), "floating compute expected, got {}", dtype_name(dtype));
+  return f.template operator()<float>();
+}
+
+// Converts n elements between any two dtypes, each side strided in bytes (a stride of 0 repeats one element).
+void convert(const char* src, int64_t src_stride, DType src_dtype, char* dst, int64_t dst_stride, DType dst_dtype,
+             int64_t n);
+
+// Whether `a` and `b` may share an element (same storage, overlapping byte ranges).
+bool may_overlap(const Tensor& a, const Tensor& b);
+// `in` as an input of an op that writes `out`: itself unless it overlaps `out` without being elementwise the same
+// memory (x.add_(x) is fine, x.add_(x.t()) or x.add_(x[0]) is not), in which case a copy.
+Tensor unalias_input(const Tensor& out, const Tensor& in);
+
+using ChunkFn = void (*)(const void* ctx, char* const* in, char* out, int64_t n);
+
+class Loop {
+ public:
+  // `out` is written; it may be a strided view (in-place ops).
+  explicit Loop(const Tensor& out);
+  // A tensor input whose sizes broadcast to out's. The loop holds a reference to it.
+  Loop& input(const Tensor& t);
+  // A constant input (a Scalar argument), converted to its slot's compute type when the loop runs.
+  Loop& constant(const Scalar& s);
+
+  // Runs out[i] = f(in0[i], in1[i], ...), computing in R (result) and A... (one type per input), each a compute
+  // type; inputs and output are converted from and to their dtypes as needed.
+  template <class R, class... A, class F>
+  void run(const F& f, int64_t grain = kGrainElementwise) {
+    static_assert(sizeof...(A) + 1 <= kMaxOperands);
+    SINTER_INTERNAL_ASSERT(static_cast<int>(sizeof...(A)) + 1 == nops_, "loop arity mismatch");
+    const DType compute[] = {compute_dtype<R>(), compute_dtype<A>()...};
+    run_chunks(compute, &call_chunk<F, R, A...>, &f, grain);
+  }
+
+  int64_t numel() const { return numel_; }  // valid once run() has been called
+
+ private:
+  template <class F, class R, class... A>
+  static void call_chunk(const void* ctx, char* const* in, char* out, int64_t n) {
+    call_indexed<F, R, A...>(*static_cast<const F*>(ctx), in, reinterpret_cast<R*>(out), n,
+                             std::index_sequence_for<A...>{});
+  }
+  template <class F, class R, class... A, size_t... I>
+  static void call_indexed(const F& f, char* const* in, R* out, int64_t n, std::index_sequence<I...>) {
+    chunk_loop<R, A...>(f, out, n, reinterpret_cast<const A*>(in[I])...);
+  }
+  // The one inner loop per functor. A full chunk has a constant trip count, which g++ -O2 vectorizes (its cheap
+  // cost model refuses loops that need a scalar epilogue). An output may be exactly one of the inputs (x.add_(x)):
+  // each element is read before it is written, so ivdep holds.
+  template <class R, class... A, class F>
+  SINTER_VECTOR_CLONES static void chunk_loop(const F& f, R* out, int64_t n, const A*... in) {
+    if (n == kChunk) {
+#pragma GCC ivdep
+      for (int64_t k = 0; k < kChunk; ++k) out[k] = f(in[k]...);
+    } else {
+      for (int64_t k = 0; k < n; ++k) out[k] = f(in[k]...);
+    }
+  }
+
+  void run_chunks(const DType* compute, ChunkFn fn, const void* ctx, int64_t grain);
+  void prepare();
+
+  struct Operand {
+    Tensor tensor;  // keeps the data alive (an input may be a temporary copy)
+    char* data = nullptr;
+    DType dtype = kFloat32;
+    std::vector<int64_t> strides;  // bytes, one per output dim (logical order until prepare())
+    bool is_constant = false;
+    Scalar constant;
+  };
+  std::vector<int64_t> out_sizes_;  // logical sizes of out
+  std::vector<int64_t> sizes_;      // after prepare(): innermost first, coalesced
+  Operand ops_[kMaxOperands];
+  int nops_ = 0;
+  int64_t numel_ = 0;
+  bool prepared_ = false;
+  alignas(8) char constants_[kMaxOperands][8] = {};
+};
+
+}  // namespace sinter::loops

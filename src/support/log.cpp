@@ -1,0 +1,60 @@
+#include "support/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+namespace sinter {
+namespace {
+
+constexpr std::string_view kNames[] = {"graph",   "guards",      "recompiles", "graph_breaks", "dynamic",
+                                       "fusion",  "output_code", "perf_hints", "passes"};
+static_assert(std::size(kNames) == static_cast<size_t>(LogChannel::kCount));
+
+std::atomic<uint32_t>& mask() {
+  static std::atomic<uint32_t> m{0};
+  return m;
+}
+
+uint32_t parse(const char* spec) {
+  uint32_t m = 0;
+  std::string_view s = spec ? spec : "";
+  while (!s.empty()) {
+    size_t comma = s.find(',');
+    std::string_view item = s.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    if (item.starts_with("+")) item.remove_prefix(1);
+    if (item == "all") m = ~0u;
+    for (size_t i = 0; i < std::size(kNames); ++i)
+      if (item == kNames[i]) m |= 1u << i;
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return m;
+}
+
+std::once_flag& loaded() {
+  static std::once_flag f;
+  return f;
+}
+
+}  // namespace
+
+void reload_log_settings() { mask().store(parse(std::getenv("SINTER_LOGS"))); }
+
+bool log_enabled(LogChannel channel) {
+  std::call_once(loaded(), reload_log_settings);
+  return (mask().load(std::memory_order_relaxed) >> static_cast<int>(channel)) & 1u;
+}
+
+std::string_view log_channel_name(LogChannel channel) { return kNames[static_cast<int>(channel)]; }
+
+void log_message(LogChannel channel, std::string_view text) {
+  static std::mutex m;
+  std::lock_guard<std::mutex> lock(m);
+  std::fprintf(stderr, "[sinter:%.*s] %.*s\n", static_cast<int>(log_channel_name(channel).size()),
+               log_channel_name(channel).data(), static_cast<int>(text.size()), text.data());
+}
+
+}  // namespace sinter
