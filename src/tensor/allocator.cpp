@@ -1,6 +1,12 @@
-// The CPU allocator (64-byte aligned, so vector loads of any width start aligned) and the per-device lookup.
+// The CPU allocator and the per-device lookup. Blocks are 64-byte aligned (vector loads of any width start
+// aligned). Large blocks are cached after use and handed out again for the same size class: a fresh large block
+// comes from mmap with every page faulting on first touch, which costs more than the kernel writing it.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <new>
 
 #include "sinter/tensor.h"
@@ -9,21 +15,74 @@
 namespace sinter {
 namespace {
 
+constexpr size_t kCacheMinBytes = size_t{1} << 20;      // smaller blocks go straight to malloc's own pools
+constexpr size_t kCacheLimitBytes = size_t{2} << 30;    // never hold more than this much unused memory
+
+// Size classes: 1/8 steps between powers of two, so a reused block wastes at most 12.5%.
+size_t size_class(size_t nbytes) {
+  size_t rounded = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
+  if (rounded < kCacheMinBytes) return rounded;
+  size_t power = size_t{1} << (63 - __builtin_clzll(rounded));
+  size_t step = power / 8;
+  return (rounded + step - 1) / step * step;
+}
+
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
-    size_t rounded = (std::max<size_t>(nbytes, 1) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
+    size_t bytes = size_class(nbytes);
+    if (bytes >= kCacheMinBytes) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(bytes);
+      if (it != free_.end()) {
+        void* p = it->second;
+        free_.erase(it);
+        cached_ -= bytes;
+        return {p, [this, bytes](void* q) { release(q, bytes); }};
+      }
+    }
+    void* p = std::aligned_alloc(64, bytes);
+    if (!p) {
+      trim();
+      p = std::aligned_alloc(64, bytes);
+    }
     if (!p) throw Error(fmt::format("out of memory: could not allocate {} bytes on the CPU", nbytes));
+    if (bytes >= kCacheMinBytes) {
+      madvise(p, bytes, MADV_HUGEPAGE);  // fewer page faults and TLB misses on first touch; a hint only
+      return {p, [this, bytes](void* q) { release(q, bytes); }};
+    }
     return {p, [](void* q) { std::free(q); }};
   }
+
+ private:
+  void release(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cached_ + bytes > kCacheLimitBytes) {
+      std::free(p);
+      return;
+    }
+    free_.emplace(bytes, p);
+    cached_ += bytes;
+  }
+
+  void trim() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [bytes, p] : free_) std::free(p);
+    free_.clear();
+    cached_ = 0;
+  }
+
+  std::mutex mutex_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_ = 0;
 };
 
 }  // namespace
 
 Allocator& cpu_allocator() {
-  static CpuAllocator a;
-  return a;
+  // Never destroyed: tensors held in static objects may be freed after static destruction begins.
+  static CpuAllocator* a = new CpuAllocator();
+  return *a;
 }
 
 Allocator& allocator_for(Device device) {
