@@ -1,6 +1,7 @@
 // The umbrella header: everything a user of sinter includes.
 #pragma once
 #include "sinter/error.h"
+#include "sinter/nn.h"
 #include "sinter/ops.h"
 #include "sinter/symint.h"
 #include "sinter/tensor.h"

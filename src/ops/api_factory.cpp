@@ -1,6 +1,6 @@
-// The public factory and random functions of ops.h. TensorOptions becomes the rows' dtype and device arguments.
-// The *_like functions, arange(end) and randint(high, size) have no row of their own and are written over the
-// factory rows; *_like keeps the input's memory layout as PyTorch's preserve_format does.
+// The public factory and random functions of ops.h. TensorOptions becomes the rows' dtype and device
+// arguments. The *_like functions, arange(end) and randint(high, size) have no row of their own and are
+// written over the factory rows; *_like keeps the input's memory layout as PyTorch's preserve_format does.
 #include <algorithm>
 #include <numeric>
 
@@ -33,8 +33,8 @@ std::vector<int64_t> memory_order(const Tensor& self) {
   std::iota(natural.begin(), natural.end(), 0);
   if (n < 2 || self.is_contiguous()) return natural;
   std::vector<int64_t> sizes = self.sizes().hints(), strides = self.strides().hints();
-  // Innermost first; dims of size < 2 last, since their strides mean nothing (PyTorch's non-overlapping-and-dense
-  // test).
+  // Innermost first; dims of size < 2 last, since their strides mean nothing (PyTorch's
+  // non-overlapping-and-dense test).
   std::vector<int64_t> perm = natural;
   std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
     if (sizes[a] < 2) return false;
@@ -56,8 +56,8 @@ std::vector<int64_t> memory_order(const Tensor& self) {
   return natural;
 }
 
-// A *_like result: `make(sizes)` builds a contiguous tensor of the given sizes, which is then permuted so that
-// its dims have self's memory order.
+// A *_like result: `make(sizes)` builds a contiguous tensor of the given sizes, which is then permuted so
+// that its dims have self's memory order.
 template <class Make>
 Tensor like(const Tensor& self, const Loc& loc, Make make) {
   std::vector<int64_t> order = memory_order(self);
@@ -102,10 +102,12 @@ Tensor arange(const Scalar& end, const TensorOptions& options, Loc loc) {
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Loc loc) {
   return dispatch1(OpId::arange, {start, end, step, std::nullopt, std::nullopt}, loc);
 }
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options, Loc loc) {
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options,
+              Loc loc) {
   return factory(OpId::arange, {start, end, step}, options, loc);
 }
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options, Loc loc) {
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options,
+                Loc loc) {
   return factory(OpId::linspace, {start, end, steps}, options, loc);
 }
 Tensor eye(const SymInt& n, std::optional<SymInt> m, const TensorOptions& options, Loc loc) {
@@ -130,7 +132,9 @@ Tensor randint(const SymInt& high, const SymIntList& size, const TensorOptions& 
 Tensor normal(double mean, double std, const SymIntList& size, const TensorOptions& options, Loc loc) {
   return factory(OpId::normal, {mean, std, size}, options, loc);
 }
-Tensor bernoulli(const Tensor& self, double p, Loc loc) { return dispatch1(OpId::bernoulli_p, {self, p}, loc); }
+Tensor bernoulli(const Tensor& self, double p, Loc loc) {
+  return dispatch1(OpId::bernoulli_p, {self, p}, loc);
+}
 
 // ---- *_like: the factory rows at self's sizes, dtype (unless given) and device ----
 Tensor empty_like(const Tensor& self, std::optional<DType> dtype, Loc loc) {

@@ -1,6 +1,6 @@
-// The public neural-network functions of ops.h (normalisation, matmul family, convolution, pooling, upsampling,
-// attention, losses, embedding, dropout): each packs its arguments in its row's schema order and dispatches.
-// interpolate and cross_entropy are written over rows, as in torch.nn.functional.
+// The public neural-network functions of ops.h (normalisation, matmul family, convolution, pooling,
+// upsampling, attention, losses, embedding, dropout): each packs its arguments in its row's schema order and
+// dispatches. interpolate and cross_entropy are written over rows, as in torch.nn.functional.
 #include <cmath>
 
 #include "ops/dispatch.h"
@@ -23,12 +23,12 @@ SymInt scaled_size(const SymInt& size, double scale) {
 }  // namespace
 
 // ---- normalisation ----
-Tensor layer_norm(const Tensor& input, const SymIntList& normalized_shape, const Tensor& weight, const Tensor& bias,
-                  double eps, Loc loc) {
+Tensor layer_norm(const Tensor& input, const SymIntList& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps, Loc loc) {
   return dispatch1(OpId::layer_norm, {input, normalized_shape, opt(weight), opt(bias), eps}, loc);
 }
-Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps,
-                  Loc loc) {
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias,
+                  double eps, Loc loc) {
   return dispatch1(OpId::group_norm, {input, num_groups, opt(weight), opt(bias), eps}, loc);
 }
 Tensor rms_norm(const Tensor& input, const SymIntList& normalized_shape, const Tensor& weight,
@@ -37,19 +37,21 @@ Tensor rms_norm(const Tensor& input, const SymIntList& normalized_shape, const T
 }
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, bool training, double momentum, double eps, Loc loc) {
-  return dispatch1(OpId::batch_norm,
-                   {input, opt(weight), opt(bias), opt(running_mean), opt(running_var), training, momentum, eps},
-                   loc);
+  return dispatch1(
+      OpId::batch_norm,
+      {input, opt(weight), opt(bias), opt(running_mean), opt(running_var), training, momentum, eps}, loc);
 }
 
 // ---- linear algebra ----
 Tensor mm(const Tensor& self, const Tensor& mat2, Loc loc) { return dispatch1(OpId::mm, {self, mat2}, loc); }
-Tensor bmm(const Tensor& self, const Tensor& mat2, Loc loc) { return dispatch1(OpId::bmm, {self, mat2}, loc); }
+Tensor bmm(const Tensor& self, const Tensor& mat2, Loc loc) {
+  return dispatch1(OpId::bmm, {self, mat2}, loc);
+}
 Tensor matmul(const Tensor& self, const Tensor& other, Loc loc) {
   return dispatch1(OpId::matmul, {self, other}, loc);
 }
-Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha,
-             Loc loc) {
+Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+             const Scalar& alpha, Loc loc) {
   return dispatch1(OpId::addmm, {self, mat1, mat2, beta, alpha}, loc);
 }
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, Loc loc) {
@@ -67,7 +69,8 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, const SymIntList& stride,
               Padding padding, const SymIntList& dilation, int64_t groups, Loc loc) {
   return dispatch1(OpId::conv1d_padding,
-                   {input, weight, opt(bias), stride, padding == kSame ? "same" : "valid", dilation, groups}, loc);
+                   {input, weight, opt(bias), stride, padding == kSame ? "same" : "valid", dilation, groups},
+                   loc);
 }
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const SymIntList& stride,
               const SymIntList& padding, const SymIntList& dilation, int64_t groups, Loc loc) {
@@ -76,22 +79,24 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const SymIntList& stride,
               Padding padding, const SymIntList& dilation, int64_t groups, Loc loc) {
   return dispatch1(OpId::conv2d_padding,
-                   {input, weight, opt(bias), stride, padding == kSame ? "same" : "valid", dilation, groups}, loc);
+                   {input, weight, opt(bias), stride, padding == kSame ? "same" : "valid", dilation, groups},
+                   loc);
 }
-Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const SymIntList& stride,
-                        const SymIntList& padding, const SymIntList& output_padding, int64_t groups,
-                        const SymIntList& dilation, Loc loc) {
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                        const SymIntList& stride, const SymIntList& padding, const SymIntList& output_padding,
+                        int64_t groups, const SymIntList& dilation, Loc loc) {
   return dispatch1(OpId::conv_transpose2d,
                    {input, weight, opt(bias), stride, padding, output_padding, groups, dilation}, loc);
 }
 
 // ---- pooling and upsampling ----
-Tensor max_pool2d(const Tensor& self, const DimList& kernel_size, const DimList& stride, const DimList& padding,
-                  const DimList& dilation, bool ceil_mode, Loc loc) {
+Tensor max_pool2d(const Tensor& self, const DimList& kernel_size, const DimList& stride,
+                  const DimList& padding, const DimList& dilation, bool ceil_mode, Loc loc) {
   return dispatch1(OpId::max_pool2d, {self, kernel_size, stride, padding, dilation, ceil_mode}, loc);
 }
-Tensor avg_pool2d(const Tensor& self, const DimList& kernel_size, const DimList& stride, const DimList& padding,
-                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, Loc loc) {
+Tensor avg_pool2d(const Tensor& self, const DimList& kernel_size, const DimList& stride,
+                  const DimList& padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override, Loc loc) {
   return dispatch1(OpId::avg_pool2d,
                    {self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override}, loc);
 }
@@ -101,18 +106,21 @@ Tensor adaptive_avg_pool2d(const Tensor& self, const SymIntList& output_size, Lo
 
 // interpolate(x, size | scale_factor, mode) -> upsample_nearest2d / upsample_bilinear2d with the output size
 // floor(in * scale) per spatial dim. As in PyTorch, a given scale_factor is also passed on to the kernel.
-Tensor interpolate(const Tensor& input, std::optional<SymIntList> size, std::optional<std::vector<double>> scale_factor,
-                   const std::string& mode, std::optional<bool> align_corners, Loc loc) {
+Tensor interpolate(const Tensor& input, std::optional<SymIntList> size,
+                   std::optional<std::vector<double>> scale_factor, const std::string& mode,
+                   std::optional<bool> align_corners, Loc loc) {
   bool bilinear = mode == "bilinear";
   SINTER_CHECK_AT(loc, bilinear || mode == "nearest",
                   "interpolate(): mode '{}' is not supported (expected 'nearest' or 'bilinear')", mode);
-  SINTER_CHECK_AT(loc, input.dim() == 4, "interpolate(): mode '{}' expects a 4-D input (N, C, H, W), got shape {}",
-                  mode, input.sizes().str());
+  SINTER_CHECK_AT(loc, input.dim() == 4,
+                  "interpolate(): mode '{}' expects a 4-D input (N, C, H, W), got shape {}", mode,
+                  input.sizes().str());
   SINTER_CHECK_AT(loc, size || scale_factor, "interpolate(): either size or scale_factor should be defined");
-  SINTER_CHECK_AT(loc, !(size && scale_factor), "interpolate(): only one of size or scale_factor should be defined");
-  SINTER_CHECK_AT(loc, bilinear || !align_corners,
-                  "interpolate(): align_corners can only be set with the interpolating mode 'bilinear', not '{}'",
-                  mode);
+  SINTER_CHECK_AT(loc, !(size && scale_factor),
+                  "interpolate(): only one of size or scale_factor should be defined");
+  SINTER_CHECK_AT(
+      loc, bilinear || !align_corners,
+      "interpolate(): align_corners can only be set with the interpolating mode 'bilinear', not '{}'", mode);
   SymIntList out_size;
   std::optional<double> scale_h, scale_w;
   if (size) {
@@ -126,12 +134,13 @@ Tensor interpolate(const Tensor& input, std::optional<SymIntList> size, std::opt
     scale_h = s[0];
     scale_w = s.size() == 2 ? s[1] : s[0];
     SINTER_CHECK_AT(loc, *scale_h > 0 && *scale_w > 0 && std::isfinite(*scale_h) && std::isfinite(*scale_w),
-                    "interpolate(): scale_factor must be positive and finite, got ({}, {})", *scale_h, *scale_w);
+                    "interpolate(): scale_factor must be positive and finite, got ({}, {})", *scale_h,
+                    *scale_w);
     out_size = {scaled_size(input.sizes()[2], *scale_h), scaled_size(input.sizes()[3], *scale_w)};
   }
   if (bilinear)
-    return dispatch1(OpId::upsample_bilinear2d, {input, out_size, align_corners.value_or(false), scale_h, scale_w},
-                     loc);
+    return dispatch1(OpId::upsample_bilinear2d,
+                     {input, out_size, align_corners.value_or(false), scale_h, scale_w}, loc);
   return dispatch1(OpId::upsample_nearest2d, {input, out_size, scale_h, scale_w}, loc);
 }
 
@@ -145,8 +154,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
 
 // ---- losses ----
 // cross_entropy(...) -> the cross_entropy_loss row (log_softmax + nll_loss, with label smoothing).
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, const std::string& reduction,
-                     int64_t ignore_index, double label_smoothing, Loc loc) {
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                     const std::string& reduction, int64_t ignore_index, double label_smoothing, Loc loc) {
   return dispatch1(OpId::cross_entropy_loss,
                    {input, target, opt(weight), reduction, ignore_index, label_smoothing}, loc);
 }

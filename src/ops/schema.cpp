@@ -95,6 +95,7 @@ class Parser {
       }
     }
     arg.type_str = std::string(s_.substr(start, pos_ - start));
+    while (!arg.type_str.empty() && arg.type_str.back() == ' ') arg.type_str.pop_back();
     if (base == "Tensor") {
       arg.type = optional_elements ? ArgType::kOptionalTensorList : list ? ArgType::kTensorList : ArgType::kTensor;
     } else if (base == "int" || base == "SymInt") {
@@ -211,6 +212,20 @@ class Parser {
 
 Schema parse_schema(std::string_view text) { return Parser(text).parse(); }
 
+namespace {
+// A default value as schema text (None, True, 'none', [0, 1], 1e-05).
+std::string default_text(const Value& v) {
+  if (v.is_none()) return "None";
+  if (v.is_bool()) return v.to_bool() ? "True" : "False";
+  if (v.is_string()) return "'" + v.str_value() + "'";
+  if (v.is_int()) return v.sym_int().str();
+  if (v.is_scalar()) return v.scalar().str();
+  if (v.is_double()) return Scalar(v.to_double()).str();
+  if (v.is_int_list()) return v.int_list().str();
+  return "?";
+}
+}  // namespace
+
 bool Schema::is_view() const {
   for (const SchemaArg& r : returns)
     if (r.alias && !r.is_write) return true;
@@ -237,6 +252,7 @@ std::string Schema::str() const {
       star = true;
     }
     out += args[i].type_str + " " + args[i].name;
+    if (args[i].has_default) out += "=" + default_text(args[i].default_value);
   }
   out += ") -> ";
   if (returns.size() == 1 && returns[0].name.empty()) return out + returns[0].type_str;

@@ -51,8 +51,9 @@ TEST(Tensor, ExpandGivesZeroStrides) {
   Tensor e = x.expand({3, 4});
   EXPECT_EQ(e.strides().hints(), (std::vector<int64_t>{1, 0}));
   EXPECT_EQ(e.contiguous().to_vector<float>(), (std::vector<float>{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}));
-  Tensor lead = from_vector<float>({1, 2}).expand({3, -1, 2}, {});
-  EXPECT_EQ(lead.sizes().hints(), (std::vector<int64_t>{3, 2, 2}));
+  Tensor lead = from_vector<float>({1, 2}).expand({3, 2});
+  EXPECT_EQ(lead.sizes().hints(), (std::vector<int64_t>{3, 2}));
+  EXPECT_ERROR(from_vector<float>({1, 2}).expand({-1, 2}), "not allowed in a leading, new dimension");
   EXPECT_ERROR(x.expand({2, 4}), "expand", "expanded size 2", "[3, 1]");
 }
 

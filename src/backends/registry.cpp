@@ -1,0 +1,63 @@
+// The backend registry: a process-wide, thread-safe map from name to backend (one of the registries DESIGN.md
+// allows). Built-ins are registered on first use; registering a name again replaces it.
+#include <fmt/format.h>
+
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include "backends/backends.h"
+#include "support/check.h"
+
+namespace sinter {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, const Backend*> by_name;
+  std::deque<Backend> storage;  // never shrinks, so references handed out stay valid after a re-registration
+
+  Registry() {
+    add("eager", backends::eager_backend());
+    add("aot_eager", backends::aot_eager_backend());
+  }
+  void add(const std::string& name, Backend backend) {
+    storage.push_back(std::move(backend));
+    by_name[name] = &storage.back();
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+void register_backend(const std::string& name, Backend backend) {
+  SINTER_CHECK(!name.empty(), "register_backend: the name is empty");
+  SINTER_CHECK(static_cast<bool>(backend), "register_backend('{}'): the backend is an empty function", name);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.add(name, std::move(backend));
+}
+
+std::vector<std::string> backend_names() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<std::string> names;
+  for (const auto& entry : r.by_name) names.push_back(entry.first);
+  return names;
+}
+
+const Backend& find_backend(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.by_name.find(name);
+  if (it != r.by_name.end()) return *it->second;
+  std::string known;
+  for (const auto& entry : r.by_name) known += (known.empty() ? "" : ", ") + entry.first;
+  throw Error(fmt::format("unknown backend '{}'; known backends: {} (add one with register_backend)", name, known));
+}
+
+}  // namespace sinter

@@ -1,0 +1,82 @@
+// The engine's state and the steps shared by engine.cpp (calls, guards, recompiles), capture.cpp (whole-function
+// capture and SINTER_VERIFY_CAPTURE), breaks.cpp (functions with graph breaks) and explain.cpp. Internal to
+// src/capture.
+#pragma once
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "capture/guards.h"
+#include "capture/program.h"
+#include "capture/segment_key.h"
+#include "capture/tracer.h"
+#include "sinter/compile.h"
+
+namespace sinter::capture {
+
+// A dimension (arg, element of a tensor list or -1, dim) or an integer argument (arg, -1, -1) that automatic
+// dynamic shapes made symbolic after it changed.
+using DynKey = std::tuple<int, int, int>;
+
+// One compiled version of a function without breaks.
+struct Entry {
+  GuardSet guards;
+  Program program;
+  std::vector<int> output_plan;   // per user output: the program output, or -1 for an undefined tensor
+  std::vector<int> int_args;      // symbolic integer arguments, in input order (their size carriers)
+  std::set<DynKey> dynamic;       // the automatic-dynamic set it was captured with (for verification)
+};
+
+// What capturing a whole function produced.
+struct WholeCapture {
+  std::unique_ptr<Tracer> tracer;
+  std::vector<Tensor> outputs;  // the function's result: proxies, or real tensors when it broke
+  std::vector<int> plan;        // per output: graph output index or -1 (no breaks)
+  GuardSet guards;              // no breaks
+  std::vector<int> int_args;
+  std::vector<Tensor> inputs;   // the real inputs of the graph, in order (no breaks)
+};
+
+struct Engine::State {
+  CompileOptions options;
+  nn::Module* module = nullptr;
+  bool verify = false;  // SINTER_VERIFY_CAPTURE=1
+  std::unordered_map<const TensorImpl*, std::string> names;  // the module's parameters and buffers
+
+  std::mutex mutex;  // guards everything below
+  std::vector<std::shared_ptr<const Entry>> entries;
+  std::set<DynKey> auto_dynamic;
+  std::atomic<bool> has_breaks{false};
+  bool limit_logged = false;
+  CompileStats stats;
+  // Functions with breaks: compiled segments by structure (the recorded graph, input metas included, and the
+  // inputs' aliasing), and how many were compiled at each segment position (bounded by recompile_limit).
+  struct SegmentEntry {
+    Graph graph;  // as recorded, to compare new recordings with
+    InputAliasing aliasing;
+    Program program;
+  };
+  std::unordered_multimap<uint64_t, std::shared_ptr<const SegmentEntry>> segments;
+  std::map<int, int> segments_per_index;
+
+  // Whole-function capture of one call (capture.cpp). `runner` runs segments if the function breaks.
+  WholeCapture capture_whole(const std::vector<CallArg>& args, const std::vector<Tensor>& flat,
+                             const std::set<DynKey>& dynamic, const Invoke& invoke, TracerConfig config,
+                             SegmentRunner runner);
+  // Re-traces a call that hit `entry` and throws Error naming the first op that differs (capture.cpp).
+  void verify_capture(const Entry& entry, const std::vector<CallArg>& args, const std::vector<Tensor>& flat,
+                      const Invoke& invoke);
+  // A call of a function with breaks (breaks.cpp).
+  std::vector<Tensor> call_with_breaks(std::vector<CallArg>& args, const Invoke& invoke);
+  // Runs a segment from the cache, compiling it on a miss (breaks.cpp).
+  std::vector<Tensor> run_segment(Segment& segment);
+  TracerConfig tracer_config() const;
+};
+
+}  // namespace sinter::capture

@@ -1,0 +1,67 @@
+// Programs (see program.h): the one place where a captured graph meets functionalization and a backend.
+#include "capture/program.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "passes/functionalize.h"
+#include "support/check.h"
+#include "support/log.h"
+
+namespace sinter::capture {
+
+Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
+                        bool* fell_back) {
+  auto start = std::chrono::steady_clock::now();
+  Program p;
+  p.text = print_graph(graph);
+  p.num_ops = graph.num_ops();
+  p.num_outputs = graph.has_output() ? static_cast<int>(graph.output_node().args.size()) : 0;
+  SINTER_LOG(kGraph, "captured graph ({} ops):\n{}", p.num_ops, p.text);
+  // Backends receive a graph without mutation; the writes it had become write-backs done here after each run.
+  FunctionalizeResult f = functionalize(graph);
+  for (const InputMutation& m : f.mutations) p.write_backs.push_back({m.input_index, m.output_index});
+  p.output_is_input = f.outputs_aliasing_inputs;
+  p.output_is_input.resize(p.num_outputs, -1);
+  if (f.changed) SINTER_LOG(kGraph, "after functionalization:\n{}", print_graph(graph));
+
+  p.backend = options.backend;
+  try {
+    p.fn = find_backend(options.backend)(graph, example_inputs);
+  } catch (const std::exception& e) {
+    if (!options.fallback || options.backend == "aot_eager") throw;
+    SINTER_LOG(kPerfHints, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
+    SINTER_LOG(kRecompiles, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
+    p.fn = find_backend("aot_eager")(graph, example_inputs);
+    p.backend = "aot_eager";
+    if (fell_back) *fell_back = true;
+  }
+  SINTER_INTERNAL_ASSERT(p.fn, "backend '{}' returned an empty compiled graph", p.backend);
+  p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return p;
+}
+
+Graph copy_graph(const Graph& g) {
+  Graph copy = g.clone();
+  std::vector<Tensor> to = copy.inputs(), from = g.inputs();
+  for (size_t i = 0; i < to.size(); ++i) to[i].impl()->wrapped_number = from[i].impl()->wrapped_number;
+  return copy;
+}
+
+std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> outs = p.fn(inputs);
+  SINTER_CHECK(outs.size() == static_cast<size_t>(p.num_outputs) + p.write_backs.size(),
+               "backend '{}' returned {} outputs, the graph has {}", p.backend, outs.size(),
+               static_cast<size_t>(p.num_outputs) + p.write_backs.size());
+  for (const Program::WriteBack& w : p.write_backs) {
+    Tensor dst = inputs[w.input];
+    if (!dst.is_same(outs[w.output])) dst.copy_(outs[w.output]);
+  }
+  outs.resize(p.num_outputs);
+  for (int i = 0; i < p.num_outputs; ++i)
+    if (p.output_is_input[i] >= 0) outs[i] = inputs[p.output_is_input[i]];
+  return outs;
+}
+
+}  // namespace sinter::capture

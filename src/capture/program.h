@@ -1,0 +1,38 @@
+// A captured graph made runnable: functionalized, compiled by the chosen backend (or aot_eager as the fallback),
+// and run with the write-backs that functionalization asks for. Both whole-function entries and the segments of
+// functions with graph breaks go through here. Internal to src/capture.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sinter/compile.h"
+
+namespace sinter::capture {
+
+struct Program {
+  std::string text;  // the captured graph, printed (before functionalization)
+  int num_ops = 0;
+  CompiledGraph fn;
+  // After fn runs: copy output m.output into input m.input (inputs the function writes).
+  struct WriteBack {
+    int input = -1;
+    int output = -1;
+  };
+  std::vector<WriteBack> write_backs;
+  int num_outputs = 0;               // the user's outputs (the write-back values follow them)
+  std::vector<int> output_is_input;  // per user output: the input it is (returned as that real tensor), or -1
+  double compile_seconds = 0;
+  std::string backend;  // the backend that compiled it ("aot_eager" after a fallback)
+};
+
+// Functionalizes `graph` and compiles it with options.backend; a failing backend throws, or with
+// options.fallback logs and compiles with aot_eager instead (`fell_back` is set then).
+Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
+                        bool* fell_back = nullptr);
+// A deep copy of a recorded graph with its own proxies (clone() leaves the inputs' wrapped-number flags behind;
+// this copies them too).
+Graph copy_graph(const Graph& g);
+// Runs the program on real inputs (in graph input order) and returns the user's outputs.
+std::vector<Tensor> run_program(const Program& program, const std::vector<Tensor>& inputs);
+
+}  // namespace sinter::capture

@@ -1,0 +1,194 @@
+// scaled_dot_product_attention, the math reference: softmax(q k^T * scale + mask) @ v, with a bool mask (true
+// = attend) or a float mask (added), is_causal (top-left aligned lower triangle), and dropout on the
+// probabilities from the Philox generator. Work is split over (batch item, block of query rows); each task
+// does its two GEMMs single-threaded, so the score block stays in cache. Rows whose every key is masked out
+// give zeros (PyTorch's _safe_softmax), not NaN.
+#include <cmath>
+#include <limits>
+
+#include "ops/blas.h"
+#include "ops/linalg_util.h"
+#include "tensor/generator.h"
+
+namespace sinter {
+namespace {
+
+ShapeResult sdpa_shape(OpId, const Args& args) {
+  const Tensor& q = args[0].tensor();
+  const Tensor& k = args[1].tensor();
+  const Tensor& v = args[2].tensor();
+  SINTER_CHECK(
+      q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2,
+      "expected query, key and value to have at least 2 dims ([..., L, E]), got shapes {}, {} and {}",
+      q.sizes().str(), k.sizes().str(), v.sizes().str());
+  check_floating_input(q, "query");
+  SINTER_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(),
+               "expected query, key and value to have the same dtype, but got {}, {} and {}",
+               dtype_name(q.dtype()), dtype_name(k.dtype()), dtype_name(v.dtype()));
+  SINTER_CHECK(q.sizes().back() == k.sizes().back(),
+               "query's embedding size {} must equal key's ({}); shapes {} and {}", q.sizes().back().str(),
+               k.sizes().back().str(), q.sizes().str(), k.sizes().str());
+  SINTER_CHECK(k.sizes()[k.dim() - 2] == v.sizes()[v.dim() - 2],
+               "key and value must have the same sequence length, got shapes {} and {}", k.sizes().str(),
+               v.sizes().str());
+  double p = args[4].to_double();
+  SINTER_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got {}", p);
+  SymIntList qb(q.sizes().begin(), q.sizes().end() - 2), kb(k.sizes().begin(), k.sizes().end() - 2),
+      vb(v.sizes().begin(), v.sizes().end() - 2);
+  SymIntList out = broadcast_all({&qb, &kb, &vb});
+  const SymInt& L = q.sizes()[q.dim() - 2];
+  const SymInt& S = k.sizes()[k.dim() - 2];
+  if (!args[3].is_none()) {
+    const Tensor& m = args[3].tensor();
+    SINTER_CHECK(!args[5].to_bool(), "explicit attn_mask should not be set when is_causal=True");
+    SINTER_CHECK(
+        m.dtype() == kBool || m.dtype() == q.dtype(),
+        "expected attn_mask dtype to be bool or to match query dtype, but got attn_mask.dtype {} and "
+        "query.dtype {}",
+        dtype_name(m.dtype()), dtype_name(q.dtype()));
+    SymIntList full = out;
+    full.push_back(L);
+    full.push_back(S);
+    SINTER_CHECK(m.dim() <= static_cast<int64_t>(full.size()) && broadcast_shapes(m.sizes(), full) == full,
+                 "attn_mask of shape {} cannot be broadcast to the attention weights' shape {}",
+                 m.sizes().str(), full.str());
+  }
+  out.push_back(L);
+  out.push_back(v.sizes().back());
+  return dense_meta(out, q.dtype(), common_device(args));
+}
+
+// One operand's BLAS view: data, per-batch offsets, and its matrix layout.
+template <class A>
+struct Operand {
+  Tensor t;
+  const A* data;
+  std::vector<int64_t> off;
+  int64_t rs, cs;
+};
+
+template <class A>
+Operand<A> operand(const Tensor& x, int64_t rank, const std::vector<int64_t>& batch, DType cd) {
+  Operand<A> o;
+  o.t = blas_operand(unsqueeze_to(x, rank), cd);
+  o.data = o.t.template data_ptr<A>();
+  o.off = batch_offsets(o.t, rank - 2, batch);
+  o.rs = strides_of(o.t)[rank - 2], o.cs = strides_of(o.t)[rank - 1];
+  return o;
+}
+
+template <class A>
+void sdpa(const Args& args, const Tensor& y) {
+  const Tensor& q = args[0].tensor();
+  DType cd = compute_dtype(q.dtype());
+  int64_t rank = y.dim(), nb = rank - 2;
+  std::vector<int64_t> ys = sizes_of(y), batch(ys.begin(), ys.end() - 2);
+  int64_t B = 1;
+  for (int64_t s : batch) B *= s;
+  const Tensor& key = args[1].tensor();
+  int64_t L = ys[rank - 2], Ev = ys[rank - 1], E = sizes_of(q).back(), S = sizes_of(key)[key.dim() - 2];
+  Operand<A> Q = operand<A>(q, rank, batch, cd), K = operand<A>(key, rank, batch, cd),
+             V = operand<A>(args[2].tensor(), rank, batch, cd);
+  bool causal = args[5].to_bool();
+  double p = args[4].to_double();
+  A scale = static_cast<A>(args[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(E)) : args[6].to_double());
+
+  // The mask, broadcast over the batch and the [L, S] block (stride 0 where it has size 1).
+  Tensor mask;
+  std::vector<int64_t> m_off;
+  int64_t m_rs = 0, m_cs = 0;
+  if (!args[3].is_none()) {
+    mask = unsqueeze_to(args[3].tensor(), rank);
+    if (mask.dtype() != kBool) mask = contiguous_as(mask, cd);
+    m_off = batch_offsets(mask, nb, batch);
+    std::vector<int64_t> ms = sizes_of(mask), mst = strides_of(mask);
+    m_rs = ms[rank - 2] == 1 ? 0 : mst[rank - 2];
+    m_cs = ms[rank - 1] == 1 ? 0 : mst[rank - 1];
+  }
+  const bool* bool_mask = mask.defined() && mask.dtype() == kBool ? mask.data_ptr<bool>() : nullptr;
+  const A* add_mask = mask.defined() && mask.dtype() != kBool ? mask.data_ptr<A>() : nullptr;
+
+  // Dropout: one number per attention weight, element (b, i, j) at first + (b * L + i) * S + j; kept iff u >=
+  // p.
+  uint64_t seed = 0, first = 0;
+  bool dropout = p > 0 && p < 1 && B * L * S > 0;
+  if (dropout) {
+    seed = default_generator().seed();
+    first = default_generator().reserve(static_cast<uint64_t>(B * L * S));
+  }
+  A keep_scale = p >= 1 ? A(0) : static_cast<A>(1.0 / (1.0 - p));
+
+  bool q_t = false, k_t = false, v_t = false;
+  int64_t q_ld = 1, k_ld = 1, v_ld = 1;
+  bool ready = blas::blas_layout(L, E, Q.rs, Q.cs, q_t, q_ld) &&
+               blas::blas_layout(E, S, K.cs, K.rs, k_t, k_ld) &&  // K^T
+               blas::blas_layout(S, Ev, V.rs, V.cs, v_t, v_ld);
+  // (An empty dim skips the GEMM before the layout matters.)
+  SINTER_INTERNAL_ASSERT(ready || E == 0 || S == 0, "sdpa operands not BLAS-ready");
+  int64_t rows = std::clamp<int64_t>((1 << 16) / std::max<int64_t>(S, 1), 1, std::max<int64_t>(L, 1));
+  while (rows > 1 && B * ceil_div(L, rows) < 2 * get_num_threads()) rows = ceil_div(rows, 2);
+  int64_t blocks = ceil_div(L, rows);
+  A* out = y.data_ptr<A>();
+  parallel_for(0, B * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<A> scores(rows * S);
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t b = t / blocks, l0 = (t % blocks) * rows, lb = std::min(rows, L - l0);
+      A* sc = scores.data();
+      blas::gemm_serial(q_t, k_t, lb, S, E, scale, Q.data + Q.off[b] + l0 * Q.rs, q_ld, K.data + K.off[b],
+                        k_ld, A(0), sc, S);
+      for (int64_t i = 0; i < lb; ++i) {
+        A* row = sc + i * S;
+        int64_t li = l0 + i;
+        if (causal)
+          for (int64_t j = li + 1; j < S; ++j) row[j] = -std::numeric_limits<A>::infinity();
+        if (bool_mask) {
+          const bool* mr = bool_mask + m_off[b] + li * m_rs;
+          for (int64_t j = 0; j < S; ++j)
+            if (!mr[j * m_cs]) row[j] = -std::numeric_limits<A>::infinity();
+        } else if (add_mask) {
+          const A* mr = add_mask + m_off[b] + li * m_rs;
+          for (int64_t j = 0; j < S; ++j) row[j] += mr[j * m_cs];
+        }
+        A mx = -std::numeric_limits<A>::infinity();
+        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j]);
+        if (mx == -std::numeric_limits<A>::infinity()) {  // every key masked: zeros, as _safe_softmax
+          std::fill(row, row + S, A(0));
+          continue;
+        }
+        A sum = 0;
+        for (int64_t j = 0; j < S; ++j) sum += (row[j] = std::exp(row[j] - mx));
+        A inv = A(1) / sum;
+        if (!dropout) {
+          A f = inv * (p >= 1 ? A(0) : A(1));
+          for (int64_t j = 0; j < S; ++j) row[j] *= f;
+        } else {
+          uint64_t base = first + static_cast<uint64_t>((b * L + li) * S);
+          for (int64_t j = 0; j < S; ++j)
+            row[j] = philox_uniform(seed, base + j) >= p ? row[j] * inv * keep_scale : A(0);
+        }
+      }
+      blas::gemm_serial(false, v_t, lb, Ev, S, A(1), sc, S, V.data + V.off[b], v_ld, A(0),
+                        out + (b * L + l0) * Ev, Ev);
+    }
+  });
+}
+
+void sdpa_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {
+  const Tensor& y = outs[0];
+  if (y.numel().hint() == 0) return;
+  DType cd = compute_dtype(y.dtype());
+  Tensor Y = y.dtype() == cd ? y : empty_from_meta(dense_meta(y.sizes(), cd, kCPU));
+  if (cd == kFloat32)
+    sdpa<float>(args, Y);
+  else
+    sdpa<double>(args, Y);
+  write_into(y, Y);
+}
+
+}  // namespace
+
+void register_attention_ops(OpTable& t) {
+  t.set(OpId::scaled_dot_product_attention, sdpa_shape, sdpa_kernel);
+}
+
+}  // namespace sinter

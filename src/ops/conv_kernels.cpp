@@ -1,0 +1,318 @@
+// Convolution kernels. Work is cut into tasks of (image, group, block of output rows) over the pool; each
+// task builds its own column buffer (about 1 MB, so it stays in cache while the single-threaded GEMM reads
+// it) and writes a disjoint part of the output. Contiguous inputs use an NCHW im2col ([C*kh*kw, pixels],
+// weight on the left), channels-last ones an NHWC im2col ([pixels, kh*kw*C], weight on the right) so that
+// output rows are contiguous channel vectors. Computation is in float (float32/16/bf16) or double, rounded
+// once into the output.
+#include "ops/conv_kernels.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "ops/blas.h"
+#include "ops/linalg_util.h"
+
+namespace sinter {
+namespace {
+
+struct Geo {
+  int64_t N, C, H, W, O, OH, OW, kh, kw, sh, sw, dh, dw, ph, pw, G, Cg, Og;
+  bool pointwise;  // 1x1, stride 1, no padding: the input itself is the GEMM operand
+};
+
+Geo geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p, bool transposed) {
+  std::vector<int64_t> xs = sizes_of(x), ws = sizes_of(w), ys = sizes_of(y);
+  Geo g{};
+  g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3];
+  g.O = ys[1], g.OH = ys[2], g.OW = ys[3];
+  g.kh = ws[2], g.kw = ws[3];
+  g.sh = p.stride[0], g.sw = p.stride[1], g.dh = p.dilation[0], g.dw = p.dilation[1];
+  g.ph = p.pad_before[0], g.pw = p.pad_before[1];
+  g.G = p.groups, g.Cg = g.C / g.G, g.Og = g.O / g.G;
+  g.pointwise = !transposed && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 &&
+                g.OH == g.H && g.OW == g.W;
+  return g;
+}
+
+// The output columns o in [lo, hi) whose input column o * s + off lies in [0, size); o < count.
+void valid_range(int64_t off, int64_t s, int64_t size, int64_t count, int64_t& lo, int64_t& hi) {
+  lo = off >= 0 ? 0 : ceil_div(-off, s);
+  hi = size - 1 - off < 0 ? 0 : std::min(count, (size - 1 - off) / s + 1);
+  lo = std::min(lo, hi);
+}
+
+// Output rows per task: a column buffer of about 1 MB, but enough tasks to keep every thread busy.
+int64_t rows_per_block(const Geo& g, int64_t k, int64_t outer) {
+  int64_t cols = std::max<int64_t>(64, (1 << 18) / std::max<int64_t>(k, 1));
+  int64_t rows =
+      std::clamp<int64_t>(ceil_div(cols, std::max<int64_t>(g.OW, 1)), 1, std::max<int64_t>(g.OH, 1));
+  int64_t threads = get_num_threads();
+  while (rows > 1 && outer * ceil_div(g.OH, rows) < 2 * threads) rows = ceil_div(rows, 2);
+  return rows;
+}
+
+// col[(c, ki, kj), pixel] for output rows [oh0, oh1) of one image's group (x points at its first channel).
+template <class T>
+void im2col_nchw(const T* x, T* col, const Geo& g, int64_t oh0, int64_t oh1) {
+  int64_t pb = (oh1 - oh0) * g.OW;
+  for (int64_t c = 0; c < g.Cg; ++c)
+    for (int64_t ki = 0; ki < g.kh; ++ki)
+      for (int64_t kj = 0; kj < g.kw; ++kj) {
+        T* dst = col + ((c * g.kh + ki) * g.kw + kj) * pb;
+        const T* plane = x + c * g.H * g.W;
+        int64_t off = kj * g.dw - g.pw, lo, hi;
+        valid_range(off, g.sw, g.W, g.OW, lo, hi);
+        for (int64_t oh = oh0; oh < oh1; ++oh, dst += g.OW) {
+          int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+          if (ih < 0 || ih >= g.H) {
+            std::fill(dst, dst + g.OW, T(0));
+            continue;
+          }
+          const T* row = plane + ih * g.W;
+          std::fill(dst, dst + lo, T(0));
+          if (g.sw == 1) {
+            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = row[ow + off];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = row[ow * g.sw + off];
+          }
+          std::fill(dst + hi, dst + g.OW, T(0));
+        }
+      }
+}
+
+template <class T>
+void conv_nchw(const T* x, const T* w, const T* bias, T* y, const Geo& g) {
+  int64_t K = g.Cg * g.kh * g.kw, P = g.OH * g.OW;
+  int64_t rows = rows_per_block(g, K, g.N * g.G), blocks = ceil_div(g.OH, rows);
+  parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(g.pointwise ? 0 : K * rows * g.OW);
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, oh0 = (t % blocks) * rows;
+      int64_t oh1 = std::min(g.OH, oh0 + rows), pb = (oh1 - oh0) * g.OW;
+      const T* xg = x + (n * g.C + gi * g.Cg) * g.H * g.W;
+      T* yc = y + (n * g.O + gi * g.Og) * P + oh0 * g.OW;
+      T beta = 0;
+      if (bias) {  // start from the bias and accumulate onto it
+        for (int64_t o = 0; o < g.Og; ++o) std::fill(yc + o * P, yc + o * P + pb, bias[gi * g.Og + o]);
+        beta = 1;
+      }
+      const T* b = xg + oh0 * g.W;
+      int64_t ldb = P;
+      if (!g.pointwise) {
+        im2col_nchw(xg, col.data(), g, oh0, oh1);
+        b = col.data(), ldb = pb;
+      }
+      blas::gemm_serial(false, false, g.Og, pb, K, T(1), w + gi * g.Og * K, K, b, ldb, beta, yc, P);
+    }
+  });
+}
+
+// col[pixel, (ki, kj, c)] for output rows [oh0, oh1) of one image (x points at its [H, W, C] data).
+template <class T>
+void im2col_nhwc(const T* x, T* col, const Geo& g, int64_t gi, int64_t oh0, int64_t oh1) {
+  T* d = col;
+  for (int64_t oh = oh0; oh < oh1; ++oh)
+    for (int64_t ow = 0; ow < g.OW; ++ow)
+      for (int64_t ki = 0; ki < g.kh; ++ki) {
+        int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+        for (int64_t kj = 0; kj < g.kw; ++kj, d += g.Cg) {
+          int64_t iw = ow * g.sw - g.pw + kj * g.dw;
+          if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) {
+            std::fill(d, d + g.Cg, T(0));
+          } else {
+            const T* src = x + (ih * g.W + iw) * g.C + gi * g.Cg;
+            std::copy(src, src + g.Cg, d);
+          }
+        }
+      }
+}
+
+// wt is the weight reordered to [G, kh, kw, Cg, Og].
+template <class T>
+void conv_nhwc(const T* x, const T* wt, const T* bias, T* y, const Geo& g) {
+  int64_t K = g.kh * g.kw * g.Cg;
+  int64_t rows = rows_per_block(g, K, g.N * g.G), blocks = ceil_div(g.OH, rows);
+  parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(g.pointwise ? 0 : K * rows * g.OW);
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, oh0 = (t % blocks) * rows;
+      int64_t oh1 = std::min(g.OH, oh0 + rows), pb = (oh1 - oh0) * g.OW;
+      const T* xn = x + n * g.H * g.W * g.C;
+      T* yc = y + ((n * g.OH + oh0) * g.OW) * g.O + gi * g.Og;
+      T beta = 0;
+      if (bias) {
+        for (int64_t p = 0; p < pb; ++p) std::copy(bias + gi * g.Og, bias + (gi + 1) * g.Og, yc + p * g.O);
+        beta = 1;
+      }
+      const T* a = xn + oh0 * g.W * g.C + gi * g.Cg;
+      int64_t lda = g.C;
+      if (!g.pointwise) {
+        im2col_nhwc(xn, col.data(), g, gi, oh0, oh1);
+        a = col.data(), lda = K;
+      }
+      blas::gemm_serial(false, false, pb, g.Og, K, T(1), a, lda, wt + gi * K * g.Og, g.Og, beta, yc, g.O);
+    }
+  });
+}
+
+// One input channel per group: direct loops, one output plane per task (vectorised along a row for stride 1).
+template <class T>
+void depthwise_nchw(const T* x, const T* w, const T* bias, T* y, const Geo& g) {
+  int64_t P = g.OH * g.OW;
+  parallel_for(0, g.N * g.O, std::max<int64_t>(1, 4096 / std::max<int64_t>(P, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t t = begin; t < end; ++t) {
+                   int64_t n = t / g.O, o = t % g.O;
+                   const T* plane = x + (n * g.C + o / g.Og) * g.H * g.W;
+                   const T* wo = w + o * g.kh * g.kw;
+                   T* yp = y + t * P;
+                   std::fill(yp, yp + P, bias ? bias[o] : T(0));
+                   for (int64_t kj = 0; kj < g.kw; ++kj) {
+                     int64_t off = kj * g.dw - g.pw, lo, hi;
+                     valid_range(off, g.sw, g.W, g.OW, lo, hi);
+                     for (int64_t oh = 0; oh < g.OH; ++oh) {
+                       T* yr = yp + oh * g.OW;
+                       for (int64_t ki = 0; ki < g.kh; ++ki) {
+                         int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+                         if (ih < 0 || ih >= g.H) continue;
+                         const T* row = plane + ih * g.W;
+                         T wv = wo[ki * g.kw + kj];
+                         if (g.sw == 1) {
+                           for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * row[ow + off];
+                         } else {
+                           for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * row[ow * g.sw + off];
+                         }
+                       }
+                     }
+                   }
+                 }
+               });
+}
+
+// Depthwise on channels-last data (one output channel per input channel); wt is [kh, kw, C]. Vectorised over
+// C.
+template <class T>
+void depthwise_nhwc(const T* x, const T* wt, const T* bias, T* y, const Geo& g) {
+  parallel_for(0, g.N * g.OH, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t n = t / g.OH, oh = t % g.OH;
+      for (int64_t ow = 0; ow < g.OW; ++ow) {
+        T* yr = y + (t * g.OW + ow) * g.C;
+        for (int64_t c = 0; c < g.C; ++c) yr[c] = bias ? bias[c] : T(0);
+        for (int64_t ki = 0; ki < g.kh; ++ki) {
+          int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+          if (ih < 0 || ih >= g.H) continue;
+          for (int64_t kj = 0; kj < g.kw; ++kj) {
+            int64_t iw = ow * g.sw - g.pw + kj * g.dw;
+            if (iw < 0 || iw >= g.W) continue;
+            const T* xr = x + ((n * g.H + ih) * g.W + iw) * g.C;
+            const T* wr = wt + (ki * g.kw + kj) * g.C;
+            for (int64_t c = 0; c < g.C; ++c) yr[c] += wr[c] * xr[c];
+          }
+        }
+      }
+    }
+  });
+}
+
+// Transposed conv: per (image, group, block of output channels) a GEMM col = W^T x, then col2im adds each
+// column into the output; blocks own disjoint output channels, so tasks never write the same element.
+template <class T>
+void conv_transpose_nchw(const T* x, const T* w, const T* bias, T* y, const Geo& g) {
+  // Here C/Cg are the input channels and O/Og the output channels.
+  int64_t HW = g.H * g.W, P = g.OH * g.OW, kk = g.kh * g.kw, wrow = g.Og * kk;
+  int64_t threads = get_num_threads();
+  int64_t cb = std::max<int64_t>(1, std::min(g.Og, (1 << 18) / std::max<int64_t>(kk * HW, 1)));
+  while (cb > 1 && g.N * g.G * ceil_div(g.Og, cb) < 2 * threads) cb = ceil_div(cb, 2);
+  int64_t blocks = ceil_div(g.Og, cb);
+  parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(cb * kk * HW);
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, co0 = (t % blocks) * cb;
+      int64_t co1 = std::min(g.Og, co0 + cb);
+      const T* a = w + gi * g.Cg * wrow + co0 * kk;  // W[g]^T rows (co, ki, kj) for co in the block
+      const T* b = x + (n * g.C + gi * g.Cg) * HW;
+      blas::gemm_serial(true, false, (co1 - co0) * kk, HW, g.Cg, T(1), a, wrow, b, HW, T(0), col.data(), HW);
+      for (int64_t co = co0; co < co1; ++co) {
+        int64_t oc = gi * g.Og + co;
+        T* yp = y + (n * g.O + oc) * P;
+        std::fill(yp, yp + P, bias ? bias[oc] : T(0));
+        for (int64_t ki = 0; ki < g.kh; ++ki)
+          for (int64_t kj = 0; kj < g.kw; ++kj) {
+            const T* c = col.data() + (((co - co0) * g.kh + ki) * g.kw + kj) * HW;
+            int64_t off = kj * g.dw - g.pw, lo, hi;
+            valid_range(off, g.sw, g.OW, g.W, lo, hi);
+            for (int64_t ih = 0; ih < g.H; ++ih) {
+              int64_t oh = ih * g.sh - g.ph + ki * g.dh;
+              if (oh < 0 || oh >= g.OH) continue;
+              T* yr = yp + oh * g.OW;
+              const T* cr = c + ih * g.W;
+              for (int64_t iw = lo; iw < hi; ++iw) yr[iw * g.sw + off] += cr[iw];
+            }
+          }
+      }
+    }
+  });
+}
+
+MemoryFormat layout_of(const Tensor& out) {
+  return out.is_contiguous() ? MemoryFormat::kContiguous : MemoryFormat::kChannelsLast;
+}
+
+}  // namespace
+
+void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                    const Tensor& out) {
+  if (out.numel().hint() == 0) return;
+  Geo g = geometry(input, weight, out, p, false);
+  MemoryFormat fmt = layout_of(out);
+  bool cl = fmt == MemoryFormat::kChannelsLast;
+  DType cd = compute_dtype(out.dtype());
+  Tensor X = contiguous_as(input, cd, fmt);
+  Tensor Y = out.dtype() == cd ? out : empty_from_meta(dense_meta(out.sizes(), cd, kCPU, fmt));
+  Tensor B = bias.defined() ? contiguous_as(bias, cd) : Tensor();
+  std::vector<int64_t> ws = strides_of(weight);
+  visit_floating(cd, [&]<class T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T* bp = B.defined() ? B.data_ptr<T>() : nullptr;
+      const T* xp = X.data_ptr<T>();
+      T* yp = Y.data_ptr<T>();
+      if (!cl && g.Cg == 1) {
+        depthwise_nchw(xp, contiguous_as(weight, cd).data_ptr<T>(), bp, yp, g);
+      } else if (!cl) {
+        conv_nchw(xp, contiguous_as(weight, cd).data_ptr<T>(), bp, yp, g);
+      } else if (g.Cg == 1 && g.Og == 1) {
+        Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.O}, {ws[2], ws[3], ws[0]}), cd);
+        depthwise_nhwc(xp, wt.data_ptr<T>(), bp, yp, g);
+      } else {
+        Tensor wt = contiguous_as(
+            strided_view(weight, {g.G, g.kh, g.kw, g.Cg, g.Og}, {g.Og * ws[0], ws[2], ws[3], ws[1], ws[0]}),
+            cd);
+        conv_nhwc(xp, wt.data_ptr<T>(), bp, yp, g);
+      }
+    }
+  });
+  write_into(out, Y);
+}
+
+void conv_transpose2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                              const Conv2dParams& p, const Tensor& out) {
+  if (out.numel().hint() == 0) return;
+  Geo g = geometry(input, weight, out, p, true);
+  g.Og = g.O / g.G;
+  DType cd = compute_dtype(out.dtype());
+  Tensor X = contiguous_as(input, cd);
+  Tensor W = contiguous_as(weight, cd);
+  bool direct = out.dtype() == cd && out.is_contiguous();
+  Tensor Y = direct ? out : empty_from_meta(dense_meta(out.sizes(), cd, kCPU));
+  Tensor B = bias.defined() ? contiguous_as(bias, cd) : Tensor();
+  visit_floating(cd, [&]<class T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      conv_transpose_nchw(X.data_ptr<T>(), W.data_ptr<T>(), B.defined() ? B.data_ptr<T>() : nullptr,
+                          Y.data_ptr<T>(), g);
+    }
+  });
+  write_into(out, Y);
+}
+
+}  // namespace sinter

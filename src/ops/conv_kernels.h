@@ -1,0 +1,28 @@
+// Convolution compute kernels behind conv1d/conv2d/conv_transpose2d: im2col + GEMM (contiguous or
+// channels-last), a direct GEMM for 1x1 stride-1 convs, and direct loops for depthwise convs. Shape rules
+// live in conv_2d.cpp.
+#pragma once
+#include "sinter/tensor.h"
+
+namespace sinter {
+
+struct Conv2dParams {
+  int64_t stride[2] = {1, 1};
+  int64_t dilation[2] = {1, 1};
+  int64_t pad_before[2] = {0, 0};  // top, left
+  int64_t pad_after[2] = {0, 0};   // bottom, right ("same" may pad one more here than before)
+  int64_t groups = 1;
+};
+
+// out = conv2d(input, weight) + bias. input [N, C, H, W], weight [O, C/groups, kh, kw], bias [O] or
+// undefined, out [N, O, OH, OW] dense (contiguous or channels-last: the kernel computes in out's layout).
+// Floating dtypes.
+void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                    const Tensor& out);
+
+// out = conv_transpose2d(input, weight) + bias. input [N, Cin, H, W], weight [Cin, Cout/groups, kh, kw],
+// out [N, Cout, OH, OW] (any dense layout); pad_before is the padding, pad_after is ignored.
+void conv_transpose2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                              const Conv2dParams& p, const Tensor& out);
+
+}  // namespace sinter

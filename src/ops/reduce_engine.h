@@ -1,0 +1,254 @@
+// The reduction engine: every dim reduction is brought to one canonical form, a contiguous block [O, R, I]
+// reduced over R (I == 1: rows reduced along their contiguous length; I > 1: rows of I accumulated elementwise),
+// then run in parallel over outputs, or over slices of R when outputs are few. Ops plug in as small structs.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "ops/kernel_util.h"
+#include "ops/reduce_math.h"
+#include "sinter/tensor.h"
+
+namespace sinter::reduce {
+
+// Converts n elements of some dtype to the compute type C (null: the data already is C).
+template <class C>
+using LoadFn = void (*)(const void* src, C* dst, int64_t n);
+// Compute types: float, double, int64_t, and uint8_t for truth values (all/any; bool and uint8 load directly,
+// other dtypes as "nonzero").
+template <class C>
+LoadFn<C> load_fn(DType from);
+// Converts n compute-type values to dtype `to` (null: `to` is V's own dtype, copy directly). V: float, double,
+// int64_t.
+template <class V>
+using StoreFn = void (*)(const V* src, void* dst, int64_t n);
+template <class V>
+StoreFn<V> store_fn(DType to);
+
+// The canonical form of one reduction. `data` points at a contiguous [O, R, I] block (the input itself when its
+// layout allows, else a copy that `owner` keeps alive). Output q = o * I + i is produced in plan order;
+// out_sizes/out_strides say where it lands in the dense output tensor.
+struct ReducePlan {
+  Tensor owner;
+  const char* data = nullptr;
+  DType dtype = kFloat32;
+  int64_t O = 1, R = 1, I = 1;
+  std::vector<int64_t> out_sizes, out_strides;
+  bool out_identity = true;
+  int64_t num_outputs() const { return O * I; }
+};
+// `mask[d]`: dim d is reduced. A 0-dim input is one element (R = 1).
+ReducePlan make_plan(const Tensor& self, const std::vector<bool>& mask);
+// The plan of a single-dim reduction that keeps index order along `dim` (arg reductions, scans, softmax):
+// input made contiguous, O = sizes before dim, R = size of dim, I = sizes after; output identical in layout.
+ReducePlan make_dim_plan(const Tensor& self, int64_t dim);
+
+// Writes plan-ordered values into `out` (dense, any dtype), converting each element once.
+template <class V>
+void store_results(const V* vals, const ReducePlan& plan, const Tensor& out);
+
+inline constexpr int64_t kChunk = 1024;     // elements converted at a time into a stack buffer
+// Columns of I per task in the outer form: long contiguous segments of each row keep the hardware prefetcher
+// streaming (short segments of rows far apart leave every load waiting on memory).
+inline constexpr int64_t kTile = 8192;
+inline constexpr int64_t kBlockRows = 64;   // rows summed into a partial before it joins the total (accuracy)
+inline constexpr int64_t kSplit = 65536;    // reduced elements per task when there are too few outputs
+inline constexpr int64_t kFewOutputs = 32;  // below this many tasks, slices of R run in parallel too
+// Whether a reduction splits R depends only on shapes, so results do not change with the thread count.
+
+// An op is a struct with: using C (compute element), Acc (accumulator); identity(); row(p, n, q): the reduction
+// of a contiguous run for output q; rows(acc, p, n, q0): acc[j] (+)= f(p[j]) for outputs q0 + j; merge(a, b).
+template <class Op>
+typename Op::Acc reduce_run(const Op& op, const char* p, int64_t n, int64_t q, LoadFn<typename Op::C> load,
+                            int64_t esz) {
+  using C = typename Op::C;
+  if (!load) return op.row(reinterpret_cast<const C*>(p), n, q);
+  C buf[kChunk];
+  typename Op::Acc acc = op.identity();
+  for (int64_t k = 0; k < n; k += kChunk) {
+    int64_t m = std::min(kChunk, n - k);
+    load(p + k * esz, buf, m);
+    acc = op.merge(acc, op.row(buf, m, q));
+  }
+  return acc;
+}
+
+// dst[0, w) (+)= rows [r0, r1) of width w starting at `first` (row stride in bytes), in blocks of kBlockRows.
+template <class Op>
+void accumulate_rows(const Op& op, typename Op::Acc* dst, const char* first, int64_t row_bytes, int64_t r0,
+                     int64_t r1, int64_t w, int64_t q0, LoadFn<typename Op::C> load) {
+  using C = typename Op::C;
+  using Acc = typename Op::Acc;
+  std::vector<Acc> part_buf(static_cast<size_t>(w));
+  std::vector<C> conv(load ? static_cast<size_t>(w) : 0);
+  Acc* part = part_buf.data();
+  for (int64_t rb = r0; rb < r1; rb += kBlockRows) {
+    int64_t re = std::min(r1, rb + kBlockRows);
+    for (int64_t j = 0; j < w; ++j) part[j] = op.identity();
+    for (int64_t r = rb; r < re; ++r) {
+      const char* p = first + r * row_bytes;
+      if (load) {
+        load(p, conv.data(), w);
+        op.rows(part, conv.data(), w, q0);
+      } else {
+        op.rows(part, reinterpret_cast<const C*>(p), w, q0);
+      }
+    }
+    for (int64_t j = 0; j < w; ++j) dst[j] = op.merge(dst[j], part[j]);
+  }
+}
+
+// Runs `op` over the plan; returns one accumulator per output, in plan order.
+template <class Op>
+std::vector<typename Op::Acc> run(const Op& op, const ReducePlan& plan) {
+  using C = typename Op::C;
+  using Acc = typename Op::Acc;
+  const int64_t O = plan.O, R = plan.R, I = plan.I, nout = O * I;
+  std::vector<Acc> out(static_cast<size_t>(nout), op.identity());
+  if (nout == 0 || R == 0) return out;
+  const LoadFn<C> load = load_fn<C>(plan.dtype);
+  const int64_t esz = static_cast<int64_t>(element_size(plan.dtype));
+  const char* base = plan.data;
+  Acc* res = out.data();
+
+  if (I == 1) {
+    if (O >= kFewOutputs || R <= kSplit) {
+      int64_t grain = std::max<int64_t>(1, kGrainElementwise / R);
+      parallel_for(0, O, grain, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) res[o] = reduce_run(op, base + o * R * esz, R, o, load, esz);
+      });
+      return out;
+    }
+    const int64_t nc = (R + kSplit - 1) / kSplit;
+    std::vector<Acc> part(static_cast<size_t>(O * nc));
+    parallel_for(0, O * nc, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        int64_t o = t / nc, r0 = (t % nc) * kSplit, r1 = std::min(R, r0 + kSplit);
+        part[t] = reduce_run(op, base + (o * R + r0) * esz, r1 - r0, o, load, esz);
+      }
+    });
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t c = 0; c < nc; ++c) res[o] = op.merge(res[o], part[o * nc + c]);
+    return out;
+  }
+
+  const int64_t ntile = (I + kTile - 1) / kTile, tasks = O * ntile, row_bytes = I * esz;
+  auto task = [&](Acc* dst, int64_t t, int64_t r0, int64_t r1) {
+    int64_t o = t / ntile, i0 = (t % ntile) * kTile, w = std::min(kTile, I - i0);
+    accumulate_rows(op, dst + o * I + i0, base + (o * R * I + i0) * esz, row_bytes, r0, r1, w, o * I + i0, load);
+  };
+  if (tasks >= kFewOutputs || R * I <= 2 * kSplit) {
+    int64_t grain = std::max<int64_t>(1, kGrainElementwise / (R * std::min(I, kTile)));
+    parallel_for(0, tasks, grain, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) task(res, t, 0, R);
+    });
+    return out;
+  }
+  // Slices of about kSplit elements, at most 64 of them and at most 4M partial accumulators in all.
+  const int64_t max_slices = std::clamp<int64_t>((int64_t{1} << 22) / nout, 1, 64);
+  const int64_t rows_per = std::max({kBlockRows, kSplit / std::min(I, kTile), (R + max_slices - 1) / max_slices});
+  const int64_t nc = (R + rows_per - 1) / rows_per;
+  std::vector<Acc> part(static_cast<size_t>(nc * nout), op.identity());
+  parallel_for(0, nc * tasks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      int64_t c = u / tasks, r0 = c * rows_per;
+      task(part.data() + c * nout, u % tasks, r0, std::min(R, r0 + rows_per));
+    }
+  });
+  parallel_for(0, nout, kGrainElementwise / 8, [&](int64_t b, int64_t e) {
+    for (int64_t c = 0; c < nc; ++c)
+      for (int64_t q = b; q < e; ++q) res[q] = op.merge(res[q], part[c * nout + q]);
+  });
+  return out;
+}
+
+}  // namespace sinter::reduce
+
+namespace sinter::reduce {
+
+// Transforms applied to each element before it is reduced; `q` is the output index (for per-output parameters).
+struct Identity {
+  template <class C>
+  C operator()(C x, int64_t) const { return x; }
+};
+
+// Sum of f(x): pairwise-accurate for floats, wrapping for int64.
+template <class CT, class F = Identity>
+struct SumOp {
+  using C = CT;
+  using Acc = CT;
+  F f{};
+  Acc identity() const { return 0; }
+  Acc row(const C* p, int64_t n, int64_t q) const {
+    return lane_sum<Acc>(p, n, [&](C x) { return f(x, q); });
+  }
+  void rows(Acc* __restrict acc, const C* __restrict p, int64_t n, int64_t q0) const {
+    for (int64_t j = 0; j < n; ++j) acc[j] = add<Acc>(acc[j], f(p[j], q0 + j));
+  }
+  Acc merge(Acc a, Acc b) const { return add<Acc>(a, b); }
+};
+
+template <class CT>
+struct ProdOp {
+  using C = CT;
+  using Acc = CT;
+  Acc identity() const { return 1; }
+  Acc row(const C* p, int64_t n, int64_t) const {
+    Acc acc[kLanes];
+    for (int j = 0; j < kLanes; ++j) acc[j] = 1;
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int j = 0; j < kLanes; ++j) acc[j] = mul<Acc>(acc[j], p[i + j]);
+    Acc r = 1;
+    for (; i < n; ++i) r = mul<Acc>(r, p[i]);
+    for (int j = 0; j < kLanes; ++j) r = mul<Acc>(r, acc[j]);
+    return r;
+  }
+  void rows(Acc* __restrict acc, const C* __restrict p, int64_t n, int64_t) const {
+    for (int64_t j = 0; j < n; ++j) acc[j] = mul<Acc>(acc[j], p[j]);
+  }
+  Acc merge(Acc a, Acc b) const { return mul<Acc>(a, b); }
+};
+
+// NaN-propagating max (kMax) or min of f(x).
+template <class CT, bool kMax, class F = Identity>
+struct ExtremeOp {
+  using C = CT;
+  using Acc = CT;
+  F f{};
+  Acc identity() const { return kMax ? lowest<C>() : highest<C>(); }
+  Acc row(const C* p, int64_t n, int64_t q) const {
+    return lane_extreme<kMax>(p, n, identity(), [&](C x) { return f(x, q); });
+  }
+  void rows(Acc* __restrict acc, const C* __restrict p, int64_t n, int64_t q0) const {
+    for (int64_t j = 0; j < n; ++j) acc[j] = merge(acc[j], f(p[j], q0 + j));
+  }
+  Acc merge(Acc a, Acc b) const { return kMax ? max_nan(a, b) : min_nan(a, b); }
+};
+
+// All of t's elements, in order, as C (for weights, biases and running statistics).
+template <class C>
+std::vector<C> read_values(const Tensor& t) {
+  Tensor c = t.contiguous();
+  const int64_t n = c.numel().hint();
+  std::vector<C> v(static_cast<size_t>(n));
+  if (n == 0) return v;
+  if (LoadFn<C> load = load_fn<C>(c.dtype())) load(c.data_ptr(), v.data(), n);
+  else std::copy_n(static_cast<const C*>(c.data_ptr()), n, v.data());
+  return v;
+}
+
+// The compute type of a dtype: float for float32/float16/bfloat16, double, int64 for integers and bool.
+template <class F>
+decltype(auto) visit_compute(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBFloat16: return f.template operator()<float>();
+    case DType::kFloat64: return f.template operator()<double>();
+    default: return f.template operator()<int64_t>();
+  }
+}
+
+}  // namespace sinter::reduce

@@ -1,0 +1,152 @@
+// softmax and log_softmax along one dim, stable (shifted by the max). Rows along a contiguous dim are done one
+// at a time in cache (max, exp + sum, scale); other dims keep per-column max and sum across the rows of a tile.
+// float16/bfloat16 rows are converted to float once, computed, and rounded once when written.
+#include <cmath>
+
+#include "ops/reduce_engine.h"
+#include "ops/reduce_internal.h"
+
+namespace sinter {
+
+namespace {
+
+using namespace reduce;
+
+ShapeResult softmax_shape(OpId op, const Args& a) {
+  const Tensor& self = a[0].tensor();
+  reduce_wrap_dim(a[1].to_int(), self.dim());
+  const DType out = a[2].is_none() ? self.dtype() : a[2].dtype();
+  SINTER_CHECK(is_floating(out), "{} needs a floating input or dtype, got {}",
+               op == OpId::softmax_int ? "softmax" : "log_softmax", dtype_name(out));
+  return dense_meta(self.sizes(), out, self.device());
+}
+
+// y = softmax(x) or log_softmax(x) over one contiguous row (x and y may be the same buffer).
+template <bool kLog, class C>
+SINTER_CLONES void softmax_row(const C* x, C* y, int64_t n) {
+  const C m = lane_extreme<true>(x, n, lowest<C>(), [](C v) { return v; });
+  if constexpr (kLog) {
+    // (x - m) - log(s), not x - (m + log(s)): x - m is exact, so large inputs keep their precision.
+    const C log_s = static_cast<C>(std::log(exp_sum<false>(x, y, n, m)));
+    map_row(x, y, n, [m, log_s](C v) { return (v - m) - log_s; });
+  } else {
+    const C inv = static_cast<C>(1.0 / exp_sum<true>(x, y, n, m));
+    map_row(y, y, n, [inv](C v) { return v * inv; });
+  }
+}
+
+template <class C>
+struct Columns {
+  const char* src;
+  char* dst;
+  int64_t src_row, dst_row, n, w;
+  LoadFn<C> load;
+  StoreFn<C> store;
+  C *xbuf, *ybuf, *m, *s;
+};
+
+template <bool kLog, class C>
+SINTER_CLONES void softmax_columns(const Columns<C>& c) {
+  const int64_t w = c.w;
+  C *m = c.m, *s = c.s;
+  auto row = [&](int64_t r) {
+    const char* p = c.src + r * c.src_row;
+    if (!c.load) return reinterpret_cast<const C*>(p);
+    c.load(p, c.xbuf, w);
+    return static_cast<const C*>(c.xbuf);
+  };
+  for (int64_t j = 0; j < w; ++j) m[j] = lowest<C>(), s[j] = 0;
+  for (int64_t r = 0; r < c.n; ++r) {
+    const C* x = row(r);
+    for (int64_t j = 0; j < w; ++j) m[j] = max_nan(m[j], x[j]);
+  }
+  // softmax writes exp(x - m) on the way (when the output is C) and rescales it after: one exp per element.
+  const bool keep_exp = !kLog && !c.store;
+  for (int64_t r = 0; r < c.n; ++r) {
+    const C* x = row(r);
+    if (keep_exp) {
+      C* y = reinterpret_cast<C*>(c.dst + r * c.dst_row);
+      for (int64_t j = 0; j < w; ++j) s[j] += (y[j] = exp_fast(x[j] - m[j]));
+    } else {
+      for (int64_t j = 0; j < w; ++j) s[j] += exp_fast(x[j] - m[j]);
+    }
+  }
+  for (int64_t j = 0; j < w; ++j) s[j] = kLog ? std::log(s[j]) : C(1) / s[j];
+  for (int64_t r = 0; r < c.n; ++r) {
+    char* dst = c.dst + r * c.dst_row;
+    if (keep_exp) {
+      C* y = reinterpret_cast<C*>(dst);
+      for (int64_t j = 0; j < w; ++j) y[j] *= s[j];
+      continue;
+    }
+    const C* x = row(r);
+    C* y = c.store ? c.ybuf : reinterpret_cast<C*>(dst);
+    for (int64_t j = 0; j < w; ++j) y[j] = kLog ? (x[j] - m[j]) - s[j] : exp_fast(x[j] - m[j]) * s[j];
+    if (c.store) c.store(c.ybuf, dst, w);
+  }
+}
+
+template <bool kLog, class C>
+void softmax_plan(const ReducePlan& plan, const Tensor& out) {
+  const int64_t O = plan.O, N = plan.R, I = plan.I;
+  if (O * N * I == 0) return;
+  const int64_t esz = static_cast<int64_t>(element_size(plan.dtype)), osz = static_cast<int64_t>(out.element_size());
+  const LoadFn<C> load = load_fn<C>(plan.dtype);
+  const StoreFn<C> store = store_fn<C>(out.dtype());
+  char* obase = static_cast<char*>(out.data_ptr());
+
+  if (I == 1) {
+    parallel_for(0, O, std::max<int64_t>(1, kGrainElementwise / N), [&](int64_t b, int64_t e) {
+      std::vector<C> buf(load || store ? static_cast<size_t>(N) : 0);
+      for (int64_t o = b; o < e; ++o) {
+        const char* src = plan.data + o * N * esz;
+        char* dst = obase + o * N * osz;
+        const C* x = reinterpret_cast<const C*>(src);
+        if (load) {
+          load(src, buf.data(), N);
+          x = buf.data();
+        }
+        C* y = store ? buf.data() : reinterpret_cast<C*>(dst);
+        softmax_row<kLog>(x, y, N);
+        if (store) store(y, dst, N);
+      }
+    });
+    return;
+  }
+  // Along a strided dim: tiles of columns, each column its own softmax over the N rows.
+  const int64_t ntile = (I + kTile - 1) / kTile;
+  parallel_for(0, O * ntile, std::max<int64_t>(1, kGrainElementwise / (N * std::min(I, kTile))),
+               [&](int64_t b, int64_t e) {
+                 const size_t tw = static_cast<size_t>(std::min(I, kTile));
+                 std::vector<C> xbuf(load ? tw : 0), ybuf(store ? tw : 0), m(tw), s(tw);
+                 for (int64_t t = b; t < e; ++t) {
+                   const int64_t o = t / ntile, i0 = (t % ntile) * kTile;
+                   Columns<C> c{plan.data + (o * N * I + i0) * esz, obase + (o * N * I + i0) * osz, I * esz, I * osz,
+                                N, std::min(kTile, I - i0), load, store, xbuf.data(), ybuf.data(), m.data(), s.data()};
+                   softmax_columns<kLog>(c);
+                 }
+               });
+}
+
+void softmax_kernel(OpId op, const Args& a, std::vector<Tensor>& outs) {
+  Tensor self = a[0].tensor();
+  // A dtype argument casts the input first, as in PyTorch.
+  if (self.dtype() != outs[0].dtype()) self = self.to(outs[0].dtype());
+  ReducePlan plan = make_dim_plan(self, reduce_wrap_dim(a[1].to_int(), self.dim()));
+  const bool log = op == OpId::log_softmax_int;
+  auto go = [&]<class C>() {
+    if (log) softmax_plan<true, C>(plan, outs[0]);
+    else softmax_plan<false, C>(plan, outs[0]);
+  };
+  if (self.dtype() == kFloat64) go.template operator()<double>();
+  else go.template operator()<float>();
+}
+
+}  // namespace
+
+void register_softmax_ops(OpTable& t) {
+  t.set(OpId::softmax_int, softmax_shape, softmax_kernel);
+  t.set(OpId::log_softmax_int, softmax_shape, softmax_kernel);
+}
+
+}  // namespace sinter

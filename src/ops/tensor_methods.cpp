@@ -1,0 +1,325 @@
+// Tensor's methods (views, conversions, in-place ops, common functional forms) and the free operators.
+// Methods call the free functions of ops.h; in-place methods dispatch their `_` rows. Operators cannot take a
+// defaulted source location, so they pass an empty one and errors they raise say the location is unknown.
+#include "ops/dispatch.h"
+#include "ops/index_loop.h"  // strides_like_channels_last
+#include "sinter/ops.h"
+#include "support/check.h"
+
+namespace sinter {
+
+namespace {
+
+// Operators have no caller location (a default argument cannot follow an operator's operands).
+constexpr Loc kNoLoc{};
+
+// The memory format PyTorch suggests for a tensor: channels-last when its strides look it, else contiguous.
+MemoryFormat suggest_memory_format(const Tensor& t) {
+  return strides_like_channels_last(t) ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous;
+}
+
+// PyTorch's to() returns self when nothing would change (to_will_alias), else one _to_copy.
+Tensor to_impl(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device,
+               std::optional<MemoryFormat> format, const Loc& loc) {
+  bool same_dtype = !dtype || *dtype == self.dtype();
+  bool same_device = !device || *device == self.device();
+  bool same_format = !format || *format == MemoryFormat::kPreserve || suggest_memory_format(self) == *format;
+  if (same_dtype && same_device && same_format) return self;
+  return to_copy(self, dtype, device, format, loc);
+}
+
+// The method forms take plain dim lists, where an empty list means every dim.
+OptDims all_if_empty(const DimList& dims) { return dims.empty() ? OptDims() : OptDims(dims); }
+
+}  // namespace
+
+// ---- views ----
+Tensor Tensor::view(const SymIntList& size, Loc loc) const { return sinter::view(*this, size, loc); }
+Tensor Tensor::reshape(const SymIntList& size, Loc loc) const { return sinter::reshape(*this, size, loc); }
+Tensor Tensor::view_as(const Tensor& other, Loc loc) const { return sinter::view(*this, other.sizes(), loc); }
+Tensor Tensor::reshape_as(const Tensor& other, Loc loc) const {
+  return sinter::reshape(*this, other.sizes(), loc);
+}
+Tensor Tensor::permute(const DimList& dims, Loc loc) const { return sinter::permute(*this, dims, loc); }
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1, Loc loc) const {
+  return sinter::transpose(*this, dim0, dim1, loc);
+}
+Tensor Tensor::t(Loc loc) const { return sinter::t(*this, loc); }
+// x.mT -> transpose(x, -2, -1), for matrices and batches of them.
+Tensor Tensor::mT(Loc loc) const {
+  SINTER_CHECK_AT(loc, dim() >= 2,
+                  "mT is only supported on matrices or batches of matrices, got a {}-D tensor", dim());
+  return sinter::transpose(*this, -2, -1, loc);
+}
+Tensor Tensor::expand(const SymIntList& size, Loc loc) const { return sinter::expand(*this, size, loc); }
+Tensor Tensor::expand_as(const Tensor& other, Loc loc) const {
+  return sinter::expand(*this, other.sizes(), loc);
+}
+Tensor Tensor::squeeze(Loc loc) const { return sinter::squeeze(*this, loc); }
+Tensor Tensor::squeeze(const DimList& dims, Loc loc) const { return sinter::squeeze(*this, dims, loc); }
+Tensor Tensor::unsqueeze(int64_t dim, Loc loc) const { return sinter::unsqueeze(*this, dim, loc); }
+Tensor Tensor::narrow(int64_t dim, const SymInt& start, const SymInt& length, Loc loc) const {
+  return sinter::narrow(*this, dim, start, length, loc);
+}
+Tensor Tensor::slice(int64_t dim, std::optional<SymInt> start, std::optional<SymInt> end, const SymInt& step,
+                     Loc loc) const {
+  return sinter::slice(*this, dim, std::move(start), std::move(end), step, loc);
+}
+Tensor Tensor::select(int64_t dim, const SymInt& index, Loc loc) const {
+  return sinter::select(*this, dim, index, loc);
+}
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim, Loc loc) const {
+  return sinter::flatten(*this, start_dim, end_dim, loc);
+}
+Tensor Tensor::unflatten(int64_t dim, const SymIntList& sizes, Loc loc) const {
+  return sinter::unflatten(*this, dim, sizes, loc);
+}
+Tensor Tensor::as_strided(const SymIntList& size, const SymIntList& stride, std::optional<SymInt> offset,
+                          Loc loc) const {
+  return sinter::as_strided(*this, size, stride, std::move(offset), loc);
+}
+std::vector<Tensor> Tensor::split(const SymInt& split_size, int64_t dim, Loc loc) const {
+  return sinter::split(*this, split_size, dim, loc);
+}
+std::vector<Tensor> Tensor::split(const SymIntList& sizes, int64_t dim, Loc loc) const {
+  return sinter::split(*this, sizes, dim, loc);
+}
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim, Loc loc) const {
+  return sinter::chunk(*this, chunks, dim, loc);
+}
+std::vector<Tensor> Tensor::unbind(int64_t dim, Loc loc) const { return sinter::unbind(*this, dim, loc); }
+Tensor Tensor::operator[](int64_t index) const { return sinter::select(*this, 0, index, kNoLoc); }
+
+// ---- copies and conversions ----
+Tensor Tensor::contiguous(MemoryFormat format, Loc loc) const {
+  return sinter::contiguous(*this, format, loc);
+}
+Tensor Tensor::clone(std::optional<MemoryFormat> format, Loc loc) const {
+  return sinter::clone(*this, format, loc);
+}
+Tensor& Tensor::copy_(const Tensor& src, Loc loc) {
+  dispatch1(OpId::copy_, {*this, src, false}, loc);
+  return *this;
+}
+Tensor Tensor::to(DType dtype, Loc loc) const {
+  return to_impl(*this, dtype, std::nullopt, std::nullopt, loc);
+}
+Tensor Tensor::to(Device device, Loc loc) const {
+  return to_impl(*this, std::nullopt, device, std::nullopt, loc);
+}
+Tensor Tensor::to(Device device, DType dtype, Loc loc) const {
+  return to_impl(*this, dtype, device, std::nullopt, loc);
+}
+Tensor Tensor::to(MemoryFormat format, Loc loc) const {
+  return to_impl(*this, std::nullopt, std::nullopt, format, loc);
+}
+Tensor Tensor::to(const TensorOptions& options, Loc loc) const {
+  return to_impl(*this, options.dtype, options.device, std::nullopt, loc);
+}
+
+// ---- in place ----
+Tensor& Tensor::fill_(const Scalar& value, Loc loc) {
+  dispatch1(OpId::fill__Scalar, {*this, value}, loc);
+  return *this;
+}
+Tensor& Tensor::zero_(Loc loc) {
+  dispatch1(OpId::zero_, {*this}, loc);
+  return *this;
+}
+Tensor& Tensor::add_(const Tensor& other, const Scalar& alpha, Loc loc) {
+  dispatch1(OpId::add__Tensor, {*this, other, alpha}, loc);
+  return *this;
+}
+Tensor& Tensor::add_(const Scalar& other, const Scalar& alpha, Loc loc) {
+  dispatch1(OpId::add__Scalar, {*this, other, alpha}, loc);
+  return *this;
+}
+Tensor& Tensor::sub_(const Tensor& other, const Scalar& alpha, Loc loc) {
+  dispatch1(OpId::sub__Tensor, {*this, other, alpha}, loc);
+  return *this;
+}
+Tensor& Tensor::sub_(const Scalar& other, const Scalar& alpha, Loc loc) {
+  dispatch1(OpId::sub__Scalar, {*this, other, alpha}, loc);
+  return *this;
+}
+Tensor& Tensor::mul_(const Tensor& other, Loc loc) {
+  dispatch1(OpId::mul__Tensor, {*this, other}, loc);
+  return *this;
+}
+Tensor& Tensor::mul_(const Scalar& other, Loc loc) {
+  dispatch1(OpId::mul__Scalar, {*this, other}, loc);
+  return *this;
+}
+Tensor& Tensor::div_(const Tensor& other, Loc loc) {
+  dispatch1(OpId::div__Tensor, {*this, other}, loc);
+  return *this;
+}
+Tensor& Tensor::div_(const Scalar& other, Loc loc) {
+  dispatch1(OpId::div__Scalar, {*this, other}, loc);
+  return *this;
+}
+Tensor& Tensor::pow_(const Scalar& exponent, Loc loc) {
+  dispatch1(OpId::pow__Scalar, {*this, exponent}, loc);
+  return *this;
+}
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Loc loc) {
+  dispatch1(OpId::clamp_, {*this, min, max}, loc);
+  return *this;
+}
+#define SINTER_DEFINE_UNARY_INPLACE(name) \
+  Tensor& Tensor::name(Loc loc) {         \
+    dispatch1(OpId::name, {*this}, loc);  \
+    return *this;                         \
+  }
+SINTER_DEFINE_UNARY_INPLACE(relu_)
+SINTER_DEFINE_UNARY_INPLACE(sigmoid_)
+SINTER_DEFINE_UNARY_INPLACE(tanh_)
+SINTER_DEFINE_UNARY_INPLACE(exp_)
+SINTER_DEFINE_UNARY_INPLACE(neg_)
+#undef SINTER_DEFINE_UNARY_INPLACE
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value, Loc loc) {
+  dispatch1(OpId::masked_fill__Scalar, {*this, mask, value}, loc);
+  return *this;
+}
+Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate,
+                           Loc loc) {
+  dispatch1(OpId::index_put_, {*this, indices, values, accumulate}, loc);
+  return *this;
+}
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src, Loc loc) {
+  dispatch1(OpId::scatter__src, {*this, dim, index, src}, loc);
+  return *this;
+}
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src, Loc loc) {
+  dispatch1(OpId::scatter_add_, {*this, dim, index, src}, loc);
+  return *this;
+}
+Tensor& Tensor::uniform_(double from, double to, Loc loc) {
+  dispatch1(OpId::uniform_, {*this, from, to}, loc);
+  return *this;
+}
+Tensor& Tensor::normal_(double mean, double std, Loc loc) {
+  dispatch1(OpId::normal_, {*this, mean, std}, loc);
+  return *this;
+}
+
+// ---- functional methods ----
+Tensor Tensor::add(const Tensor& other, const Scalar& alpha, Loc loc) const {
+  return sinter::add(*this, other, alpha, loc);
+}
+Tensor Tensor::sub(const Tensor& other, const Scalar& alpha, Loc loc) const {
+  return sinter::sub(*this, other, alpha, loc);
+}
+Tensor Tensor::mul(const Tensor& other, Loc loc) const { return sinter::mul(*this, other, loc); }
+Tensor Tensor::div(const Tensor& other, Loc loc) const { return sinter::div(*this, other, loc); }
+Tensor Tensor::pow(const Scalar& exponent, Loc loc) const { return sinter::pow(*this, exponent, loc); }
+Tensor Tensor::matmul(const Tensor& other, Loc loc) const { return sinter::matmul(*this, other, loc); }
+#define SINTER_DEFINE_UNARY_METHOD(name) \
+  Tensor Tensor::name(Loc loc) const { return sinter::name(*this, loc); }
+SINTER_DEFINE_UNARY_METHOD(abs)
+SINTER_DEFINE_UNARY_METHOD(neg)
+SINTER_DEFINE_UNARY_METHOD(exp)
+SINTER_DEFINE_UNARY_METHOD(log)
+SINTER_DEFINE_UNARY_METHOD(sqrt)
+SINTER_DEFINE_UNARY_METHOD(rsqrt)
+SINTER_DEFINE_UNARY_METHOD(tanh)
+SINTER_DEFINE_UNARY_METHOD(sigmoid)
+SINTER_DEFINE_UNARY_METHOD(relu)
+SINTER_DEFINE_UNARY_METHOD(max)
+SINTER_DEFINE_UNARY_METHOD(min)
+SINTER_DEFINE_UNARY_METHOD(all)
+SINTER_DEFINE_UNARY_METHOD(any)
+SINTER_DEFINE_UNARY_METHOD(nonzero)
+#undef SINTER_DEFINE_UNARY_METHOD
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max, Loc loc) const {
+  return sinter::clamp(*this, min, max, loc);
+}
+Tensor Tensor::sum(std::optional<DType> dtype, Loc loc) const { return sinter::sum(*this, dtype, loc); }
+Tensor Tensor::sum(const DimList& dim, bool keepdim, std::optional<DType> dtype, Loc loc) const {
+  return sinter::sum(*this, all_if_empty(dim), keepdim, dtype, loc);
+}
+Tensor Tensor::mean(std::optional<DType> dtype, Loc loc) const { return sinter::mean(*this, dtype, loc); }
+Tensor Tensor::mean(const DimList& dim, bool keepdim, std::optional<DType> dtype, Loc loc) const {
+  return sinter::mean(*this, all_if_empty(dim), keepdim, dtype, loc);
+}
+Tensor Tensor::prod(std::optional<DType> dtype, Loc loc) const { return sinter::prod(*this, dtype, loc); }
+Tensor Tensor::amax(const DimList& dim, bool keepdim, Loc loc) const {
+  return sinter::amax(*this, dim, keepdim, loc);
+}
+Tensor Tensor::amin(const DimList& dim, bool keepdim, Loc loc) const {
+  return sinter::amin(*this, dim, keepdim, loc);
+}
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim, Loc loc) const {
+  return sinter::argmax(*this, dim, keepdim, loc);
+}
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim, Loc loc) const {
+  return sinter::argmin(*this, dim, keepdim, loc);
+}
+Tensor Tensor::var(const DimList& dim, bool keepdim, double correction, Loc loc) const {
+  return sinter::var(*this, all_if_empty(dim), Scalar(correction), keepdim, loc);
+}
+Tensor Tensor::std(const DimList& dim, bool keepdim, double correction, Loc loc) const {
+  return sinter::std(*this, all_if_empty(dim), Scalar(correction), keepdim, loc);
+}
+Tensor Tensor::softmax(int64_t dim, Loc loc) const { return sinter::softmax(*this, dim, std::nullopt, loc); }
+Tensor Tensor::log_softmax(int64_t dim, Loc loc) const {
+  return sinter::log_softmax(*this, dim, std::nullopt, loc);
+}
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value, Loc loc) const {
+  return sinter::masked_fill(*this, mask, value, loc);
+}
+Tensor Tensor::index_select(int64_t dim, const Tensor& index, Loc loc) const {
+  return sinter::index_select(*this, dim, index, loc);
+}
+Tensor Tensor::gather(int64_t dim, const Tensor& index, Loc loc) const {
+  return sinter::gather(*this, dim, index, loc);
+}
+Tensor Tensor::repeat(const SymIntList& repeats, Loc loc) const {
+  return sinter::repeat(*this, repeats, loc);
+}
+Tensor Tensor::flip(const DimList& dims, Loc loc) const { return sinter::flip(*this, dims, loc); }
+Tensor Tensor::tril(int64_t diagonal, Loc loc) const { return sinter::tril(*this, diagonal, loc); }
+Tensor Tensor::triu(int64_t diagonal, Loc loc) const { return sinter::triu(*this, diagonal, loc); }
+
+// ---- operators: C++ numbers are weak scalars, as Python numbers are in PyTorch ----
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b, 1, kNoLoc); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b, 1, kNoLoc); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b, kNoLoc); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b, kNoLoc); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b, 1, kNoLoc); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b, 1, kNoLoc); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b, kNoLoc); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b, kNoLoc); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a, 1, kNoLoc); }
+// s - t -> rsub(t, s).
+Tensor operator-(const Scalar& a, const Tensor& b) { return rsub(b, a, 1, kNoLoc); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a, kNoLoc); }
+// s / t -> reciprocal(t) * s, as PyTorch's __rtruediv__ (an integer t gives a float result).
+Tensor operator/(const Scalar& a, const Tensor& b) { return mul(reciprocal(b, kNoLoc), a, kNoLoc); }
+Tensor operator-(const Tensor& a) { return neg(a, kNoLoc); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b, kNoLoc); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b, kNoLoc); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b, kNoLoc); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b, kNoLoc); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b, kNoLoc); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b, kNoLoc); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return eq(a, b, kNoLoc); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return ne(a, b, kNoLoc); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return lt(a, b, kNoLoc); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return le(a, b, kNoLoc); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, b, kNoLoc); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, b, kNoLoc); }
+Tensor operator&(const Tensor& a, const Tensor& b) { return bitwise_and(a, b, kNoLoc); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return bitwise_or(a, b, kNoLoc); }
+Tensor operator^(const Tensor& a, const Tensor& b) { return bitwise_xor(a, b, kNoLoc); }
+Tensor operator~(const Tensor& a) { return bitwise_not(a, kNoLoc); }
+Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b, 1, kNoLoc); }
+Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b, 1, kNoLoc); }
+Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b, kNoLoc); }
+Tensor& operator/=(Tensor& a, const Tensor& b) { return a.div_(b, kNoLoc); }
+Tensor& operator+=(Tensor& a, const Scalar& b) { return a.add_(b, 1, kNoLoc); }
+Tensor& operator-=(Tensor& a, const Scalar& b) { return a.sub_(b, 1, kNoLoc); }
+Tensor& operator*=(Tensor& a, const Scalar& b) { return a.mul_(b, kNoLoc); }
+Tensor& operator/=(Tensor& a, const Scalar& b) { return a.div_(b, kNoLoc); }
+
+}  // namespace sinter
