@@ -11,6 +11,19 @@
 
 namespace sinter::capture {
 
+namespace {
+
+bool inputs_share_storage(const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].has_storage()) continue;
+    for (size_t j = 0; j < i; ++j)
+      if (inputs[j].has_storage() && inputs[j].storage() == inputs[i].storage()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
                         bool* fell_back) {
   auto start = std::chrono::steady_clock::now();
@@ -19,11 +32,24 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   p.num_ops = graph.num_ops();
   p.num_outputs = graph.has_output() ? static_cast<int>(graph.output_node().args.size()) : 0;
   SINTER_LOG(kGraph, "captured graph ({} ops):\n{}", p.num_ops, p.text);
+  p.output_is_input.assign(p.num_outputs, -1);
+  if (inputs_share_storage(example_inputs) && has_mutations(graph)) {
+    // The function writes an input that shares memory with another one: a functional graph would let the other
+    // read stale values. Run the graph as recorded, where the writes land in the real memory in program order,
+    // exactly as eager does (the aliasing pattern is guarded, so this entry only serves aliased inputs).
+    SINTER_LOG(kPerfHints, "inputs share storage and the function writes one of them: running the graph as "
+                           "recorded instead of compiling it with '{}'", options.backend);
+    auto g = std::make_shared<const Graph>(std::move(graph));
+    p.fn = [g](const std::vector<Tensor>& inputs) { return interpret(*g, inputs); };
+    p.backend = "interpreter (aliased inputs)";
+    p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return p;
+  }
   // Backends receive a graph without mutation; the writes it had become write-backs done here after each run.
   FunctionalizeResult f = functionalize(graph);
   for (const InputMutation& m : f.mutations) p.write_backs.push_back({m.input_index, m.output_index});
-  p.output_is_input = f.outputs_aliasing_inputs;
-  p.output_is_input.resize(p.num_outputs, -1);
+  for (size_t i = 0; i < f.outputs_aliasing_inputs.size() && i < p.output_is_input.size(); ++i)
+    p.output_is_input[i] = f.outputs_aliasing_inputs[i];
   if (f.changed) SINTER_LOG(kGraph, "after functionalization:\n{}", print_graph(graph));
 
   p.backend = options.backend;

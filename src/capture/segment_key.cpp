@@ -139,7 +139,8 @@ InputAliasing input_aliasing(const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     out.requires_grad[i] = t.requires_grad();
-    // A storage held by this tensor alone cannot be shared with another input (the common case: no scan).
+    // A storage held by this tensor alone cannot be shared with another input (the common case: no scan). A
+    // segment never holds the same tensor twice: the tracer lifts each tensor once.
     if (!t.has_storage() || t.storage().use_count() == 1) continue;
     for (size_t j = 0; j < i; ++j) {
       if (inputs[j].has_storage() && inputs[j].storage() == t.storage()) {

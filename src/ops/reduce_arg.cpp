@@ -49,12 +49,39 @@ Best<C> scan_row(const char* row, int64_t r0, int64_t r1, LoadFn<C> load, int64_
   return best;
 }
 
+// Row r of w independent columns: each column's best so far (value, index) takes the row's element if better.
+template <bool kMax, class C>
+void update_columns(C* best, int64_t* idx, const C* p, int64_t w, int64_t r) {
+  if (r == 0) {
+    for (int64_t j = 0; j < w; ++j) best[j] = p[j], idx[j] = 0;
+    return;
+  }
+  for (int64_t j = 0; j < w; ++j) {
+    bool take = replaces<kMax>(best[j], p[j]);
+    best[j] = take ? p[j] : best[j];
+    idx[j] = take ? r : idx[j];
+  }
+}
+
 template <bool kMax, class C>
 void arg_reduce(const ReducePlan& plan, C* values, int64_t* indices) {
   const int64_t O = plan.O, R = plan.R, I = plan.I, esz = static_cast<int64_t>(element_size(plan.dtype));
   const LoadFn<C> load = load_fn<C>(plan.dtype);
   if (O * I == 0) return;
   SINTER_INTERNAL_ASSERT(R > 0, "arg reduction over an empty dim reached the kernel");
+  if (I == 1 && R < kShort) {
+    // Many short rows: blocks of them transposed, so the rows become columns updated a whole block at a time.
+    const int64_t B = std::max<int64_t>(1, kBlockElems / R);
+    parallel_for(0, (O + B - 1) / B, std::max<int64_t>(1, kGrainElementwise / kBlockElems), [&](int64_t b, int64_t e) {
+      std::vector<C> tmp(load ? static_cast<size_t>(B * R) : 0), buf(static_cast<size_t>(B * R));
+      for (int64_t blk = b; blk < e; ++blk) {
+        const int64_t o0 = blk * B, nb = std::min(B, O - o0);
+        load_transposed(plan.data + o0 * R * esz, nb, R, load, tmp.data(), buf.data());
+        for (int64_t r = 0; r < R; ++r) update_columns<kMax>(values + o0, indices + o0, buf.data() + r * nb, nb, r);
+      }
+    });
+    return;
+  }
   if (I == 1) {
     if (O >= kFewOutputs || R <= kSplit) {
       parallel_for(0, O, std::max<int64_t>(1, kGrainElementwise / R), [&](int64_t b, int64_t e) {
@@ -91,8 +118,6 @@ void arg_reduce(const ReducePlan& plan, C* values, int64_t* indices) {
                  std::vector<C> buf(load ? static_cast<size_t>(std::min(I, kTile)) : 0);
                  for (int64_t t = b; t < e; ++t) {
                    int64_t o = t / ntile, i0 = (t % ntile) * kTile, w = std::min(kTile, I - i0);
-                   C* best = values + o * I + i0;
-                   int64_t* idx = indices + o * I + i0;
                    for (int64_t r = 0; r < R; ++r) {
                      const char* src = plan.data + ((o * R + r) * I + i0) * esz;
                      const C* p = reinterpret_cast<const C*>(src);
@@ -100,15 +125,7 @@ void arg_reduce(const ReducePlan& plan, C* values, int64_t* indices) {
                        load(src, buf.data(), w);
                        p = buf.data();
                      }
-                     if (r == 0) {
-                       for (int64_t j = 0; j < w; ++j) best[j] = p[j], idx[j] = 0;
-                       continue;
-                     }
-                     for (int64_t j = 0; j < w; ++j) {
-                       bool take = replaces<kMax>(best[j], p[j]);
-                       best[j] = take ? p[j] : best[j];
-                       idx[j] = take ? r : idx[j];
-                     }
+                     update_columns<kMax>(values + o * I + i0, indices + o * I + i0, p, w, r);
                    }
                  }
                });

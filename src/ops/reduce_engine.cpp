@@ -8,14 +8,6 @@ namespace sinter::reduce {
 
 namespace {
 
-template <class C>
-constexpr DType own_dtype() {
-  if constexpr (std::is_same_v<C, float>) return kFloat32;
-  else if constexpr (std::is_same_v<C, double>) return kFloat64;
-  else if constexpr (std::is_same_v<C, int64_t>) return kInt64;
-  else return kUInt8;
-}
-
 template <class C, class T>
 void load_as(const void* src, C* dst, int64_t n) {
   const T* s = static_cast<const T*>(src);
@@ -66,7 +58,7 @@ bool three_groups(const std::vector<Dim>& dims, int64_t& O, int64_t& R, int64_t&
 
 template <class C>
 LoadFn<C> load_fn(DType from) {
-  if (from == own_dtype<C>()) return nullptr;
+  if (from == compute_dtype<C>()) return nullptr;
   if (std::is_same_v<C, uint8_t> && from == kBool) return nullptr;  // bools are bytes of 0 or 1
   return visit_dtype(from, [&]<class T>() -> LoadFn<C> { return &load_as<C, T>; });
 }
@@ -77,7 +69,7 @@ template LoadFn<uint8_t> load_fn<uint8_t>(DType);
 
 template <class V>
 StoreFn<V> store_fn(DType to) {
-  if (to == own_dtype<V>()) return nullptr;
+  if (to == compute_dtype<V>()) return nullptr;
   return visit_dtype(to, [&]<class T>() -> StoreFn<V> { return &store_as<V, T>; });
 }
 template StoreFn<float> store_fn<float>(DType);

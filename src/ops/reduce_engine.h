@@ -1,9 +1,12 @@
 // The reduction engine: every dim reduction is brought to one canonical form, a contiguous block [O, R, I]
-// reduced over R (I == 1: rows reduced along their contiguous length; I > 1: rows of I accumulated elementwise),
-// then run in parallel over outputs, or over slices of R when outputs are few. Ops plug in as small structs.
+// reduced over R (I == 1: rows reduced along their contiguous length; I > 1: rows of I accumulated elementwise;
+// very short rows or narrow columns are transposed in blocks first), then run in parallel over outputs, or over
+// slices of R when outputs are few. Ops plug in as small structs (SumOp, ProdOp, ExtremeOp below).
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ops/kernel_util.h"
@@ -15,6 +18,14 @@ namespace sinter::reduce {
 // Converts n elements of some dtype to the compute type C (null: the data already is C).
 template <class C>
 using LoadFn = void (*)(const void* src, C* dst, int64_t n);
+// The dtype whose elements are C (uint8_t: kUInt8).
+template <class C>
+constexpr DType compute_dtype() {
+  if constexpr (std::is_same_v<C, float>) return kFloat32;
+  else if constexpr (std::is_same_v<C, double>) return kFloat64;
+  else if constexpr (std::is_same_v<C, int64_t>) return kInt64;
+  else return kUInt8;
+}
 // Compute types: float, double, int64_t, and uint8_t for truth values (all/any; bool and uint8 load directly,
 // other dtypes as "nonzero").
 template <class C>
@@ -99,26 +110,57 @@ void accumulate_rows(const Op& op, typename Op::Acc* dst, const char* first, int
   }
 }
 
-// Runs `op` over the plan; returns one accumulator per output, in plan order.
+// Copies a contiguous block of `rows` x `cols` elements (of the plan's dtype) into dst as C, transposed:
+// dst[c * rows + r] = src[r * cols + c]. Lets very short rows be reduced as long columns and the reverse.
+// `tmp` (rows * cols) holds the converted block when `load` is given.
+template <class C>
+void load_transposed(const char* src, int64_t rows, int64_t cols, LoadFn<C> load, C* tmp, C* dst) {
+  const C* x = reinterpret_cast<const C*>(src);
+  if (load) {
+    load(src, tmp, rows * cols);
+    x = tmp;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = x[r * cols + c];
+}
+
+// Reductions whose contiguous extent (R when I == 1, I otherwise) is below this are transposed in blocks of
+// about kBlockElems elements, so the work per call of op.row/op.rows is long instead of a few elements.
+inline constexpr int64_t kShort = 32;
+inline constexpr int64_t kBlockElems = 8192;
+
+// Runs `op` over the plan into res[0, O * I), one accumulator per output in plan order.
 template <class Op>
-std::vector<typename Op::Acc> run(const Op& op, const ReducePlan& plan) {
+void run_into(const Op& op, const ReducePlan& plan, typename Op::Acc* res) {
   using C = typename Op::C;
   using Acc = typename Op::Acc;
   const int64_t O = plan.O, R = plan.R, I = plan.I, nout = O * I;
-  std::vector<Acc> out(static_cast<size_t>(nout), op.identity());
-  if (nout == 0 || R == 0) return out;
+  std::fill_n(res, nout, op.identity());
+  if (nout == 0 || R == 0) return;
   const LoadFn<C> load = load_fn<C>(plan.dtype);
   const int64_t esz = static_cast<int64_t>(element_size(plan.dtype));
   const char* base = plan.data;
-  Acc* res = out.data();
 
+  if (I == 1 && R < kShort) {
+    // Many short rows: blocks of B rows become R rows of B, accumulated elementwise.
+    const int64_t B = std::max<int64_t>(1, kBlockElems / R), nblocks = (O + B - 1) / B;
+    parallel_for(0, nblocks, std::max<int64_t>(1, kGrainElementwise / kBlockElems), [&](int64_t b, int64_t e) {
+      std::vector<C> tmp(load ? static_cast<size_t>(B * R) : 0), buf(static_cast<size_t>(B * R));
+      for (int64_t blk = b; blk < e; ++blk) {
+        const int64_t o0 = blk * B, nb = std::min(B, O - o0);
+        load_transposed(base + o0 * R * esz, nb, R, load, tmp.data(), buf.data());
+        for (int64_t r = 0; r < R; ++r) op.rows(res + o0, buf.data() + r * nb, nb, o0);
+      }
+    });
+    return;
+  }
   if (I == 1) {
     if (O >= kFewOutputs || R <= kSplit) {
       int64_t grain = std::max<int64_t>(1, kGrainElementwise / R);
       parallel_for(0, O, grain, [&](int64_t b, int64_t e) {
         for (int64_t o = b; o < e; ++o) res[o] = reduce_run(op, base + o * R * esz, R, o, load, esz);
       });
-      return out;
+      return;
     }
     const int64_t nc = (R + kSplit - 1) / kSplit;
     std::vector<Acc> part(static_cast<size_t>(O * nc));
@@ -130,20 +172,34 @@ std::vector<typename Op::Acc> run(const Op& op, const ReducePlan& plan) {
     });
     for (int64_t o = 0; o < O; ++o)
       for (int64_t c = 0; c < nc; ++c) res[o] = op.merge(res[o], part[o * nc + c]);
-    return out;
+    return;
   }
 
-  const int64_t ntile = (I + kTile - 1) / kTile, tasks = O * ntile, row_bytes = I * esz;
+  // Rows of I: tiles of columns accumulate rows elementwise. Narrow rows (I < kShort) are transposed a block of
+  // rows at a time instead, so each column is reduced as one contiguous run.
+  const bool narrow = I < kShort;
+  const int64_t ntile = narrow ? 1 : (I + kTile - 1) / kTile, tasks = O * ntile, row_bytes = I * esz;
   auto task = [&](Acc* dst, int64_t t, int64_t r0, int64_t r1) {
-    int64_t o = t / ntile, i0 = (t % ntile) * kTile, w = std::min(kTile, I - i0);
-    accumulate_rows(op, dst + o * I + i0, base + (o * R * I + i0) * esz, row_bytes, r0, r1, w, o * I + i0, load);
+    const int64_t o = t / ntile;
+    if (!narrow) {
+      const int64_t i0 = (t % ntile) * kTile, w = std::min(kTile, I - i0);
+      accumulate_rows(op, dst + o * I + i0, base + (o * R * I + i0) * esz, row_bytes, r0, r1, w, o * I + i0, load);
+      return;
+    }
+    const int64_t rb = std::max<int64_t>(1, kBlockElems / I);
+    std::vector<C> tmp(load ? static_cast<size_t>(rb * I) : 0), buf(static_cast<size_t>(rb * I));
+    for (int64_t r = r0; r < r1; r += rb) {
+      const int64_t nr = std::min(rb, r1 - r);
+      load_transposed(base + (o * R + r) * row_bytes, nr, I, load, tmp.data(), buf.data());
+      for (int64_t i = 0; i < I; ++i) dst[o * I + i] = op.merge(dst[o * I + i], op.row(buf.data() + i * nr, nr, o * I + i));
+    }
   };
   if (tasks >= kFewOutputs || R * I <= 2 * kSplit) {
     int64_t grain = std::max<int64_t>(1, kGrainElementwise / (R * std::min(I, kTile)));
     parallel_for(0, tasks, grain, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) task(res, t, 0, R);
     });
-    return out;
+    return;
   }
   // Slices of about kSplit elements, at most 64 of them and at most 4M partial accumulators in all.
   const int64_t max_slices = std::clamp<int64_t>((int64_t{1} << 22) / nout, 1, 64);
@@ -160,12 +216,46 @@ std::vector<typename Op::Acc> run(const Op& op, const ReducePlan& plan) {
     for (int64_t c = 0; c < nc; ++c)
       for (int64_t q = b; q < e; ++q) res[q] = op.merge(res[q], part[c * nout + q]);
   });
+}
+
+// Runs `op` over the plan; returns one accumulator per output, in plan order.
+template <class Op>
+std::vector<typename Op::Acc> run(const Op& op, const ReducePlan& plan) {
+  std::vector<typename Op::Acc> out(static_cast<size_t>(plan.num_outputs()));
+  run_into(op, plan, out.data());
   return out;
 }
 
-}  // namespace sinter::reduce
+// Runs `op` and writes finish(acc, q) to `out`: in place in out's memory when it already holds accumulators in
+// plan order (the common float32 case: no buffer, no second pass over a large output), else through a buffer.
+template <class Op, class Finish>
+void reduce_to(const Op& op, const ReducePlan& plan, const Tensor& out, Finish finish) {
+  using Acc = typename Op::Acc;
+  using V = decltype(finish(std::declval<Acc>(), int64_t{0}));
+  const int64_t n = plan.num_outputs();
+  if constexpr (std::is_same_v<Acc, V>) {
+    if (plan.out_identity && out.dtype() == compute_dtype<V>()) {
+      V* p = out.data_ptr<V>();
+      run_into(op, plan, p);
+      parallel_for(0, n, kGrainElementwise, [&](int64_t b, int64_t e) {
+        for (int64_t q = b; q < e; ++q) p[q] = finish(p[q], q);
+      });
+      return;
+    }
+  }
+  std::vector<Acc> acc = run(op, plan);
+  std::vector<V> vals(static_cast<size_t>(n));
+  parallel_for(0, n, kGrainElementwise, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) vals[q] = finish(acc[q], q);
+  });
+  store_results(vals.data(), plan, out);
+}
 
-namespace sinter::reduce {
+// Finish functions: the accumulator as it is.
+struct AsIs {
+  template <class A>
+  A operator()(A a, int64_t) const { return a; }
+};
 
 // Transforms applied to each element before it is reduced; `q` is the output index (for per-output parameters).
 struct Identity {

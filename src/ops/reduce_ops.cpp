@@ -150,11 +150,10 @@ void basic_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   Reduction r = parse(op, args);
   const Tensor& out = outs[0];
   if (is_all_any(op)) {
-    const bool any = op == OpId::any || op == OpId::any_dims;
     ReducePlan plan = make_plan(r.self, r.mask);
-    std::vector<uint8_t> acc = any ? run(ExtremeOp<uint8_t, true>{}, plan) : run(ExtremeOp<uint8_t, false>{}, plan);
-    for (uint8_t& v : acc) v = v != 0;
-    store_results(acc.data(), plan, out);
+    auto truth = [](uint8_t v, int64_t) { return static_cast<uint8_t>(v != 0); };
+    if (op == OpId::any || op == OpId::any_dims) reduce_to(ExtremeOp<uint8_t, true>{}, plan, out, truth);
+    else reduce_to(ExtremeOp<uint8_t, false>{}, plan, out, truth);
     return;
   }
   Tensor in = r.self;
@@ -162,22 +161,19 @@ void basic_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   if (r.dtype && *r.dtype != in.dtype()) in = in.to(*r.dtype);
   ReducePlan plan = make_plan(in, r.mask);
   visit_compute(in.dtype(), [&]<class C>() {
-    std::vector<C> acc;
     if (op == OpId::prod || op == OpId::prod_dim_int) {
-      acc = run(ProdOp<C>{}, plan);
+      reduce_to(ProdOp<C>{}, plan, out, AsIs{});
     } else if (op == OpId::amax || op == OpId::max) {
-      acc = run(ExtremeOp<C, true>{}, plan);
+      reduce_to(ExtremeOp<C, true>{}, plan, out, AsIs{});
     } else if (op == OpId::amin || op == OpId::min) {
-      acc = run(ExtremeOp<C, false>{}, plan);
+      reduce_to(ExtremeOp<C, false>{}, plan, out, AsIs{});
+    } else if (is_mean(op)) {
+      // 0 / 0 = NaN is the mean of an empty set, as in PyTorch.
+      const C n = static_cast<C>(plan.R);
+      reduce_to(SumOp<C>{}, plan, out, [n](C v, int64_t) { return v / n; });
     } else {
-      acc = run(SumOp<C>{}, plan);
-      if (is_mean(op)) {
-        // 0 / 0 = NaN is the mean of an empty set, as in PyTorch.
-        const C n = static_cast<C>(plan.R);
-        for (C& v : acc) v = v / n;
-      }
+      reduce_to(SumOp<C>{}, plan, out, AsIs{});
     }
-    store_results(acc.data(), plan, out);
   });
 }
 

@@ -95,6 +95,28 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
   const StoreFn<C> store = store_fn<C>(out.dtype());
   char* obase = static_cast<char*>(out.data_ptr());
 
+  if (I == 1 && N < kShort) {
+    // Many short rows: a block of them transposed into columns, softmaxed column-wise, transposed back.
+    const int64_t B = std::max<int64_t>(1, kBlockElems / N);
+    parallel_for(0, (O + B - 1) / B, std::max<int64_t>(1, kGrainElementwise / kBlockElems), [&](int64_t b, int64_t e) {
+      const size_t sz = static_cast<size_t>(B * N);
+      std::vector<C> tmp(load ? sz : 0), xt(sz), yt(sz), y(sz), m(static_cast<size_t>(B)), s(static_cast<size_t>(B));
+      for (int64_t blk = b; blk < e; ++blk) {
+        const int64_t o0 = blk * B, nb = std::min(B, O - o0);
+        load_transposed(plan.data + o0 * N * esz, nb, N, load, tmp.data(), xt.data());
+        const int64_t row = nb * static_cast<int64_t>(sizeof(C));
+        Columns<C> c{reinterpret_cast<const char*>(xt.data()), reinterpret_cast<char*>(yt.data()), row, row, N, nb,
+                     nullptr, nullptr, nullptr, nullptr, m.data(), s.data()};
+        softmax_columns<kLog>(c);
+        char* dst = obase + o0 * N * osz;
+        C* yr = store ? y.data() : reinterpret_cast<C*>(dst);
+        for (int64_t i = 0; i < nb; ++i)
+          for (int64_t r = 0; r < N; ++r) yr[i * N + r] = yt[r * nb + i];
+        if (store) store(y.data(), dst, nb * N);
+      }
+    });
+    return;
+  }
   if (I == 1) {
     parallel_for(0, O, std::max<int64_t>(1, kGrainElementwise / N), [&](int64_t b, int64_t e) {
       std::vector<C> buf(load || store ? static_cast<size_t>(N) : 0);

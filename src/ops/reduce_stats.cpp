@@ -118,26 +118,22 @@ struct MomentsOp {
 void var_kernel(OpId op, const Args& a, std::vector<Tensor>& outs) {
   const Tensor& self = a[0].tensor();
   const double correction = a[2].is_none() ? 1.0 : a[2].scalar().to_double();
+  const bool is_std = op == OpId::std_correction;
   ReducePlan plan = make_plan(self, reduce_dim_mask(a[1], self.dim()));
   visit_float_compute(self.dtype(), [&]<class C>() {
-    std::vector<C> m2;
-    if (plan.I == 1) {
-      std::vector<Moments<C>> mom = run(MomentsOp<C>{}, plan);
-      for (const Moments<C>& m : mom) m2.push_back(m.m2);
-    } else {
-      // Rows of I accumulate elementwise: mean first, then squared deviations from it (two passes).
-      const C n = static_cast<C>(plan.R);
-      std::vector<C> mean = run(SumOp<C>{}, plan);
-      for (C& m : mean) m /= n;
-      m2 = run(SumOp<C, SquaredDeviation<C>>{{mean.data()}}, plan);
-    }
     // As PyTorch: the divisor is clamped at 0, so correction >= N gives inf (or NaN for 0 / 0).
     const C divisor = static_cast<C>(std::max(0.0, static_cast<double>(plan.R) - correction));
-    for (C& v : m2) {
-      v = v / divisor;
-      if (op == OpId::std_correction) v = std::sqrt(v);
+    auto finish = [divisor, is_std](C m2) { return is_std ? std::sqrt(m2 / divisor) : m2 / divisor; };
+    if (plan.I == 1) {
+      reduce_to(MomentsOp<C>{}, plan, outs[0], [&](const Moments<C>& m, int64_t) { return finish(m.m2); });
+      return;
     }
-    store_results(m2.data(), plan, outs[0]);
+    // Rows of I accumulate elementwise: mean first, then squared deviations from it (two passes).
+    const C n = static_cast<C>(plan.R);
+    std::vector<C> mean = run(SumOp<C>{}, plan);
+    for (C& m : mean) m /= n;
+    reduce_to(SumOp<C, SquaredDeviation<C>>{{mean.data()}}, plan, outs[0],
+              [&](C m2, int64_t) { return finish(m2); });
   });
 }
 
@@ -158,23 +154,22 @@ void norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   const double p = norm_p(a[1]);
   ReducePlan plan = make_plan(self, reduce_dim_mask(a[2], self.dim()));
   visit_float_compute(self.dtype(), [&]<class C>() {
-    std::vector<C> r;
+    const Tensor& out = outs[0];
     if (p == 2) {
-      r = run(SumOp<C, Square>{}, plan);
-      for (C& v : r) v = std::sqrt(v);
+      reduce_to(SumOp<C, Square>{}, plan, out, [](C v, int64_t) { return std::sqrt(v); });
     } else if (p == 1) {
-      r = run(SumOp<C, Abs>{}, plan);
+      reduce_to(SumOp<C, Abs>{}, plan, out, AsIs{});
     } else if (p == std::numeric_limits<double>::infinity()) {
-      r = run(ExtremeOp<C, true, Abs>{}, plan);
+      reduce_to(ExtremeOp<C, true, Abs>{}, plan, out, AsIs{});
     } else if (p == -std::numeric_limits<double>::infinity()) {
-      r = run(ExtremeOp<C, false, Abs>{}, plan);
+      reduce_to(ExtremeOp<C, false, Abs>{}, plan, out, AsIs{});
     } else if (p == 0) {
-      r = run(SumOp<C, NonZero>{}, plan);
+      reduce_to(SumOp<C, NonZero>{}, plan, out, AsIs{});
     } else {
-      r = run(SumOp<C, PowAbs<C>>{{static_cast<C>(p)}}, plan);
-      for (C& v : r) v = std::pow(v, static_cast<C>(1.0 / p));
+      const C inv_p = static_cast<C>(1.0 / p);
+      reduce_to(SumOp<C, PowAbs<C>>{{static_cast<C>(p)}}, plan, out,
+                [inv_p](C v, int64_t) { return std::pow(v, inv_p); });
     }
-    store_results(r.data(), plan, outs[0]);
   });
 }
 
@@ -199,9 +194,7 @@ void logsumexp_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
       if (std::isinf(m)) m = 0;
     SumExpOp<C> op;
     op.f.shift = shift.data();
-    std::vector<C> s = run(op, plan);
-    for (size_t q = 0; q < s.size(); ++q) s[q] = std::log(s[q]) + shift[q];
-    store_results(s.data(), plan, outs[0]);
+    reduce_to(op, plan, outs[0], [&](C s, int64_t q) { return std::log(s) + shift[q]; });
   });
 }
 

@@ -255,3 +255,22 @@ TEST(CaptureNn, GptBlockExplainNamesParameters) {
   EXPECT_NE(e.graphs[0].find("%qkv.weight"), std::string::npos) << e.graphs[0];
   EXPECT_NE(e.graphs[0].find("scaled_dot_product_attention"), std::string::npos);
 }
+
+TEST(CaptureNn, MultiheadAttentionReturnsUndefinedWeights) {
+  manual_seed(2);
+  nn::MultiheadAttention mha(16, 4, 0.0, true, /*batch_first=*/true);
+  mha.eval();
+  expect_compiles_exactly([&](const Tensor& q) { return mha(q, q, q); }, rnd({2, 5, 16}, 1));
+  expect_compiles_exactly([&](const Tensor& q) { return mha(q, q, q, {}, /*need_weights=*/true); }, rnd({2, 5, 16}, 2));
+}
+
+TEST(CaptureNn, ReturningAParameterOrAnArgumentItself) {
+  manual_seed(2);
+  nn::Linear lin(3, 2);
+  auto c = compile([&](const Tensor& x) { return std::make_tuple(x, lin.weight, lin(x)); });
+  Tensor x = rnd({4, 3}, 1);
+  auto [a, w, y] = c(x);
+  EXPECT_TRUE(a.is_same(x) || a.storage() == x.storage());
+  EXPECT_EQ(w.storage(), lin.weight.storage());
+  EXPECT_TRUE(same({y}, {lin(x)}));
+}

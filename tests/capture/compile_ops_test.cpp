@@ -277,3 +277,13 @@ TEST(CaptureOps, ThreeOutputsAndUnusedInput) {
       [](const Tensor& a, const Tensor& b, const Tensor&) { return std::make_tuple(a + b, a - b, a * b); },
       rnd({3}, 1), rnd({3}, 2), rnd({3}, 3));
 }
+
+TEST(CaptureOps, NoTensorArgumentsOnlyFactories) {
+  auto f = [](int64_t n, double scale) { return arange(0, n, 1, {.dtype = kFloat32}) * scale; };
+  expect_compiles_exactly(f, int64_t{5}, 0.5);
+}
+
+TEST(CaptureOps, EmptyAndZeroDimTensors) {
+  expect_compiles_exactly([](const Tensor& x) { return x.sum({0}) + 1; }, rnd({0, 3}, 1));
+  expect_compiles_exactly([](const Tensor& x) { return x * x + 2; }, scalar_tensor(1.5));
+}

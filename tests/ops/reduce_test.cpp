@@ -105,7 +105,7 @@ const std::vector<Case> kCases = {
     {{2, 3, 4}, {1}},      {{2, 3, 4}, {0, 2}},   {{2, 3, 4}, {-1}},    {{2, 3, 4}, {}},      {{2, 3, 4}, {0}},
     {{3, 1, 5}, {1}},      {{3, 1, 5}, {0, 1}},   {{4, 0, 3}, {0}},     {{4, 0, 3}, {1}},     {{5}, {0}},
     {{2, 3, 4, 5}, {1, 3}}, {{2, 3, 4, 5}, {0, 1}}, {{3, 70000}, {1}},   {{70000, 3}, {0}},    {{40, 300, 7}, {1}},
-    {{2, 3, 4, 5}, {3, 0}},
+    {{2, 3, 4, 5}, {3, 0}}, {{5000, 3}, {1}},     {{3, 5000, 2}, {1}},
 };
 
 // Checks op(x, dims, keepdim) against the reference for every case, layout and keepdim.
@@ -264,6 +264,18 @@ TEST(ReduceMaxDim, ValuesAndFirstIndicesForEveryDtypeAndLayout) {
           EXPECT_CLOSE(argmin(x, d, keepdim), ni, 0);
         }
       }
+    }
+  }
+}
+
+TEST(ReduceMaxDim, ManyShortRowsAndNarrowColumns) {
+  for (DType dt : {kFloat32, kFloat16, kInt32}) {
+    Tensor x = random({3000, 7}, dt, 10);
+    for (int64_t d : {0, 1}) {
+      auto [v, i] = max(x, d);
+      EXPECT_CLOSE(v, reference(x, {d}, false, ref_max), 0);
+      EXPECT_CLOSE(i, reference(x, {d}, false, [](const Group& g) { return ref_argext(g, true); }), 0);
+      EXPECT_CLOSE(argmin(x, d), reference(x, {d}, false, [](const Group& g) { return ref_argext(g, false); }), 0);
     }
   }
 }
