@@ -97,8 +97,9 @@ class Pool {
     tls_in_region = was;
   }
 
-  void worker_loop() {
-    uint64_t seen = 0;
+  // `seen` starts at the generation current when the worker was made, so a new worker never picks up an older,
+  // finished job (whose function and context are gone).
+  void worker_loop(uint64_t seen) {
     for (;;) {
       Job job;
       {
@@ -120,8 +121,13 @@ class Pool {
   void start_workers(int n) {
     if (static_cast<int>(workers_.size()) == n) return;
     stop_workers();
-    stopping_ = false;
-    for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+    uint64_t generation;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = false;
+      generation = generation_;
+    }
+    for (int i = 0; i < n; ++i) workers_.emplace_back([this, generation] { worker_loop(generation); });
   }
 
   void stop_workers() {
