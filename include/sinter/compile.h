@@ -3,24 +3,32 @@
 // which works on type-erased arguments; see DESIGN.md section 2 for the semantics.
 //
 // What a compiled function may and may not do:
-// - Everything that should change the computation must be an argument (a tensor, an integer, a double, a bool)
-//   or a tensor reached through the module (its parameters and buffers are graph inputs, so changing their values
-//   in place is seen by the next call without recompiling).
-// - Host side effects and hidden state are NOT supported in a function without graph breaks: its host code runs
-//   only when it is captured, not on every call (as with jax.jit). Printing a string or bumping a counter happens
-//   once per capture, and a captured variable that changes later (a lambda capturing an int by reference, a
-//   global) is not seen: the cached graph keeps the value it had. SINTER_VERIFY_CAPTURE=1 finds such state: every
-//   call re-runs the host code and throws Error naming the first op that differs from the cached graph.
-// - A read of tensor data (item(), to_vector(), bool(tensor), printing) or a data-dependent op (nonzero, boolean
-//   masks) is a graph break: the function then re-runs its host code on every call, recording lazily, and each
-//   segment between two reads runs compiled. Host values fed back into ops after a break (x * v) are run-time
-//   inputs of the segment, so new values do not recompile. With fullgraph = true a break throws GraphBreakError.
+// - Everything that should change the computation must be an argument (a tensor, an integer, a double, a
+//   bool) or a tensor reached through the module (its parameters and buffers are graph inputs, so changing
+//   their values in place is seen by the next call without recompiling).
+// - Host side effects and hidden state are NOT supported in a function without graph breaks: its host code
+//   runs only when it is captured, not on every call (as with jax.jit). Printing a string or bumping a
+//   counter happens once per capture, and a captured variable that changes later (a lambda capturing an int
+//   by reference, a global) is not seen: the cached graph keeps the value it had. SINTER_VERIFY_CAPTURE=1
+//   (read when compile() is called) finds such state: every call re-runs the host code and throws Error
+//   naming the first op that differs from the cached graph.
+// - Inputs that share memory: the sharing pattern is guarded; when the function writes one of several inputs
+//   that share memory, that entry runs its graph as recorded (in-place, in program order) instead of
+//   functionalized.
+// - A read of tensor data (item(), to_vector(), bool(tensor), printing) or a data-dependent op (nonzero,
+//   boolean masks) is a graph break: the function then re-runs its host code on every call, recording lazily,
+//   and each segment between two reads runs compiled. Host values fed back into ops after a break (x * v) are
+//   run-time inputs of the segment, so new values do not recompile. With fullgraph = true a break throws
+//   GraphBreakError.
 // - Reading a tensor's memory directly (data_ptr()) during capture is not seen by the tracer: use item() etc.
+// - A tensor reached without being an argument (a parameter, a tensor captured by a lambda) is guarded by
+//   identity: the entry keeps using the tensor it captured. Change its values in place (copy_, an optimiser
+//   step); assigning a different tensor to the variable is hidden state (SINTER_VERIFY_CAPTURE catches it).
 // - Integer arguments follow the dynamic policy (symbolic under kAlways, or after they changed under kAuto);
-//   a plain integer parameter (int64_t) specialises the value with a guard, a SymInt parameter keeps it symbolic.
-//   Doubles and bools are specialised (one entry per value).
-// - mode is accepted and recorded (CompileStats::mode); reduce-overhead (CUDA graphs) and max-autotune take effect
-//   with the GPU and inductor backends, not with eager or aot_eager.
+//   a plain integer parameter (int64_t) specialises the value with a guard, a SymInt parameter keeps it
+//   symbolic. Doubles and bools are specialised (one entry per value).
+// - mode is accepted and recorded (CompileStats::mode); reduce-overhead (CUDA graphs) and max-autotune take
+//   effect with the GPU and inductor backends, not with eager or aot_eager.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -283,7 +291,9 @@ auto compile(M& module, CompileOptions options = {}) {
   return Compiled<decltype(call)>(std::move(call), std::move(options), &module);
 }
 
-// explain(fn, args...): capture once (no cache) and report what happened.
+// explain(fn, args...): capture once (no cache) and report what happened. A function without breaks is only
+// traced; one with breaks runs its segments (host code needs their values), so its writes to arguments
+// happen.
 template <class Fn, class... A>
 ExplainOutput explain(Fn&& fn, A&&... args) {
   if constexpr (std::is_base_of_v<nn::Module, std::decay_t<Fn>>) {

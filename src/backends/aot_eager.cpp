@@ -1,6 +1,7 @@
-// The "aot_eager" backend: the functional graph capture hands over, run on the eager kernels by the interpreter.
-// No pass reorders or drops anything, so random ops draw from the default generator in eager's order and every
-// result equals eager's bit for bit; it is the reference that other backends are tested against.
+// The "aot_eager" backend: the functional graph capture hands over, run on the eager kernels by the
+// interpreter. No pass reorders or drops anything, so random ops draw from the default generator in eager's
+// order and every result equals eager's bit for bit; it is the reference that other backends are tested
+// against.
 #include <memory>
 
 #include "backends/backends.h"

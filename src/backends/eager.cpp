@@ -1,5 +1,6 @@
-// The "eager" backend: the graph as recorded, run op by op. compile(fn, {.backend = "eager"}) does not capture at
-// all (the engine calls fn directly); this form serves code that hands a graph to the backend itself.
+// The "eager" backend: the graph as recorded, run op by op. compile(fn, {.backend = "eager"}) does not
+// capture at all (the engine calls fn directly); this form serves code that hands a graph to the backend
+// itself.
 #include <memory>
 
 #include "backends/backends.h"

@@ -57,7 +57,8 @@ const Backend& find_backend(const std::string& name) {
   if (it != r.by_name.end()) return *it->second;
   std::string known;
   for (const auto& entry : r.by_name) known += (known.empty() ? "" : ", ") + entry.first;
-  throw Error(fmt::format("unknown backend '{}'; known backends: {} (add one with register_backend)", name, known));
+  throw Error(
+      fmt::format("unknown backend '{}'; known backends: {} (add one with register_backend)", name, known));
 }
 
 }  // namespace sinter

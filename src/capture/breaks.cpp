@@ -1,8 +1,8 @@
-// Functions with graph breaks. C++ cannot resume a function in its middle, so every call re-runs the host code
-// with the tracer recording lazily; each segment between two reads of tensor data is looked up by its structure
-// (the recorded graph, input metas included, plus which inputs share storage: see segment_key.h) and runs
-// compiled. Host values fed back into ops are run-time inputs of their segment (see the tracer), so new values
-// reuse it.
+// Functions with graph breaks. C++ cannot resume a function in its middle, so every call re-runs the host
+// code with the tracer recording lazily; each segment between two reads of tensor data is looked up by its
+// structure (the recorded graph, input metas included, plus which inputs share storage: see segment_key.h)
+// and runs compiled. Host values fed back into ops are run-time inputs of their segment (see the tracer), so
+// new values reuse it.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -23,7 +23,8 @@ std::vector<Tensor> Engine::State::call_with_breaks(std::vector<CallArg>& args, 
 }
 
 std::vector<Tensor> Engine::State::run_segment(Segment& seg) {
-  // The first segment of a whole-function capture was recorded with symbolic arguments: it runs once, as eager.
+  // The first segment of a whole-function capture was recorded with symbolic arguments: it runs once, as
+  // eager.
   if (seg.one_off) return interpret(seg.graph, seg.inputs);
 
   const uint64_t hash = structure_hash(seg.graph);
@@ -44,10 +45,11 @@ std::vector<Tensor> Engine::State::run_segment(Segment& seg) {
       if (count >= options.recompile_limit) {
         if (!limit_logged) {
           limit_logged = true;
-          SINTER_LOG(kRecompiles,
-                     "recompile limit ({}) reached for segment {} of a function with graph breaks: new versions of "
-                     "it now run eagerly",
-                     options.recompile_limit, seg.index);
+          SINTER_LOG(
+              kRecompiles,
+              "recompile limit ({}) reached for segment {} of a function with graph breaks: new versions of "
+              "it now run eagerly",
+              options.recompile_limit, seg.index);
         }
         ++stats.eager_fallbacks;
         return interpret(seg.graph, seg.inputs);

@@ -1,6 +1,7 @@
-// Whole-function capture: the call's tensors become graph inputs (symbolic where the dynamic policy says so), its
-// integers follow the same policy, doubles and bools are specialised; the function runs on the proxies; the
-// guards are collected. Also SINTER_VERIFY_CAPTURE's re-trace, which must record exactly the cached graph.
+// Whole-function capture: the call's tensors become graph inputs (symbolic where the dynamic policy says so),
+// its integers follow the same policy, doubles and bools are specialised; the function runs on the proxies;
+// the guards are collected. Also SINTER_VERIFY_CAPTURE's re-trace, which must record exactly the cached
+// graph.
 #include <fmt/format.h>
 
 #include <bit>
@@ -13,8 +14,8 @@ namespace sinter::capture {
 namespace {
 
 // Per dim of an argument tensor: symbolic (with its range) or static.
-std::vector<std::optional<DynamicRange>> dims_policy(const Tensor& real, int arg, int element, Dynamic dynamic,
-                                                     const std::set<DynKey>& auto_dynamic) {
+std::vector<std::optional<DynamicRange>> dims_policy(const Tensor& real, int arg, int element,
+                                                     Dynamic dynamic, const std::set<DynKey>& auto_dynamic) {
   std::vector<std::optional<DynamicRange>> dims(real.defined() ? real.dim() : 0);
   if (dynamic == Dynamic::kNever) return dims;
   for (size_t d = 0; d < dims.size(); ++d)
@@ -61,8 +62,8 @@ TracerConfig Engine::State::tracer_config() const {
 }
 
 WholeCapture Engine::State::capture_whole(const std::vector<CallArg>& args, const std::vector<Tensor>& flat,
-                                          const std::set<DynKey>& dynamic, const Invoke& invoke, TracerConfig config,
-                                          SegmentRunner runner) {
+                                          const std::set<DynKey>& dynamic, const Invoke& invoke,
+                                          TracerConfig config, SegmentRunner runner) {
   WholeCapture w;
   w.tracer = std::make_unique<Tracer>(config, std::move(runner));
   Tracer& tracer = *w.tracer;
@@ -82,7 +83,8 @@ WholeCapture Engine::State::capture_whole(const std::vector<CallArg>& args, cons
       gs.tensors.push_back(std::move(g));
       return real;
     }
-    TensorMeta meta = input_meta(real, dims_policy(real, arg, element, options.dynamic, dynamic), env.get(), g);
+    TensorMeta meta =
+        input_meta(real, dims_policy(real, arg, element, options.dynamic, dynamic), env.get(), g);
     gs.tensors.push_back(std::move(g));
     return tracer.add_argument(real, std::move(meta), std::move(input_name));
   };
@@ -126,7 +128,8 @@ WholeCapture Engine::State::capture_whole(const std::vector<CallArg>& args, cons
   gs.num_arg_tensors = static_cast<int>(flat.size());
   // Integer symbols reach the graph through size-carrier inputs, after the tensors.
   for (int arg : w.int_args)
-    tracer.add_int_argument(std::get<SymInt>(traced[arg]), std::get<SymInt>(args[arg]).hint(), fmt::format("int{}", arg));
+    tracer.add_int_argument(std::get<SymInt>(traced[arg]), std::get<SymInt>(args[arg]).hint(),
+                            fmt::format("int{}", arg));
 
   {
     HookScope hook(&tracer);
@@ -168,17 +171,20 @@ void Engine::State::verify_capture(const Entry& entry, const std::vector<CallArg
   } catch (const BreakDuringVerify& b) {
     throw Error(fmt::format(
         "SINTER_VERIFY_CAPTURE: the function now reads tensor data ({} at {}), which it did not when it was "
-        "captured: its host code depends on state that is not an argument (unsupported; pass it as an argument)",
+        "captured: its host code depends on state that is not an argument (unsupported; pass it as an "
+        "argument)",
         b.record.reason, b.record.location));
   }
   std::string now = print_graph(w.tracer->segment().graph);
   std::string diff = first_difference(entry.program.text, now);
   if (!diff.empty())
-    throw Error(fmt::format(
-        "SINTER_VERIFY_CAPTURE: re-running the function's host code recorded a different graph than the cached one: "
-        "{}. The function depends on state that is not an argument (a captured variable that changed?), which "
-        "compiled functions do not support; pass it as an argument",
-        diff));
+    throw Error(
+        fmt::format("SINTER_VERIFY_CAPTURE: re-running the function's host code recorded a different graph "
+                    "than the cached one: "
+                    "{}. The function depends on state that is not an argument (a captured variable that "
+                    "changed?), which "
+                    "compiled functions do not support; pass it as an argument",
+                    diff));
   for (size_t j = 0; j < entry.guards.lifted.size() && j < w.guards.lifted.size(); ++j)
     if (!entry.guards.lifted[j].is_same(w.guards.lifted[j]))
       throw Error(fmt::format(

@@ -18,16 +18,18 @@ Mode parse_mode(std::string_view name) {
   if (name == "default") return Mode::kDefault;
   if (name == "reduce-overhead") return Mode::kReduceOverhead;
   if (name == "max-autotune") return Mode::kMaxAutotune;
-  throw Error(fmt::format("unknown compile mode '{}'; known modes: default, reduce-overhead, max-autotune", name));
+  throw Error(
+      fmt::format("unknown compile mode '{}'; known modes: default, reduce-overhead, max-autotune", name));
 }
 
 void mark_dynamic(const Tensor& t, int64_t dim, DynamicRange range) {
   SINTER_CHECK(t.defined(), "mark_dynamic: the tensor is undefined");
-  SINTER_CHECK(dim >= -t.dim() && dim < t.dim(), "mark_dynamic: dim {} is out of range for a tensor of rank {}", dim,
-               t.dim());
+  SINTER_CHECK(dim >= -t.dim() && dim < t.dim(),
+               "mark_dynamic: dim {} is out of range for a tensor of rank {}", dim, t.dim());
   if (dim < 0) dim += t.dim();
   SINTER_CHECK(range.min <= range.max, "mark_dynamic: the range [{}, {}] is empty", range.min, range.max);
-  SINTER_CHECK(range.max >= 2, "mark_dynamic: sizes 0 and 1 are always specialised; the range [{}, {}] has no other",
+  SINTER_CHECK(range.max >= 2,
+               "mark_dynamic: sizes 0 and 1 are always specialised; the range [{}, {}] has no other",
                range.min, range.max);
   auto& dims = t.impl()->dynamic_dims;
   for (DynamicDim& d : dims) {
@@ -53,8 +55,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Runs an entry: the graph's inputs are the arguments' tensors, the integer symbols' carriers, then the lifted
-// tensors. `inputs` arrives holding the arguments' tensors.
+// Runs an entry: the graph's inputs are the arguments' tensors, the integer symbols' carriers, then the
+// lifted tensors. `inputs` arrives holding the arguments' tensors.
 std::vector<Tensor> run_entry(const Entry& e, const std::vector<CallArg>& args, std::vector<Tensor>& inputs) {
   for (int a : e.int_args) inputs.push_back(size_carrier(std::get<SymInt>(args[a]).hint()));
   inputs.insert(inputs.end(), e.guards.lifted.begin(), e.guards.lifted.end());
@@ -78,7 +80,9 @@ Engine::Engine(CompileOptions options, const nn::Module* module) : state_(std::m
   s.stats.mode = s.options.mode;
   if (s.module) {
     // Graph value names start with a letter or '_': a Sequential's "0.weight" becomes "_0.weight".
-    auto graph_name = [](const std::string& name) { return std::isdigit(static_cast<unsigned char>(name[0])) ? "_" + name : name; };
+    auto graph_name = [](const std::string& name) {
+      return std::isdigit(static_cast<unsigned char>(name[0])) ? "_" + name : name;
+    };
     for (const auto& [name, t] : s.module->named_parameters())
       if (t.defined()) s.names.emplace(t.impl(), graph_name(name));
     for (const auto& [name, t] : s.module->named_buffers())
@@ -139,7 +143,8 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
     std::lock_guard<std::mutex> lock(s.mutex);
     std::string reason;
     if (!s.entries.empty()) {
-      // Explain the miss against the closest entry: the one with the fewest failed guards (the latest on a tie).
+      // Explain the miss against the closest entry: the one with the fewest failed guards (the latest on a
+      // tie).
       std::vector<GuardFailure> failures;
       for (const auto& e : s.entries) {
         std::vector<GuardFailure> f = e->guards.diagnose(args, flat);
@@ -194,10 +199,11 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
   bool fell_back = false;
   entry->program = compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, &fell_back);
   entry->guards = std::move(w.guards);
-  std::vector<std::string> guard_lines = entry->guards.describe();
-  SINTER_LOG(kGuards, "guards of entry {}:\n  {}", s.entries.size(), fmt::join(guard_lines, "\n  "));
   {
     std::lock_guard<std::mutex> lock(s.mutex);
+    if (log_enabled(LogChannel::kGuards))
+      log_message(LogChannel::kGuards, fmt::format("guards of entry {}:\n  {}", s.entries.size() + 1,
+                                                   fmt::join(entry->guards.describe(), "\n  ")));
     s.entries.push_back(entry);
     ++s.stats.compiles;
     if (fell_back) ++s.stats.eager_fallbacks;

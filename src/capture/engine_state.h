@@ -1,6 +1,6 @@
-// The engine's state and the steps shared by engine.cpp (calls, guards, recompiles), capture.cpp (whole-function
-// capture and SINTER_VERIFY_CAPTURE), breaks.cpp (functions with graph breaks) and explain.cpp. Internal to
-// src/capture.
+// The engine's state and the steps shared by engine.cpp (calls, guards, recompiles), capture.cpp
+// (whole-function capture and SINTER_VERIFY_CAPTURE), breaks.cpp (functions with graph breaks) and
+// explain.cpp. Internal to src/capture.
 #pragma once
 #include <atomic>
 #include <map>
@@ -28,9 +28,9 @@ using DynKey = std::tuple<int, int, int>;
 struct Entry {
   GuardSet guards;
   Program program;
-  std::vector<int> output_plan;   // per user output: the program output, or -1 for an undefined tensor
-  std::vector<int> int_args;      // symbolic integer arguments, in input order (their size carriers)
-  std::set<DynKey> dynamic;       // the automatic-dynamic set it was captured with (for verification)
+  std::vector<int> output_plan;  // per user output: the program output, or -1 for an undefined tensor
+  std::vector<int> int_args;     // symbolic integer arguments, in input order (their size carriers)
+  std::set<DynKey> dynamic;      // the automatic-dynamic set it was captured with (for verification)
 };
 
 // What capturing a whole function produced.
@@ -40,13 +40,13 @@ struct WholeCapture {
   std::vector<int> plan;        // per output: graph output index or -1 (no breaks)
   GuardSet guards;              // no breaks
   std::vector<int> int_args;
-  std::vector<Tensor> inputs;   // the real inputs of the graph, in order (no breaks)
+  std::vector<Tensor> inputs;  // the real inputs of the graph, in order (no breaks)
 };
 
 struct Engine::State {
   CompileOptions options;
   nn::Module* module = nullptr;
-  bool verify = false;  // SINTER_VERIFY_CAPTURE=1
+  bool verify = false;                                       // SINTER_VERIFY_CAPTURE=1
   std::unordered_map<const TensorImpl*, std::string> names;  // the module's parameters and buffers
 
   std::mutex mutex;  // guards everything below

@@ -14,9 +14,12 @@ namespace {
 
 std::string_view mode_name(Mode m) {
   switch (m) {
-    case Mode::kDefault: return "default";
-    case Mode::kReduceOverhead: return "reduce-overhead";
-    case Mode::kMaxAutotune: return "max-autotune";
+    case Mode::kDefault:
+      return "default";
+    case Mode::kReduceOverhead:
+      return "reduce-overhead";
+    case Mode::kMaxAutotune:
+      return "max-autotune";
   }
   return "?";
 }
@@ -37,7 +40,8 @@ std::string indent(const std::string& text, const std::string& prefix) {
 
 std::string CompileStats::str() const {
   std::string out = fmt::format(
-      "compiles: {}, guard hits: {}, recompiles: {}, eager fallbacks: {}, graph breaks: {}, compile time: {:.3f} s, "
+      "compiles: {}, guard hits: {}, recompiles: {}, eager fallbacks: {}, graph breaks: {}, compile time: "
+      "{:.3f} s, "
       "mode: {}\n",
       compiles, guard_hits, recompiles, eager_fallbacks, graph_breaks, compile_seconds, mode_name(mode));
   for (size_t i = 0; i < recompile_reasons.size(); ++i)
@@ -103,7 +107,8 @@ ExplainOutput Engine::explain(std::vector<CallArg> args, const Invoke& invoke) {
   } else {
     for (const BreakRecord& b : w.tracer->breaks()) out.breaks.push_back({b.reason, b.location});
     out.guards.push_back(
-        "(a function with graph breaks re-runs its host code on every call; each segment is reused when it records "
+        "(a function with graph breaks re-runs its host code on every call; each segment is reused when it "
+        "records "
         "the same graph, input metas included)");
   }
   out.graph_count = static_cast<int>(out.graphs.size());

@@ -21,8 +21,8 @@ bool is_aligned(const Tensor& t) {
   return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
 }
 
-// The dims from outermost to innermost when the strides are exactly the dense strides of that order; none for a
-// layout with gaps, overlaps or an empty tensor.
+// The dims from outermost to innermost when the strides are exactly the dense strides of that order; none for
+// a layout with gaps, overlaps or an empty tensor.
 std::optional<std::vector<int8_t>> dense_order(const Tensor& t) {
   const TensorMeta& m = t.meta();
   const int rank = static_cast<int>(m.sizes.size());
@@ -83,8 +83,10 @@ double double_of(int64_t bits) { return std::bit_cast<double>(bits); }
 
 void flatten_tensors(const std::vector<CallArg>& args, std::vector<Tensor>& out) {
   for (const CallArg& a : args) {
-    if (const Tensor* t = std::get_if<Tensor>(&a)) out.push_back(*t);
-    else if (const auto* list = std::get_if<std::vector<Tensor>>(&a)) out.insert(out.end(), list->begin(), list->end());
+    if (const Tensor* t = std::get_if<Tensor>(&a))
+      out.push_back(*t);
+    else if (const auto* list = std::get_if<std::vector<Tensor>>(&a))
+      out.insert(out.end(), list->begin(), list->end());
   }
 }
 
@@ -102,8 +104,8 @@ void static_guard(const Tensor& real, TensorGuard& g) {
   g.strides = m.strides.hints();
 }
 
-TensorMeta input_meta(const Tensor& real, const std::vector<std::optional<DynamicRange>>& dynamic, sym::ShapeEnv* env,
-                      TensorGuard& g) {
+TensorMeta input_meta(const Tensor& real, const std::vector<std::optional<DynamicRange>>& dynamic,
+                      sym::ShapeEnv* env, TensorGuard& g) {
   static_guard(real, g);
   if (!g.defined) return {};
   TensorMeta meta = real.meta();
@@ -118,8 +120,8 @@ TensorMeta input_meta(const Tensor& real, const std::vector<std::optional<Dynami
     any_symbolic = true;
   }
   if (!any_symbolic) return meta;
-  // A symbolic dim's stride is an expression of the sizes when the layout is dense; a layout with gaps keeps its
-  // exact strides (and the guard checks them exactly).
+  // A symbolic dim's stride is an expression of the sizes when the layout is dense; a layout with gaps keeps
+  // its exact strides (and the guard checks them exactly).
   if (auto order = dense_order(real)) {
     g.layout = Layout::kDense;
     g.order = *order;
@@ -149,7 +151,8 @@ void set_alias_pattern(GuardSet& guards, const std::vector<Tensor>& real) {
 namespace {
 
 // The tensor checks shared by the hot path (messages == nullptr) and diagnose().
-bool check_tensor(const TensorGuard& g, const Tensor& t, int64_t* values, std::vector<GuardFailure>* failures) {
+bool check_tensor(const TensorGuard& g, const Tensor& t, int64_t* values,
+                  std::vector<GuardFailure>* failures) {
   auto fail = [&](std::string text, int dim = -1) {
     if (failures) failures->push_back({std::move(text), g.arg, g.element, dim, false});
     return false;
@@ -183,36 +186,41 @@ bool check_tensor(const TensorGuard& g, const Tensor& t, int64_t* values, std::v
   if (g.layout == Layout::kExact) {
     for (size_t d = 0; d < g.strides.size(); ++d) {
       if (m.strides[d].hint() != g.strides[d])
-        return fail(fmt::format("{}.stride() was {}, now {}", g.name, ints_str(g.strides), ints_str(m.strides.hints())));
+        return fail(fmt::format("{}.stride() was {}, now {}", g.name, ints_str(g.strides),
+                                ints_str(m.strides.hints())));
     }
   } else if (!dense_matches(g.order, m)) {
     return fail(fmt::format("{} was {}, now has strides {} for sizes {}", g.name, layout_name(g.order),
                             ints_str(m.strides.hints()), ints_str(m.sizes.hints())));
   }
-  if (g.aligned && !is_aligned(t)) return fail(fmt::format("{}'s data was 16-byte aligned, now it is not", g.name));
+  if (g.aligned && !is_aligned(t))
+    return fail(fmt::format("{}'s data was 16-byte aligned, now it is not", g.name));
   return true;
 }
 
-// Storage sharing among the guarded tensors must follow the captured pattern.
-bool check_aliasing(const GuardSet& gs, const std::vector<Tensor>& flat, std::vector<GuardFailure>* failures) {
-  const size_t n = gs.tensors.size();
-  auto at = [&](size_t i) -> const Tensor& {
-    return i < static_cast<size_t>(gs.num_arg_tensors) ? flat[i] : gs.lifted[i - gs.num_arg_tensors];
-  };
+// Storage sharing among the guarded tensors must follow the captured pattern. Lifted tensors are the entry's
+// own (held, identity-guarded), so sharing among them is taken as captured: the check costs O(args *
+// tensors), not O(tensors^2), for a module with many parameters.
+bool check_aliasing(const GuardSet& gs, const std::vector<Tensor>& flat,
+                    std::vector<GuardFailure>* failures) {
+  const size_t n = gs.tensors.size(), num_args = static_cast<size_t>(gs.num_arg_tensors);
+  auto at = [&](size_t i) -> const Tensor& { return i < num_args ? flat[i] : gs.lifted[i - num_args]; };
   for (size_t i = 1; i < n; ++i) {
     const Tensor& t = at(i);
+    const int expected = gs.tensors[i].alias_of;
     int first = -1;
     if (t.has_storage()) {
       const Storage* s = t.storage().get();
-      for (size_t j = 0; j < i; ++j) {
-        const Tensor& u = at(j);
+      for (size_t j = 0; j < i && j < num_args; ++j) {
+        const Tensor& u = flat[j];
         if (u.has_storage() && u.storage().get() == s) {
           first = static_cast<int>(j);
           break;
         }
       }
     }
-    if (first == gs.tensors[i].alias_of) continue;
+    if (first < 0 && i >= num_args && expected >= static_cast<int>(num_args)) first = expected;
+    if (first == expected) continue;
     if (!failures) return false;
     const TensorGuard& g = gs.tensors[i];
     std::string was = g.alias_of < 0 ? "shared storage with no earlier input"
@@ -226,7 +234,8 @@ bool check_aliasing(const GuardSet& gs, const std::vector<Tensor>& flat, std::ve
 
 }  // namespace
 
-bool GuardSet::check(const std::vector<CallArg>& call_args, const std::vector<Tensor>& flat, int64_t* values) const {
+bool GuardSet::check(const std::vector<CallArg>& call_args, const std::vector<Tensor>& flat,
+                     int64_t* values) const {
   if (call_args.size() != args.size() || flat.size() != static_cast<size_t>(num_arg_tensors)) return false;
   for (size_t i = 0; i < args.size(); ++i) {
     const ArgGuard& g = args[i];
@@ -276,8 +285,11 @@ std::vector<GuardFailure> GuardSet::diagnose(const std::vector<CallArg>& call_ar
     const ArgGuard& g = args[i];
     const CallArg& a = call_args[i];
     int arg = static_cast<int>(i);
-    size_t want = g.kind == ArgGuard::kTensor ? 0 : g.kind == ArgGuard::kTensorList ? 1
-                  : (g.kind == ArgGuard::kInt || g.kind == ArgGuard::kSymInt) ? 2 : g.kind == ArgGuard::kDouble ? 3 : 4;
+    size_t want = g.kind == ArgGuard::kTensor                                 ? 0
+                  : g.kind == ArgGuard::kTensorList                           ? 1
+                  : (g.kind == ArgGuard::kInt || g.kind == ArgGuard::kSymInt) ? 2
+                  : g.kind == ArgGuard::kDouble                               ? 3
+                                                                              : 4;
     if (a.index() != want) {
       out.push_back({fmt::format("arg{} was {}, now {}", i, kind_name(want), kind_name(a.index())), arg});
       return out;
@@ -287,10 +299,12 @@ std::vector<GuardFailure> GuardSet::diagnose(const std::vector<CallArg>& call_ar
       return out;
     }
     if (g.kind == ArgGuard::kInt && std::get<2>(a).hint() != g.value)
-      out.push_back({fmt::format("arg{} (int) was {}, now {}", i, g.value, std::get<2>(a).hint()), arg, -1, -1, true});
+      out.push_back(
+          {fmt::format("arg{} (int) was {}, now {}", i, g.value, std::get<2>(a).hint()), arg, -1, -1, true});
     if (g.kind == ArgGuard::kSymInt) values[g.value] = std::get<2>(a).hint();
     if (g.kind == ArgGuard::kDouble && std::bit_cast<int64_t>(std::get<3>(a)) != g.value)
-      out.push_back({fmt::format("arg{} (double) was {}, now {}", i, double_of(g.value), std::get<3>(a)), arg});
+      out.push_back(
+          {fmt::format("arg{} (double) was {}, now {}", i, double_of(g.value), std::get<3>(a)), arg});
     if (g.kind == ArgGuard::kBool && std::get<4>(a) != (g.value != 0))
       out.push_back({fmt::format("arg{} (bool) was {}, now {}", i, g.value != 0, std::get<4>(a)), arg});
   }
@@ -315,12 +329,23 @@ std::vector<std::string> GuardSet::describe() const {
   for (size_t i = 0; i < args.size(); ++i) {
     const ArgGuard& g = args[i];
     switch (g.kind) {
-      case ArgGuard::kTensor: break;
-      case ArgGuard::kTensorList: out.push_back(fmt::format("len(arg{}) == {}", i, g.count)); break;
-      case ArgGuard::kInt: out.push_back(fmt::format("arg{} == {} (int)", i, g.value)); break;
-      case ArgGuard::kSymInt: out.push_back(fmt::format("arg{} is s{} (int)", i, g.value)); break;
-      case ArgGuard::kDouble: out.push_back(fmt::format("arg{} == {} (double)", i, double_of(g.value))); break;
-      case ArgGuard::kBool: out.push_back(fmt::format("arg{} == {} (bool)", i, g.value != 0)); break;
+      case ArgGuard::kTensor:
+        break;
+      case ArgGuard::kTensorList:
+        out.push_back(fmt::format("len(arg{}) == {}", i, g.count));
+        break;
+      case ArgGuard::kInt:
+        out.push_back(fmt::format("arg{} == {} (int)", i, g.value));
+        break;
+      case ArgGuard::kSymInt:
+        out.push_back(fmt::format("arg{} is s{} (int)", i, g.value));
+        break;
+      case ArgGuard::kDouble:
+        out.push_back(fmt::format("arg{} == {} (double)", i, double_of(g.value)));
+        break;
+      case ArgGuard::kBool:
+        out.push_back(fmt::format("arg{} == {} (bool)", i, g.value != 0));
+        break;
     }
   }
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -330,11 +355,11 @@ std::vector<std::string> GuardSet::describe() const {
       continue;
     }
     std::string layout = g.layout == Layout::kDense ? layout_name(g.order) : "strides " + ints_str(g.strides);
-    std::string text = fmt::format("{}: {} {}{} {}, {}{}{}", g.name, dtype_name(g.dtype), sizes_str(g),
-                                   g.device.is_cpu() ? "" : " @" + g.device.str(), layout,
-                                   g.requires_grad ? "requires_grad, " : "",
-                                   g.aligned ? "16-byte aligned" : "any alignment",
-                                   i >= static_cast<size_t>(num_arg_tensors) ? ", the same tensor as captured" : "");
+    std::string text =
+        fmt::format("{}: {} {}{} {}, {}{}{}", g.name, dtype_name(g.dtype), sizes_str(g),
+                    g.device.is_cpu() ? "" : " @" + g.device.str(), layout,
+                    g.requires_grad ? "requires_grad, " : "", g.aligned ? "16-byte aligned" : "any alignment",
+                    i >= static_cast<size_t>(num_arg_tensors) ? ", the same tensor as captured" : "");
     if (g.alias_of >= 0) text += fmt::format(", shares storage with {}", tensors[g.alias_of].name);
     out.push_back(std::move(text));
   }

@@ -34,11 +34,14 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   SINTER_LOG(kGraph, "captured graph ({} ops):\n{}", p.num_ops, p.text);
   p.output_is_input.assign(p.num_outputs, -1);
   if (inputs_share_storage(example_inputs) && has_mutations(graph)) {
-    // The function writes an input that shares memory with another one: a functional graph would let the other
-    // read stale values. Run the graph as recorded, where the writes land in the real memory in program order,
-    // exactly as eager does (the aliasing pattern is guarded, so this entry only serves aliased inputs).
-    SINTER_LOG(kPerfHints, "inputs share storage and the function writes one of them: running the graph as "
-                           "recorded instead of compiling it with '{}'", options.backend);
+    // The function writes an input that shares memory with another one: a functional graph would let the
+    // other read stale values. Run the graph as recorded, where the writes land in the real memory in program
+    // order, exactly as eager does (the aliasing pattern is guarded, so this entry only serves aliased
+    // inputs).
+    SINTER_LOG(kPerfHints,
+               "inputs share storage and the function writes one of them: running the graph as "
+               "recorded instead of compiling it with '{}'",
+               options.backend);
     auto g = std::make_shared<const Graph>(std::move(graph));
     p.fn = [g](const std::vector<Tensor>& inputs) { return interpret(*g, inputs); };
     p.backend = "interpreter (aliased inputs)";

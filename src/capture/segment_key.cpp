@@ -1,5 +1,5 @@
-// Segment keys (see segment_key.h). Tensor arguments are compared by position (node and output index), never by
-// identity, since the two graphs belong to different recordings.
+// Segment keys (see segment_key.h). Tensor arguments are compared by position (node and output index), never
+// by identity, since the two graphs belong to different recordings.
 #include "capture/segment_key.h"
 
 #include <bit>
@@ -14,7 +14,9 @@ namespace {
 
 using graph_detail::trace_of;
 
-uint64_t mix(uint64_t h, uint64_t v) { return (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdull; }
+uint64_t mix(uint64_t h, uint64_t v) {
+  return (h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdull;
+}
 
 uint64_t symint_hash(const SymInt& s) {
   return s.is_symbolic() ? s.expr()->hash() * 31 + 1 : static_cast<uint64_t>(s.hint()) * 31;
@@ -56,7 +58,8 @@ uint64_t value_hash(const Value& v) {
 }
 
 uint64_t meta_hash(const TensorMeta& m) {
-  uint64_t h = mix(static_cast<uint64_t>(m.dtype), static_cast<uint64_t>(m.device.type) * 256 + m.device.index);
+  uint64_t h =
+      mix(static_cast<uint64_t>(m.dtype), static_cast<uint64_t>(m.device.type) * 256 + m.device.index);
   for (const SymInt& s : m.sizes) h = mix(h, symint_hash(s));
   for (const SymInt& s : m.strides) h = mix(h, symint_hash(s));
   return mix(h, symint_hash(m.offset));

@@ -1,6 +1,6 @@
-// The identity of a segment of a function with graph breaks: what it computes (ops, arguments, input metas) and
-// how its real inputs alias each other. Hashing and comparing the recorded graph directly is what lets a segment
-// be looked up on every call without printing it. Internal to src/capture.
+// The identity of a segment of a function with graph breaks: what it computes (ops, arguments, input metas)
+// and how its real inputs alias each other. Hashing and comparing the recorded graph directly is what lets a
+// segment be looked up on every call without printing it. Internal to src/capture.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,7 @@
 // The tracer (see tracer.h): records ops, lifts free tensors, and splits the function into segments at graph
-// breaks. A segment ends with the proxies that host code still references: those are its outputs, and after the
-// segment runs each such proxy adopts its real result, so the user's variables hold real tensors from then on.
+// breaks. A segment ends with the proxies that host code still references: those are its outputs, and after
+// the segment runs each such proxy adopts its real result, so the user's variables hold real tensors from
+// then on.
 #include "capture/tracer.h"
 
 #include <fmt/format.h>
@@ -21,8 +22,7 @@ namespace {
 
 // Ops whose Scalar operands become run-time inputs after a break (host values read from tensors are fed back
 // through them), with the Tensor overload that takes the same arguments in the same positions. A 0-dim tensor
-// marked wrapped_number promotes exactly as the Scalar did. pow is left out: its Scalar form has exponent
-// shortcuts (x*x for 2) that would change the last bit.
+// marked wrapped_number promotes exactly as the Scalar did. pow is handled apart (see rewrite_scalars).
 struct ScalarRewrite {
   OpId from, to;
   int positions[2];  // argument positions holding the Scalars (-1: none)
@@ -131,9 +131,10 @@ Tensor Tracer::to_graph(const Tensor& t, const char* what) {
   if (!t.defined()) return t;
   if (trace_of(t)) {
     if (segment_.graph.contains(t)) return t;
-    throw Error(fmt::format(
-        "a traced tensor from another capture reached {} (was a tensor made during capture kept across calls?)",
-        what));
+    throw Error(
+        fmt::format("a traced tensor from another capture reached {} (was a tensor made during capture kept "
+                    "across calls?)",
+                    what));
   }
   return lift(t);
 }
@@ -148,20 +149,25 @@ Value Tracer::to_graph(const Value& v, bool concretize) {
   }
   // After a break sizes are concrete; a symbolic int kept by host code from before it stands for its value.
   if (concretize && v.is_int() && v.sym_int().is_symbolic()) return Value(SymInt(v.sym_int().hint()));
-  if (concretize && v.is_int_list() && v.int_list().any_symbolic()) return Value(SymIntList(v.int_list().hints()));
+  if (concretize && v.is_int_list() && v.int_list().any_symbolic())
+    return Value(SymIntList(v.int_list().hints()));
   return v;
 }
 
 Tensor Tracer::scalar_input(const Scalar& s) {
   DType dtype = s.is_floating() ? kFloat64 : s.is_bool() ? kBool : kInt64;
-  uint64_t bits = s.is_floating() ? std::bit_cast<uint64_t>(s.to_double()) : static_cast<uint64_t>(s.to_int());
+  uint64_t bits =
+      s.is_floating() ? std::bit_cast<uint64_t>(s.to_double()) : static_cast<uint64_t>(s.to_int());
   std::pair<int, uint64_t> key{static_cast<int>(s.kind()), bits};
   auto known = scalar_inputs_.find(key);
   if (known != scalar_inputs_.end()) return segment_.graph.node(known->second).output();
   Tensor real = empty_from_meta(TensorMeta{{}, {}, 0, dtype, kCPU});
-  if (dtype == kFloat64) *real.data_ptr<double>() = s.to_double();
-  else if (dtype == kBool) *real.data_ptr<bool>() = s.to_bool();
-  else *real.data_ptr<int64_t>() = s.to_int();
+  if (dtype == kFloat64)
+    *real.data_ptr<double>() = s.to_double();
+  else if (dtype == kBool)
+    *real.data_ptr<bool>() = s.to_bool();
+  else
+    *real.data_ptr<int64_t>() = s.to_int();
   real.impl()->wrapped_number = true;
   Tensor proxy = segment_.graph.add_input(fmt::format("scalar{}", scalar_inputs_.size()), real.meta());
   proxy.impl()->wrapped_number = true;
@@ -171,6 +177,17 @@ Tensor Tracer::scalar_input(const Scalar& s) {
 }
 
 void Tracer::rewrite_scalars(OpId& op, Args& args) {
+  if (op == OpId::pow_Tensor_Scalar) {
+    // The Scalar form has exponent shortcuts (x*x for 2, sqrt for 0.5, ...) and refuses negative integer
+    // powers of integers: only other floating exponents run the same std::pow as the Tensor form. The rest
+    // stay part of the structure (a handful of variants at most).
+    const Scalar e = args[1].scalar();
+    const double x = e.to_double();
+    if (!e.is_floating() || x == 2 || x == 3 || x == 0.5 || x == -0.5 || x == -1 || x == -2) return;
+    args[1] = Value(scalar_input(e));
+    op = OpId::pow_Tensor_Tensor;
+    return;
+  }
   for (const ScalarRewrite& r : kScalarRewrites) {
     if (r.from != op) continue;
     for (int pos : r.positions) {
@@ -239,8 +256,10 @@ Tensor Tracer::materialize(const Tensor& t, std::string_view what, const Loc& lo
   if (!trace_of(t)) {
     // A real tensor. In a whole-function capture its value would be read once and baked into the cached code,
     // so it breaks the graph; after a break only a pending write to it must land first.
-    if (segment_.one_off) take_break({fmt::format("{} of a tensor that is not an argument", what), location_str(loc)});
-    else if (segment_.has_writes) take_break({std::string(what), location_str(loc)});
+    if (segment_.one_off)
+      take_break({fmt::format("{} of a tensor that is not an argument", what), location_str(loc)});
+    else if (segment_.has_writes)
+      take_break({std::string(what), location_str(loc)});
     return hand_out(t);
   }
   if (!segment_.graph.contains(t))
@@ -251,17 +270,18 @@ Tensor Tracer::materialize(const Tensor& t, std::string_view what, const Loc& lo
 }
 
 void Tracer::fail_fullgraph(const BreakRecord& record) {
-  throw GraphBreakError(fmt::format(
-      "graph break in a function compiled with fullgraph=true: {} at {} reads tensor data on the host, which a "
-      "single graph cannot express (remove the read, or compile with fullgraph=false)",
-      record.reason, record.location));
+  throw GraphBreakError(
+      fmt::format("graph break in a function compiled with fullgraph=true: {} at {} reads tensor data on the "
+                  "host, which a "
+                  "single graph cannot express (remove the read, or compile with fullgraph=false)",
+                  record.reason, record.location));
 }
 
 void Tracer::take_break(BreakRecord record) {
   if (config_.fullgraph) fail_fullgraph(record);
   if (!config_.allow_breaks) throw BreakDuringVerify{std::move(record)};
-  SINTER_LOG(kGraphBreaks, "graph break: {} at {} (segment {} ends after {} ops)", record.reason, record.location,
-             segment_.index, segment_.graph.num_ops());
+  SINTER_LOG(kGraphBreaks, "graph break: {} at {} (segment {} ends after {} ops)", record.reason,
+             record.location, segment_.index, segment_.graph.num_ops());
   breaks_.push_back(std::move(record));
   flush();
 }
@@ -286,8 +306,10 @@ void Tracer::flush() {
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       const Tensor& o = n.outputs[k];
       if (o.impl_ptr().use_count() <= internal[first[n.id] + k]) continue;
-      if (n.kind == NodeKind::kInput) live_inputs.emplace_back(o, n.id);
-      else outputs.push_back(o);
+      if (n.kind == NodeKind::kInput)
+        live_inputs.emplace_back(o, n.id);
+      else
+        outputs.push_back(o);
     }
   }
   std::vector<Tensor> results;

@@ -1,7 +1,7 @@
-// The tracer: the dispatch hook that records ops into a graph instead of running them. It lifts real tensors that
-// reach an op as graph inputs, and turns host reads of traced data (item(), printing, ...) and data-dependent ops
-// into graph breaks: the graph so far runs on the real inputs, the user's proxies receive real data, and
-// recording goes on in a new segment. Internal to src/capture.
+// The tracer: the dispatch hook that records ops into a graph instead of running them. It lifts real tensors
+// that reach an op as graph inputs, and turns host reads of traced data (item(), printing, ...) and
+// data-dependent ops into graph breaks: the graph so far runs on the real inputs, the user's proxies receive
+// real data, and recording goes on in a new segment. Internal to src/capture.
 #pragma once
 #include <functional>
 #include <map>
@@ -27,8 +27,8 @@ struct BreakRecord {
 struct Segment {
   Graph graph;
   std::vector<Tensor> inputs;
-  int index = 0;          // 0 for the first segment of a call
-  bool one_off = false;   // recorded with the arguments as symbolic proxies (the first capture): run it once
+  int index = 0;         // 0 for the first segment of a call
+  bool one_off = false;  // recorded with the arguments as symbolic proxies (the first capture): run it once
   bool has_writes = false;  // records an op that writes an argument (reads of real tensors must flush first)
 };
 
@@ -36,9 +36,10 @@ struct Segment {
 using SegmentRunner = std::function<std::vector<Tensor>(Segment& segment)>;
 
 struct TracerConfig {
-  bool fullgraph = false;     // a break throws GraphBreakError
-  bool allow_breaks = true;   // false: a break throws BreakDuringVerify (the verify re-trace must not run anything)
-  bool freeze = false;        // lifted tensors become constants
+  bool fullgraph = false;  // a break throws GraphBreakError
+  bool allow_breaks =
+      true;             // false: a break throws BreakDuringVerify (the verify re-trace must not run anything)
+  bool freeze = false;  // lifted tensors become constants
   const std::unordered_map<const TensorImpl*, std::string>* names = nullptr;  // lifted tensors' names
 };
 
@@ -54,13 +55,15 @@ class Tracer final : public DispatchHook {
   ~Tracer() override;
 
   // ---- whole-function capture: the caller adds the arguments as inputs before running the function ----
-  // Records under `env` (symbolic sizes, guards from host comparisons) until the first break.
+  // Records under `env` (symbolic sizes, guards from host comparisons) until the first break; segments after
+  // a break record concrete sizes, since host code re-runs on every call and needs no guards.
   void use_shape_env(std::shared_ptr<sym::ShapeEnv> env);
   Tensor add_argument(const Tensor& real, TensorMeta meta, std::string name);
   // An integer argument made symbolic: a size-carrier input (an int64 tensor of sizes [value], stride 0) lets
   // the graph read the symbol's value at run time.
   void add_int_argument(const SymInt& symbol, int64_t value, std::string name);
-  // Whether the recorded graph and the arguments must be flushed as one-off when they break.
+  // Marks this as a whole-function capture (arguments are symbolic proxies, freeze applies, reading a real
+  // tensor's data breaks): its first segment runs once if the function breaks, and is never cached.
   void mark_whole_capture() { segment_.one_off = true; }
 
   // ---- DispatchHook ----
@@ -68,15 +71,16 @@ class Tracer final : public DispatchHook {
   Tensor materialize(const Tensor& t, std::string_view what, const Loc& loc) override;
 
   // ---- after the function returned ----
-  // Without breaks: sets the graph's outputs to `outputs` (lifting real tensors; undefined ones are skipped) and
-  // returns, per output, its graph output index or -1 for an undefined tensor. With breaks: flushes the last
-  // segment, so every tensor in `outputs` holds real data, and returns an empty plan.
+  // Without breaks: sets the graph's outputs to `outputs` (lifting real tensors; undefined ones are skipped)
+  // and returns, per output, its graph output index or -1 for an undefined tensor. With breaks: flushes the
+  // last segment, so every tensor in `outputs` holds real data, and returns an empty plan.
   std::vector<int> finish(std::vector<Tensor>& outputs);
 
   bool broke() const { return !breaks_.empty(); }
   const std::vector<BreakRecord>& breaks() const { return breaks_; }
   Segment& segment() { return segment_; }
-  // Real tensors lifted as inputs of the current segment, in input order (whole capture: after the arguments).
+  // Real tensors lifted as inputs of the current segment, in input order (whole capture: after the
+  // arguments).
   const std::vector<Tensor>& lifted() const { return lifted_real_; }
   int num_argument_inputs() const { return num_argument_inputs_; }
   int segments_run() const { return segments_run_; }
@@ -101,9 +105,9 @@ class Tracer final : public DispatchHook {
   std::optional<sym::ShapeEnvScope> env_scope_;
   std::unordered_map<const TensorImpl*, Tensor> lifted_;  // real tensor -> its input proxy in this segment
   std::vector<Tensor> lifted_real_;
-  // Tensors handed to host code by a read (and views host code made of them, e.g. printing's select()s): views
-  // and copies of them alone run eagerly instead of being recorded, so printing a tensor is one break, not one
-  // per element.
+  // Tensors handed to host code by a read (and views host code made of them, e.g. printing's select()s):
+  // views and copies of them alone run eagerly instead of being recorded, so printing a tensor is one break,
+  // not one per element.
   std::unordered_map<const TensorImpl*, std::shared_ptr<TensorImpl>> passthrough_;
   std::vector<BreakRecord> breaks_;
   int num_argument_inputs_ = 0;
@@ -112,7 +116,8 @@ class Tracer final : public DispatchHook {
   std::map<std::pair<int, uint64_t>, int> scalar_inputs_;
 };
 
-// The run-time input that carries a symbolic integer argument's value: an int64 tensor of sizes [value], stride 0.
+// The run-time input that carries a symbolic integer argument's value: an int64 tensor of sizes [value],
+// stride 0.
 Tensor size_carrier(int64_t value);
 
 // "file.cpp:12", or "unknown location" for line 0 (operators and conversions cannot take a source_location).

@@ -1,6 +1,6 @@
 // gather, scatter (src / value / add, functional and in place) and index_select: index tensors along one dim.
 // Checks follow PyTorch's ScatterGatherChecks (a 0-dim tensor counts as 1-D); index values must lie in
-// [0, size) as in PyTorch, and are all checked before any element moves.
+// [0, size) as in PyTorch: checked as they are read, or before anything is written for the in-place forms.
 #include <fmt/format.h>
 
 #include "ops/index_loop.h"

@@ -1,6 +1,7 @@
 // Normalisations: layer_norm and rms_norm over the trailing normalized_shape, group_norm over (C/G, *) per
-// sample and group, batch_norm per channel. Each row is read once into cache (converted to float for float16/bfloat16), its statistics
-// taken in two passes (mean, then squared deviations: no cancellation), and written once, rounded at the end.
+// sample and group, batch_norm per channel. Each row is read once into cache (converted to float for float16
+// and bfloat16), its statistics taken in two passes there (mean, then squared deviations: no cancellation),
+// and written once, rounded at the end.
 #include <cmath>
 #include <limits>
 
@@ -13,23 +14,11 @@ namespace {
 
 using namespace reduce;
 
-template <class C>
-struct SquaredDeviation {
-  const C* mean;
-  C operator()(C x, int64_t q) const { return (x - mean[q]) * (x - mean[q]); }
-};
-
 bool same_sizes(const SymIntList& a, const SymIntList& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i] != b[i]) return false;
   return true;
-}
-
-template <class F>
-decltype(auto) visit_float_compute(DType dtype, F&& f) {
-  if (dtype == kFloat64) return f.template operator()<double>();
-  return f.template operator()<float>();
 }
 
 // Checks shared by layer_norm and rms_norm: input (*, normalized_shape), weight/bias of normalized_shape.
@@ -57,8 +46,8 @@ std::vector<C> param_or(const Value& v, int64_t n, C fill) {
   return read_values<C>(v.tensor());
 }
 
-// Runs `body(x, y, row)` over `rows` contiguous rows of length `len` of `in`, writing `out` (same layout): rows
-// are converted to C in a buffer when `in` is not C, and results rounded into `out` when it is not C.
+// Runs `body(x, y, row)` over `rows` contiguous rows of length `len` of `in`, writing `out` (same layout):
+// rows are converted to C in a buffer when `in` is not C, and results rounded into `out` when it is not C.
 template <class C, class F>
 void for_each_row(const Tensor& in, const Tensor& out, int64_t rows, int64_t len, F body) {
   if (rows == 0 || len == 0) return;
@@ -89,8 +78,8 @@ void row_stats(const C* x, int64_t n, C eps, C& mean, C& rstd) {
 }
 
 template <class C>
-void affine_row(const C* __restrict x, C* __restrict y, const C* __restrict w, const C* __restrict b, int64_t n,
-                C mean, C rstd) {
+void affine_row(const C* __restrict x, C* __restrict y, const C* __restrict w, const C* __restrict b,
+                int64_t n, C mean, C rstd) {
   for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd * w[j] + b[j];
 }
 
@@ -118,8 +107,9 @@ void layer_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
 }
 
 // ---- rms_norm (input, normalized_shape, weight?, eps?) ----
-// As torch.nn.functional.rms_norm: y = (x * rsqrt(mean(x^2) + eps)) rounded to the input's dtype, then * weight
-// (so the result takes the promoted dtype of input and weight). eps None is the input dtype's machine epsilon.
+// As torch.nn.functional.rms_norm: y = (x * rsqrt(mean(x^2) + eps)) rounded to the input's dtype, then *
+// weight (so the result takes the promoted dtype of input and weight). eps None is the input dtype's machine
+// epsilon.
 
 DType rms_out_dtype(const Args& a) {
   const DType in = a[0].tensor().dtype();
@@ -134,18 +124,25 @@ ShapeResult rms_norm_shape(OpId, const Args& a) {
 
 double machine_epsilon(DType dtype) {
   switch (dtype) {
-    case DType::kFloat64: return std::numeric_limits<double>::epsilon();
-    case DType::kFloat16: return 0.0009765625;  // 2^-10
-    case DType::kBFloat16: return 0.0078125;    // 2^-7
-    default: return std::numeric_limits<float>::epsilon();
+    case DType::kFloat64:
+      return std::numeric_limits<double>::epsilon();
+    case DType::kFloat16:
+      return 0.0009765625;  // 2^-10
+    case DType::kBFloat16:
+      return 0.0078125;  // 2^-7
+    default:
+      return std::numeric_limits<float>::epsilon();
   }
 }
 
 template <class C>
 void round_row(C* y, int64_t n, DType dtype) {
-  if (dtype == kFloat16) map_row(y, y, n, [](C v) { return static_cast<C>(static_cast<float>(Half(v))); });
-  else if (dtype == kBFloat16) map_row(y, y, n, [](C v) { return static_cast<C>(static_cast<float>(BFloat16(v))); });
-  else if (dtype == kFloat32 && std::is_same_v<C, double>) map_row(y, y, n, [](C v) { return C(float(v)); });
+  if (dtype == kFloat16)
+    map_row(y, y, n, [](C v) { return static_cast<C>(static_cast<float>(Half(v))); });
+  else if (dtype == kBFloat16)
+    map_row(y, y, n, [](C v) { return static_cast<C>(static_cast<float>(BFloat16(v))); });
+  else if (dtype == kFloat32 && std::is_same_v<C, double>)
+    map_row(y, y, n, [](C v) { return C(float(v)); });
 }
 
 void rms_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
@@ -179,13 +176,14 @@ ShapeResult group_norm_shape(OpId, const Args& a) {
   SINTER_CHECK(groups > 0, "num_groups must be positive, got {}", groups);
   const SymInt& channels = x.sizes()[1];
   SINTER_CHECK(channels % groups == 0,
-               "the number of channels ({}) must be divisible by num_groups ({}); input shape {}", channels.str(),
-               groups, x.sizes().str());
+               "the number of channels ({}) must be divisible by num_groups ({}); input shape {}",
+               channels.str(), groups, x.sizes().str());
   for (int i = 2; i <= 3; ++i) {
     if (a[i].is_none()) continue;
     const Tensor& p = a[i].tensor();
-    SINTER_CHECK(p.dim() == 1 && p.sizes()[0] == channels, "{} must have shape [{}] (one per channel), got {}",
-                 i == 2 ? "weight" : "bias", channels.str(), p.sizes().str());
+    SINTER_CHECK(p.dim() == 1 && p.sizes()[0] == channels,
+                 "{} must have shape [{}] (one per channel), got {}", i == 2 ? "weight" : "bias",
+                 channels.str(), p.sizes().str());
   }
   return dense_meta(x.sizes(), x.dtype(), x.device());
 }
@@ -212,9 +210,10 @@ void group_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   });
 }
 
-// ---- batch_norm (input, weight?, bias?, running_mean?, running_var?, training, momentum, eps): (N, C, *) ----
-// Training normalises with the batch statistics (biased variance) and, when running stats are given, updates
-// them in place: running = (1 - momentum) * running + momentum * batch, with the unbiased variance, as PyTorch.
+// ---- batch_norm (input, weight?, bias?, running_mean?, running_var?, training, momentum, eps): (N, C, *)
+// ---- Training normalises with the batch statistics (biased variance) and, when running stats are given,
+// updates them in place: running = (1 - momentum) * running + momentum * batch, with the unbiased variance,
+// as PyTorch.
 
 ShapeResult batch_norm_shape(OpId, const Args& a) {
   const Tensor& x = a[0].tensor();
@@ -225,8 +224,9 @@ ShapeResult batch_norm_shape(OpId, const Args& a) {
   for (int i = 1; i <= 4; ++i) {
     if (a[i].is_none()) continue;
     const Tensor& p = a[i].tensor();
-    SINTER_CHECK(p.dim() == 1 && p.sizes()[0] == channels, "{} must have shape [{}] (one per channel), got {}",
-                 names[i], channels.str(), p.sizes().str());
+    SINTER_CHECK(p.dim() == 1 && p.sizes()[0] == channels,
+                 "{} must have shape [{}] (one per channel), got {}", names[i], channels.str(),
+                 p.sizes().str());
   }
   const bool training = a[5].to_bool();
   if (training) {

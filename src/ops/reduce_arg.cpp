@@ -1,5 +1,5 @@
-// Reductions that return where the extreme is: max.dim/min.dim (values and indices), argmax/argmin (one dim, or
-// the flattened tensor). The first index of the extreme wins; NaN counts as the extreme (its first index).
+// Reductions that return where the extreme is: max.dim/min.dim (values and indices), argmax/argmin (one dim,
+// or the flattened tensor). The first index of the extreme wins; NaN counts as the extreme (its first index).
 #include "ops/reduce_engine.h"
 #include "ops/reduce_internal.h"
 
@@ -72,14 +72,16 @@ void arg_reduce(const ReducePlan& plan, C* values, int64_t* indices) {
   if (I == 1 && R < kShort) {
     // Many short rows: blocks of them transposed, so the rows become columns updated a whole block at a time.
     const int64_t B = std::max<int64_t>(1, kBlockElems / R);
-    parallel_for(0, (O + B - 1) / B, std::max<int64_t>(1, kGrainElementwise / kBlockElems), [&](int64_t b, int64_t e) {
-      std::vector<C> tmp(load ? static_cast<size_t>(B * R) : 0), buf(static_cast<size_t>(B * R));
-      for (int64_t blk = b; blk < e; ++blk) {
-        const int64_t o0 = blk * B, nb = std::min(B, O - o0);
-        load_transposed(plan.data + o0 * R * esz, nb, R, load, tmp.data(), buf.data());
-        for (int64_t r = 0; r < R; ++r) update_columns<kMax>(values + o0, indices + o0, buf.data() + r * nb, nb, r);
-      }
-    });
+    parallel_for(0, (O + B - 1) / B, std::max<int64_t>(1, kGrainElementwise / kBlockElems),
+                 [&](int64_t b, int64_t e) {
+                   std::vector<C> tmp(load ? static_cast<size_t>(B * R) : 0), buf(static_cast<size_t>(B * R));
+                   for (int64_t blk = b; blk < e; ++blk) {
+                     const int64_t o0 = blk * B, nb = std::min(B, O - o0);
+                     load_transposed(plan.data + o0 * R * esz, nb, R, load, tmp.data(), buf.data());
+                     for (int64_t r = 0; r < R; ++r)
+                       update_columns<kMax>(values + o0, indices + o0, buf.data() + r * nb, nb, r);
+                   }
+                 });
     return;
   }
   if (I == 1) {
@@ -146,8 +148,10 @@ ShapeResult minmax_dim_shape(OpId, const Args& a) {
 
 template <class C>
 void run_arg(OpId op, const ReducePlan& plan, C* values, int64_t* indices) {
-  if (is_max(op)) arg_reduce<true, C>(plan, values, indices);
-  else arg_reduce<false, C>(plan, values, indices);
+  if (is_max(op))
+    arg_reduce<true, C>(plan, values, indices);
+  else
+    arg_reduce<false, C>(plan, values, indices);
 }
 
 void minmax_dim_kernel(OpId op, const Args& a, std::vector<Tensor>& outs) {

@@ -1,5 +1,5 @@
-// The reduction engine's non-template half: bringing any input layout to the [O, R, I] form (without a copy when
-// the input is a permutation of a dense block), element conversion at load, and writing results out.
+// The reduction engine's non-template half: bringing any input layout to the [O, R, I] form (without a copy
+// when the input is a permutation of a dense block), element conversion at load, and writing results out.
 #include "ops/reduce_engine.h"
 
 #include <numeric>
@@ -12,8 +12,10 @@ template <class C, class T>
 void load_as(const void* src, C* dst, int64_t n) {
   const T* s = static_cast<const T*>(src);
   for (int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<C, uint8_t>) dst[i] = cast_to<bool>(s[i]);
-    else dst[i] = cast_to<C>(s[i]);
+    if constexpr (std::is_same_v<C, uint8_t>)
+      dst[i] = cast_to<bool>(s[i]);
+    else
+      dst[i] = cast_to<C>(s[i]);
   }
 }
 
@@ -119,7 +121,8 @@ ReducePlan make_plan(const Tensor& self, const std::vector<bool>& mask) {
 
   // A permutation of a dense block (a transpose, channels-last) is read in memory order, without a copy.
   std::vector<Dim> order = dims;
-  std::stable_sort(order.begin(), order.end(), [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Dim& a, const Dim& b) { return a.stride > b.stride; });
   Tensor src = self;
   if (!is_dense(order)) {
     src = self.contiguous();

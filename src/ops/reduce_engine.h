@@ -1,7 +1,8 @@
 // The reduction engine: every dim reduction is brought to one canonical form, a contiguous block [O, R, I]
-// reduced over R (I == 1: rows reduced along their contiguous length; I > 1: rows of I accumulated elementwise;
-// very short rows or narrow columns are transposed in blocks first), then run in parallel over outputs, or over
-// slices of R when outputs are few. Ops plug in as small structs (SumOp, ProdOp, ExtremeOp below).
+// reduced over R (I == 1: rows reduced along their contiguous length; I > 1: rows of I accumulated
+// elementwise; very short rows or narrow columns are transposed in blocks first), then run in parallel over
+// outputs, or over slices of R when outputs are few. Ops plug in as small structs (SumOp, ProdOp, ExtremeOp
+// below).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -21,24 +22,28 @@ using LoadFn = void (*)(const void* src, C* dst, int64_t n);
 // The dtype whose elements are C (uint8_t: kUInt8).
 template <class C>
 constexpr DType compute_dtype() {
-  if constexpr (std::is_same_v<C, float>) return kFloat32;
-  else if constexpr (std::is_same_v<C, double>) return kFloat64;
-  else if constexpr (std::is_same_v<C, int64_t>) return kInt64;
-  else return kUInt8;
+  if constexpr (std::is_same_v<C, float>)
+    return kFloat32;
+  else if constexpr (std::is_same_v<C, double>)
+    return kFloat64;
+  else if constexpr (std::is_same_v<C, int64_t>)
+    return kInt64;
+  else
+    return kUInt8;
 }
 // Compute types: float, double, int64_t, and uint8_t for truth values (all/any; bool and uint8 load directly,
 // other dtypes as "nonzero").
 template <class C>
 LoadFn<C> load_fn(DType from);
-// Converts n compute-type values to dtype `to` (null: `to` is V's own dtype, copy directly). V: float, double,
-// int64_t.
+// Converts n compute-type values to dtype `to` (null: `to` is V's own dtype, copy directly). V: float,
+// double, int64_t.
 template <class V>
 using StoreFn = void (*)(const V* src, void* dst, int64_t n);
 template <class V>
 StoreFn<V> store_fn(DType to);
 
-// The canonical form of one reduction. `data` points at a contiguous [O, R, I] block (the input itself when its
-// layout allows, else a copy that `owner` keeps alive). Output q = o * I + i is produced in plan order;
+// The canonical form of one reduction. `data` points at a contiguous [O, R, I] block (the input itself when
+// its layout allows, else a copy that `owner` keeps alive). Output q = o * I + i is produced in plan order;
 // out_sizes/out_strides say where it lands in the dense output tensor.
 struct ReducePlan {
   Tensor owner;
@@ -59,7 +64,7 @@ ReducePlan make_dim_plan(const Tensor& self, int64_t dim);
 template <class V>
 void store_results(const V* vals, const ReducePlan& plan, const Tensor& out);
 
-inline constexpr int64_t kChunk = 1024;     // elements converted at a time into a stack buffer
+inline constexpr int64_t kChunk = 1024;  // elements converted at a time into a stack buffer
 // Columns of I per task in the outer form: long contiguous segments of each row keep the hardware prefetcher
 // streaming (short segments of rows far apart leave every load waiting on memory).
 inline constexpr int64_t kTile = 8192;
@@ -68,8 +73,9 @@ inline constexpr int64_t kSplit = 65536;    // reduced elements per task when th
 inline constexpr int64_t kFewOutputs = 32;  // below this many tasks, slices of R run in parallel too
 // Whether a reduction splits R depends only on shapes, so results do not change with the thread count.
 
-// An op is a struct with: using C (compute element), Acc (accumulator); identity(); row(p, n, q): the reduction
-// of a contiguous run for output q; rows(acc, p, n, q0): acc[j] (+)= f(p[j]) for outputs q0 + j; merge(a, b).
+// An op is a struct with: using C (compute element), Acc (accumulator); identity(); row(p, n, q): the
+// reduction of a contiguous run for output q; rows(acc, p, n, q0): acc[j] (+)= f(p[j]) for outputs q0 + j;
+// merge(a, b).
 template <class Op>
 typename Op::Acc reduce_run(const Op& op, const char* p, int64_t n, int64_t q, LoadFn<typename Op::C> load,
                             int64_t esz) {
@@ -144,14 +150,15 @@ void run_into(const Op& op, const ReducePlan& plan, typename Op::Acc* res) {
   if (I == 1 && R < kShort) {
     // Many short rows: blocks of B rows become R rows of B, accumulated elementwise.
     const int64_t B = std::max<int64_t>(1, kBlockElems / R), nblocks = (O + B - 1) / B;
-    parallel_for(0, nblocks, std::max<int64_t>(1, kGrainElementwise / kBlockElems), [&](int64_t b, int64_t e) {
-      std::vector<C> tmp(load ? static_cast<size_t>(B * R) : 0), buf(static_cast<size_t>(B * R));
-      for (int64_t blk = b; blk < e; ++blk) {
-        const int64_t o0 = blk * B, nb = std::min(B, O - o0);
-        load_transposed(base + o0 * R * esz, nb, R, load, tmp.data(), buf.data());
-        for (int64_t r = 0; r < R; ++r) op.rows(res + o0, buf.data() + r * nb, nb, o0);
-      }
-    });
+    parallel_for(0, nblocks, std::max<int64_t>(1, kGrainElementwise / kBlockElems),
+                 [&](int64_t b, int64_t e) {
+                   std::vector<C> tmp(load ? static_cast<size_t>(B * R) : 0), buf(static_cast<size_t>(B * R));
+                   for (int64_t blk = b; blk < e; ++blk) {
+                     const int64_t o0 = blk * B, nb = std::min(B, O - o0);
+                     load_transposed(base + o0 * R * esz, nb, R, load, tmp.data(), buf.data());
+                     for (int64_t r = 0; r < R; ++r) op.rows(res + o0, buf.data() + r * nb, nb, o0);
+                   }
+                 });
     return;
   }
   if (I == 1) {
@@ -175,15 +182,16 @@ void run_into(const Op& op, const ReducePlan& plan, typename Op::Acc* res) {
     return;
   }
 
-  // Rows of I: tiles of columns accumulate rows elementwise. Narrow rows (I < kShort) are transposed a block of
-  // rows at a time instead, so each column is reduced as one contiguous run.
+  // Rows of I: tiles of columns accumulate rows elementwise. Narrow rows (I < kShort) are transposed a block
+  // of rows at a time instead, so each column is reduced as one contiguous run.
   const bool narrow = I < kShort;
   const int64_t ntile = narrow ? 1 : (I + kTile - 1) / kTile, tasks = O * ntile, row_bytes = I * esz;
   auto task = [&](Acc* dst, int64_t t, int64_t r0, int64_t r1) {
     const int64_t o = t / ntile;
     if (!narrow) {
       const int64_t i0 = (t % ntile) * kTile, w = std::min(kTile, I - i0);
-      accumulate_rows(op, dst + o * I + i0, base + (o * R * I + i0) * esz, row_bytes, r0, r1, w, o * I + i0, load);
+      accumulate_rows(op, dst + o * I + i0, base + (o * R * I + i0) * esz, row_bytes, r0, r1, w, o * I + i0,
+                      load);
       return;
     }
     const int64_t rb = std::max<int64_t>(1, kBlockElems / I);
@@ -191,7 +199,8 @@ void run_into(const Op& op, const ReducePlan& plan, typename Op::Acc* res) {
     for (int64_t r = r0; r < r1; r += rb) {
       const int64_t nr = std::min(rb, r1 - r);
       load_transposed(base + (o * R + r) * row_bytes, nr, I, load, tmp.data(), buf.data());
-      for (int64_t i = 0; i < I; ++i) dst[o * I + i] = op.merge(dst[o * I + i], op.row(buf.data() + i * nr, nr, o * I + i));
+      for (int64_t i = 0; i < I; ++i)
+        dst[o * I + i] = op.merge(dst[o * I + i], op.row(buf.data() + i * nr, nr, o * I + i));
     }
   };
   if (tasks >= kFewOutputs || R * I <= 2 * kSplit) {
@@ -203,7 +212,8 @@ void run_into(const Op& op, const ReducePlan& plan, typename Op::Acc* res) {
   }
   // Slices of about kSplit elements, at most 64 of them and at most 4M partial accumulators in all.
   const int64_t max_slices = std::clamp<int64_t>((int64_t{1} << 22) / nout, 1, 64);
-  const int64_t rows_per = std::max({kBlockRows, kSplit / std::min(I, kTile), (R + max_slices - 1) / max_slices});
+  const int64_t rows_per =
+      std::max({kBlockRows, kSplit / std::min(I, kTile), (R + max_slices - 1) / max_slices});
   const int64_t nc = (R + rows_per - 1) / rows_per;
   std::vector<Acc> part(static_cast<size_t>(nc * nout), op.identity());
   parallel_for(0, nc * tasks, 1, [&](int64_t b, int64_t e) {
@@ -226,8 +236,9 @@ std::vector<typename Op::Acc> run(const Op& op, const ReducePlan& plan) {
   return out;
 }
 
-// Runs `op` and writes finish(acc, q) to `out`: in place in out's memory when it already holds accumulators in
-// plan order (the common float32 case: no buffer, no second pass over a large output), else through a buffer.
+// Runs `op` and writes finish(acc, q) to `out`: in place in out's memory when it already holds accumulators
+// in plan order (the common float32 case: no buffer, no second pass over a large output), else through a
+// buffer.
 template <class Op, class Finish>
 void reduce_to(const Op& op, const ReducePlan& plan, const Tensor& out, Finish finish) {
   using Acc = typename Op::Acc;
@@ -254,13 +265,25 @@ void reduce_to(const Op& op, const ReducePlan& plan, const Tensor& out, Finish f
 // Finish functions: the accumulator as it is.
 struct AsIs {
   template <class A>
-  A operator()(A a, int64_t) const { return a; }
+  A operator()(A a, int64_t) const {
+    return a;
+  }
 };
 
-// Transforms applied to each element before it is reduced; `q` is the output index (for per-output parameters).
+// Transforms applied to each element before it is reduced; `q` is the output index (for per-output
+// parameters).
 struct Identity {
   template <class C>
-  C operator()(C x, int64_t) const { return x; }
+  C operator()(C x, int64_t) const {
+    return x;
+  }
+};
+
+// (x - mean[q])^2, for second passes of variances.
+template <class C>
+struct SquaredDeviation {
+  const C* mean;
+  C operator()(C x, int64_t q) const { return (x - mean[q]) * (x - mean[q]); }
 };
 
 // Sum of f(x): pairwise-accurate for floats, wrapping for int64.
@@ -324,8 +347,10 @@ std::vector<C> read_values(const Tensor& t) {
   const int64_t n = c.numel().hint();
   std::vector<C> v(static_cast<size_t>(n));
   if (n == 0) return v;
-  if (LoadFn<C> load = load_fn<C>(c.dtype())) load(c.data_ptr(), v.data(), n);
-  else std::copy_n(static_cast<const C*>(c.data_ptr()), n, v.data());
+  if (LoadFn<C> load = load_fn<C>(c.dtype()))
+    load(c.data_ptr(), v.data(), n);
+  else
+    std::copy_n(static_cast<const C*>(c.data_ptr()), n, v.data());
   return v;
 }
 
@@ -335,10 +360,20 @@ decltype(auto) visit_compute(DType dtype, F&& f) {
   switch (dtype) {
     case DType::kFloat32:
     case DType::kFloat16:
-    case DType::kBFloat16: return f.template operator()<float>();
-    case DType::kFloat64: return f.template operator()<double>();
-    default: return f.template operator()<int64_t>();
+    case DType::kBFloat16:
+      return f.template operator()<float>();
+    case DType::kFloat64:
+      return f.template operator()<double>();
+    default:
+      return f.template operator()<int64_t>();
   }
+}
+
+// The compute type of a floating dtype: double for float64, else float.
+template <class F>
+decltype(auto) visit_float_compute(DType dtype, F&& f) {
+  if (dtype == kFloat64) return f.template operator()<double>();
+  return f.template operator()<float>();
 }
 
 }  // namespace sinter::reduce

@@ -1,5 +1,5 @@
-// What the reduction family's files share: dim-list handling for shape rules (PyTorch's wrapping, duplicate and
-// empty-list rules) and the registration hooks of each file, all called from register_reduction_ops.
+// What the reduction family's files share: dim-list handling for shape rules (PyTorch's wrapping, duplicate
+// and empty-list rules) and the registration hooks of each file, all called from register_reduction_ops.
 #pragma once
 #include <optional>
 #include <vector>

@@ -1,7 +1,7 @@
-// Inner loops shared by the reduction, softmax and normalisation kernels: row reductions with several independent
-// accumulators (so g++ vectorizes them without -ffast-math: no single running sum to reassociate), pairwise
-// splitting so long float rows stay accurate, NaN-propagating max/min, and an exp that vectorizes (std::exp does
-// not).
+// Inner loops shared by the reduction, softmax and normalisation kernels: row reductions with several
+// independent accumulators (so g++ vectorizes them without -ffast-math: no single running sum to
+// reassociate), pairwise splitting so long float rows stay accurate, NaN-propagating max/min, and an exp that
+// vectorizes (std::exp does not).
 #pragma once
 #include <algorithm>
 #include <bit>
@@ -10,9 +10,10 @@
 #include <limits>
 #include <type_traits>
 
-// Compute-bound row kernels (the exp in softmax and logsumexp) are compiled twice, for baseline x86-64 and for
-// AVX2 + FMA (x86-64-v3), and the loader picks one for the CPU at hand; the library still runs on any x86-64.
-// Memory-bound loops gain nothing from wider vectors and are compiled once. Use only on functions of one .cpp.
+// Compute-bound row kernels (the exp in softmax and logsumexp) are compiled twice, for baseline x86-64 and
+// for AVX2 + FMA (x86-64-v3), and the loader picks one for the CPU at hand; the library still runs on any
+// x86-64. Memory-bound loops gain nothing from wider vectors and are compiled once. Use only on functions of
+// one .cpp.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SINTER_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -21,7 +22,8 @@
 
 namespace sinter::reduce {
 
-// Lanes per row accumulator: 16 floats or doubles is two to four vector registers, enough to hide add latency.
+// Lanes per row accumulator: 16 floats or doubles is two to four vector registers, enough to hide add
+// latency.
 inline constexpr int kLanes = 16;
 // Rows longer than this are summed as two halves, recursively (pairwise), bounding rounding error by
 // O(log n) instead of O(n) for float sums.
@@ -36,13 +38,17 @@ inline int64_t wrap_mul(int64_t a, int64_t b) {
 }
 template <class A>
 inline A add(A a, A b) {
-  if constexpr (std::is_same_v<A, int64_t>) return wrap_add(a, b);
-  else return a + b;
+  if constexpr (std::is_same_v<A, int64_t>)
+    return wrap_add(a, b);
+  else
+    return a + b;
 }
 template <class A>
 inline A mul(A a, A b) {
-  if constexpr (std::is_same_v<A, int64_t>) return wrap_mul(a, b);
-  else return a * b;
+  if constexpr (std::is_same_v<A, int64_t>)
+    return wrap_mul(a, b);
+  else
+    return a * b;
 }
 
 // sum of f(p[i]) for i < n. Exact-integer types skip the pairwise split (no rounding to bound).
@@ -67,8 +73,10 @@ inline A lane_sum(const C* p, int64_t n, F&& f) {
 
 template <class C>
 inline bool is_nan(C x) {
-  if constexpr (std::is_floating_point_v<C>) return x != x;
-  else return false;
+  if constexpr (std::is_floating_point_v<C>)
+    return x != x;
+  else
+    return false;
 }
 
 // Max/min that propagate NaN (once a NaN is taken it stays: NaN > x and x > NaN are both false).
@@ -93,13 +101,17 @@ inline C select(bool c, C a, C b) {
 
 template <class C>
 inline C lowest() {
-  if constexpr (std::is_floating_point_v<C>) return -std::numeric_limits<C>::infinity();
-  else return std::numeric_limits<C>::lowest();
+  if constexpr (std::is_floating_point_v<C>)
+    return -std::numeric_limits<C>::infinity();
+  else
+    return std::numeric_limits<C>::lowest();
 }
 template <class C>
 inline C highest() {
-  if constexpr (std::is_floating_point_v<C>) return std::numeric_limits<C>::infinity();
-  else return std::numeric_limits<C>::max();
+  if constexpr (std::is_floating_point_v<C>)
+    return std::numeric_limits<C>::infinity();
+  else
+    return std::numeric_limits<C>::max();
 }
 
 // max (kMax) or min of f(p[i]) over a row, NaN-propagating; `init` for an empty row.
@@ -111,7 +123,8 @@ inline C lane_extreme(const C* p, int64_t n, C init, F&& f) {
   // Kept as a loop (not unrolled into 16 scalar selects, which g++ then fails to vectorize at -O3).
   for (; i + kLanes <= n; i += kLanes)
 #pragma GCC unroll 1
-    for (int j = 0; j < kLanes; ++j) acc[j] = kMax ? max_nan(acc[j], f(p[i + j])) : min_nan(acc[j], f(p[i + j]));
+    for (int j = 0; j < kLanes; ++j)
+      acc[j] = kMax ? max_nan(acc[j], f(p[i + j])) : min_nan(acc[j], f(p[i + j]));
   C r = init;
   for (; i < n; ++i) r = kMax ? max_nan(r, f(p[i])) : min_nan(r, f(p[i]));
   for (int j = 0; j < kLanes; ++j) r = kMax ? max_nan(r, acc[j]) : min_nan(r, acc[j]);
@@ -129,7 +142,9 @@ inline float exp_fast(float x) {
   const float kf = t - 12582912.0f;
   const float r = x - kf * 0.693359375f + kf * 2.12194440e-4f;
   float y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
-             1.6666665459e-1f) * r + 5.0000001201e-1f;
+             1.6666665459e-1f) *
+                r +
+            5.0000001201e-1f;
   y = y * (r * r) + r + 1.0f;
   // 2^k as 2^(k-1) * 2, so k = 128 (x just below the overflow threshold) still has a finite scale.
   const float res = y * std::bit_cast<float>((k + 126u) << 23) * 2.0f;
@@ -137,9 +152,9 @@ inline float exp_fast(float x) {
 }
 inline double exp_fast(double x) { return std::exp(x); }
 
-// The sum of exp(x[i] - m), also written to y when kStore. Blocks of kPairwiseBlock are summed in lanes (which
-// vectorize) and the block sums in double, so long rows stay accurate. Not recursive, so it inlines into the
-// callers compiled for wider vectors.
+// The sum of exp(x[i] - m), also written to y when kStore. Blocks of kPairwiseBlock are summed in lanes
+// (which vectorize) and the block sums in double, so long rows stay accurate. Not recursive, so it inlines
+// into the callers compiled for wider vectors.
 template <bool kStore, class C>
 inline double exp_sum(const C* x, C* y, int64_t n, C m) {
   double total = 0;

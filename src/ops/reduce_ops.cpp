@@ -1,6 +1,7 @@
-// The reduction family: dim-list rules shared by its shape rules, the basic reductions (sum, mean, prod, amax,
-// amin, max, min, all, any), and register_reduction_ops, which attaches every row of the family. The other
-// files: reduce_stats (var/std/norm/logsumexp), reduce_arg, reduce_scan, reduce_softmax, sort_ops, norm_ops.
+// The reduction family: dim-list rules shared by its shape rules, the basic reductions (sum, mean, prod,
+// amax, amin, max, min, all, any), and register_reduction_ops, which attaches every row of the family. The
+// other files: reduce_stats (var/std/norm/logsumexp), reduce_arg, reduce_scan, reduce_softmax, sort_ops,
+// norm_ops.
 #include <algorithm>
 
 #include "ops/reduce_engine.h"
@@ -10,8 +11,9 @@ namespace sinter {
 
 int64_t reduce_wrap_dim(int64_t dim, int64_t ndim) {
   const int64_t n = std::max<int64_t>(ndim, 1);
-  SINTER_CHECK(dim >= -n && dim < n, "dim {} is out of range for a tensor of rank {} (expected a dim in [{}, {}])",
-               dim, ndim, -n, n - 1);
+  SINTER_CHECK(dim >= -n && dim < n,
+               "dim {} is out of range for a tensor of rank {} (expected a dim in [{}, {}])", dim, ndim, -n,
+               n - 1);
   return dim < 0 ? dim + n : dim;
 }
 
@@ -40,8 +42,10 @@ std::vector<bool> reduce_dim_mask(const Value& dim, int64_t ndim, bool empty_is_
 SymIntList reduced_sizes(const SymIntList& sizes, const std::vector<bool>& mask, bool keepdim) {
   SymIntList out;
   for (size_t d = 0; d < sizes.size(); ++d) {
-    if (!mask[d]) out.push_back(sizes[d]);
-    else if (keepdim) out.push_back(1);
+    if (!mask[d])
+      out.push_back(sizes[d]);
+    else if (keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -125,9 +129,10 @@ DType output_dtype(OpId op, const Reduction& r) {
   if (is_mean(op)) {
     SINTER_CHECK(!r.dtype || is_floating(*r.dtype), "mean needs a floating dtype, got dtype={}",
                  dtype_name(*r.dtype));
-    SINTER_CHECK(r.dtype || is_floating(in),
-                 "mean of a {} tensor is not defined: pass a floating dtype (dtype=float32) or convert the input",
-                 dtype_name(in));
+    SINTER_CHECK(
+        r.dtype || is_floating(in),
+        "mean of a {} tensor is not defined: pass a floating dtype (dtype=float32) or convert the input",
+        dtype_name(in));
     return r.dtype ? *r.dtype : in;
   }
   // all/any give bool, except for uint8 inputs, which keep uint8 (PyTorch keeps that for compatibility).
@@ -152,8 +157,10 @@ void basic_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   if (is_all_any(op)) {
     ReducePlan plan = make_plan(r.self, r.mask);
     auto truth = [](uint8_t v, int64_t) { return static_cast<uint8_t>(v != 0); };
-    if (op == OpId::any || op == OpId::any_dims) reduce_to(ExtremeOp<uint8_t, true>{}, plan, out, truth);
-    else reduce_to(ExtremeOp<uint8_t, false>{}, plan, out, truth);
+    if (op == OpId::any || op == OpId::any_dims)
+      reduce_to(ExtremeOp<uint8_t, true>{}, plan, out, truth);
+    else
+      reduce_to(ExtremeOp<uint8_t, false>{}, plan, out, truth);
     return;
   }
   Tensor in = r.self;
@@ -180,9 +187,9 @@ void basic_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
 }  // namespace
 
 void register_reduce_basic(OpTable& t) {
-  for (OpId op : {OpId::sum, OpId::sum_dim_IntList, OpId::mean, OpId::mean_dim, OpId::prod, OpId::prod_dim_int,
-                  OpId::amax, OpId::amin, OpId::max, OpId::min, OpId::all, OpId::all_dims, OpId::any,
-                  OpId::any_dims})
+  for (OpId op :
+       {OpId::sum, OpId::sum_dim_IntList, OpId::mean, OpId::mean_dim, OpId::prod, OpId::prod_dim_int,
+        OpId::amax, OpId::amin, OpId::max, OpId::min, OpId::all, OpId::all_dims, OpId::any, OpId::any_dims})
     t.set(op, basic_shape, basic_kernel);
 }
 

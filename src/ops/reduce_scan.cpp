@@ -25,12 +25,16 @@ template <bool kProd, class C, class A>
 void scan(const ReducePlan& plan, const Tensor& out) {
   const int64_t O = plan.O, N = plan.R, I = plan.I;
   if (O * N * I == 0) return;
-  const int64_t esz = static_cast<int64_t>(element_size(plan.dtype)), osz = static_cast<int64_t>(out.element_size());
+  const int64_t esz = static_cast<int64_t>(element_size(plan.dtype)),
+                osz = static_cast<int64_t>(out.element_size());
   const LoadFn<C> load = load_fn<C>(plan.dtype);
   const StoreFn<A> store = store_fn<A>(out.dtype());
   char* obase = static_cast<char*>(out.data_ptr());
-  auto step = [](A acc, C x) { return kProd ? mul<A>(acc, static_cast<A>(x)) : add<A>(acc, static_cast<A>(x)); };
-  // Converts a chunk in, scans it from `acc` into `ybuf`, writes it out (direct when the output is A already).
+  auto step = [](A acc, C x) {
+    return kProd ? mul<A>(acc, static_cast<A>(x)) : add<A>(acc, static_cast<A>(x));
+  };
+  // Converts a chunk in, scans it from `acc` into `ybuf`, writes it out (direct when the output is A
+  // already).
   if (I == 1) {
     parallel_for(0, O, std::max<int64_t>(1, kGrainElementwise / N), [&](int64_t b, int64_t e) {
       C xbuf[kChunk];
@@ -92,8 +96,10 @@ void scan_kernel(OpId op, const Args& a, std::vector<Tensor>& outs) {
   const bool prod = op == OpId::cumprod;
   visit_compute(self.dtype(), [&]<class C>() {
     using A = std::conditional_t<std::is_floating_point_v<C>, double, int64_t>;
-    if (prod) scan<true, C, A>(plan, outs[0]);
-    else scan<false, C, A>(plan, outs[0]);
+    if (prod)
+      scan<true, C, A>(plan, outs[0]);
+    else
+      scan<false, C, A>(plan, outs[0]);
   });
 }
 

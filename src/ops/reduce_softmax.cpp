@@ -1,6 +1,6 @@
-// softmax and log_softmax along one dim, stable (shifted by the max). Rows along a contiguous dim are done one
-// at a time in cache (max, exp + sum, scale); other dims keep per-column max and sum across the rows of a tile.
-// float16/bfloat16 rows are converted to float once, computed, and rounded once when written.
+// softmax and log_softmax along one dim, stable (shifted by the max). Rows along a contiguous dim are done
+// one at a time in cache (max, exp + sum, scale); other dims keep per-column max and sum across the rows of a
+// tile. float16/bfloat16 rows are converted to float once, computed, and rounded once when written.
 #include <cmath>
 
 #include "ops/reduce_engine.h"
@@ -90,7 +90,8 @@ template <bool kLog, class C>
 void softmax_plan(const ReducePlan& plan, const Tensor& out) {
   const int64_t O = plan.O, N = plan.R, I = plan.I;
   if (O * N * I == 0) return;
-  const int64_t esz = static_cast<int64_t>(element_size(plan.dtype)), osz = static_cast<int64_t>(out.element_size());
+  const int64_t esz = static_cast<int64_t>(element_size(plan.dtype)),
+                osz = static_cast<int64_t>(out.element_size());
   const LoadFn<C> load = load_fn<C>(plan.dtype);
   const StoreFn<C> store = store_fn<C>(out.dtype());
   char* obase = static_cast<char*>(out.data_ptr());
@@ -98,23 +99,31 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
   if (I == 1 && N < kShort) {
     // Many short rows: a block of them transposed into columns, softmaxed column-wise, transposed back.
     const int64_t B = std::max<int64_t>(1, kBlockElems / N);
-    parallel_for(0, (O + B - 1) / B, std::max<int64_t>(1, kGrainElementwise / kBlockElems), [&](int64_t b, int64_t e) {
-      const size_t sz = static_cast<size_t>(B * N);
-      std::vector<C> tmp(load ? sz : 0), xt(sz), yt(sz), y(sz), m(static_cast<size_t>(B)), s(static_cast<size_t>(B));
-      for (int64_t blk = b; blk < e; ++blk) {
-        const int64_t o0 = blk * B, nb = std::min(B, O - o0);
-        load_transposed(plan.data + o0 * N * esz, nb, N, load, tmp.data(), xt.data());
-        const int64_t row = nb * static_cast<int64_t>(sizeof(C));
-        Columns<C> c{reinterpret_cast<const char*>(xt.data()), reinterpret_cast<char*>(yt.data()), row, row, N, nb,
-                     nullptr, nullptr, nullptr, nullptr, m.data(), s.data()};
-        softmax_columns<kLog>(c);
-        char* dst = obase + o0 * N * osz;
-        C* yr = store ? y.data() : reinterpret_cast<C*>(dst);
-        for (int64_t i = 0; i < nb; ++i)
-          for (int64_t r = 0; r < N; ++r) yr[i * N + r] = yt[r * nb + i];
-        if (store) store(y.data(), dst, nb * N);
-      }
-    });
+    parallel_for(0, (O + B - 1) / B, std::max<int64_t>(1, kGrainElementwise / kBlockElems),
+                 [&](int64_t b, int64_t e) {
+                   const size_t sz = static_cast<size_t>(B * N);
+                   std::vector<C> tmp(load ? sz : 0), xt(sz), yt(sz), y(sz), m(static_cast<size_t>(B)),
+                       s(static_cast<size_t>(B));
+                   for (int64_t blk = b; blk < e; ++blk) {
+                     const int64_t o0 = blk * B, nb = std::min(B, O - o0);
+                     load_transposed(plan.data + o0 * N * esz, nb, N, load, tmp.data(), xt.data());
+                     const int64_t row = nb * static_cast<int64_t>(sizeof(C));
+                     Columns<C> c{};  // C elements both ways: no conversions
+                     c.src = reinterpret_cast<const char*>(xt.data());
+                     c.dst = reinterpret_cast<char*>(yt.data());
+                     c.src_row = c.dst_row = row;
+                     c.n = N;
+                     c.w = nb;
+                     c.m = m.data();
+                     c.s = s.data();
+                     softmax_columns<kLog>(c);
+                     char* dst = obase + o0 * N * osz;
+                     C* yr = store ? y.data() : reinterpret_cast<C*>(dst);
+                     for (int64_t i = 0; i < nb; ++i)
+                       for (int64_t r = 0; r < N; ++r) yr[i * N + r] = yt[r * nb + i];
+                     if (store) store(y.data(), dst, nb * N);
+                   }
+                 });
     return;
   }
   if (I == 1) {
@@ -141,10 +150,21 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
                [&](int64_t b, int64_t e) {
                  const size_t tw = static_cast<size_t>(std::min(I, kTile));
                  std::vector<C> xbuf(load ? tw : 0), ybuf(store ? tw : 0), m(tw), s(tw);
+                 Columns<C> c{};
+                 c.src_row = I * esz;
+                 c.dst_row = I * osz;
+                 c.n = N;
+                 c.load = load;
+                 c.store = store;
+                 c.xbuf = xbuf.data();
+                 c.ybuf = ybuf.data();
+                 c.m = m.data();
+                 c.s = s.data();
                  for (int64_t t = b; t < e; ++t) {
                    const int64_t o = t / ntile, i0 = (t % ntile) * kTile;
-                   Columns<C> c{plan.data + (o * N * I + i0) * esz, obase + (o * N * I + i0) * osz, I * esz, I * osz,
-                                N, std::min(kTile, I - i0), load, store, xbuf.data(), ybuf.data(), m.data(), s.data()};
+                   c.src = plan.data + (o * N * I + i0) * esz;
+                   c.dst = obase + (o * N * I + i0) * osz;
+                   c.w = std::min(kTile, I - i0);
                    softmax_columns<kLog>(c);
                  }
                });
@@ -156,12 +176,12 @@ void softmax_kernel(OpId op, const Args& a, std::vector<Tensor>& outs) {
   if (self.dtype() != outs[0].dtype()) self = self.to(outs[0].dtype());
   ReducePlan plan = make_dim_plan(self, reduce_wrap_dim(a[1].to_int(), self.dim()));
   const bool log = op == OpId::log_softmax_int;
-  auto go = [&]<class C>() {
-    if (log) softmax_plan<true, C>(plan, outs[0]);
-    else softmax_plan<false, C>(plan, outs[0]);
-  };
-  if (self.dtype() == kFloat64) go.template operator()<double>();
-  else go.template operator()<float>();
+  visit_float_compute(self.dtype(), [&]<class C>() {
+    if (log)
+      softmax_plan<true, C>(plan, outs[0]);
+    else
+      softmax_plan<false, C>(plan, outs[0]);
+  });
 }
 
 }  // namespace

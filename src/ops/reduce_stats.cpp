@@ -1,5 +1,6 @@
-// Reductions built from two engine passes or a transformed sum: var/std (mean, then squared deviations: exact
-// two-pass, no cancellation), vector norms for any p, and logsumexp (max, then the shifted sum of exps).
+// Reductions built from moments, transformed sums or two engine passes: var/std (never E[x^2] - E[x]^2: each
+// run in cache takes its mean, then its squared deviations, and runs combine by Chan's formula), vector norms
+// for any p, and logsumexp (max, then the sum of exps shifted by it).
 #include <cmath>
 #include <limits>
 
@@ -12,25 +13,23 @@ namespace {
 
 using namespace reduce;
 
-template <class C>
-struct SquaredDeviation {
-  const C* mean;
-  C operator()(C x, int64_t q) const {
-    C d = x - mean[q];
-    return d * d;
-  }
-};
 struct Square {
   template <class C>
-  C operator()(C x, int64_t) const { return x * x; }
+  C operator()(C x, int64_t) const {
+    return x * x;
+  }
 };
 struct Abs {
   template <class C>
-  C operator()(C x, int64_t) const { return std::abs(x); }
+  C operator()(C x, int64_t) const {
+    return std::abs(x);
+  }
 };
 struct NonZero {
   template <class C>
-  C operator()(C x, int64_t) const { return x != 0 ? C(1) : C(0); }
+  C operator()(C x, int64_t) const {
+    return x != 0 ? C(1) : C(0);
+  }
 };
 template <class C>
 struct PowAbs {
@@ -52,15 +51,9 @@ struct SumExpOp : SumOp<CT, ExpShifted<CT>> {
   CT row(const CT* p, int64_t n, int64_t q) const { return sum_exp(p, n, this->f.shift[q]); }
 };
 
-// The compute type of a floating dtype (float for float32/float16/bfloat16).
-template <class F>
-decltype(auto) visit_float_compute(DType dtype, F&& f) {
-  if (dtype == kFloat64) return f.template operator()<double>();
-  return f.template operator()<float>();
-}
-
 void check_floating(const Tensor& self, const char* what) {
-  SINTER_CHECK(is_floating(self.dtype()), "{} needs a floating input, got {}", what, dtype_name(self.dtype()));
+  SINTER_CHECK(is_floating(self.dtype()), "{} needs a floating input, got {}", what,
+               dtype_name(self.dtype()));
 }
 
 // ---- var.correction / std.correction (self, dim?, *, correction?, keepdim) ----
@@ -79,8 +72,8 @@ struct Moments {
   int64_t n = 0;
 };
 
-// One pass over memory for rows along the contiguous dim: each contiguous run is taken in two passes while it is
-// in cache (mean, then squared deviations: no cancellation), and runs combine with Chan's formula.
+// One pass over memory for rows along the contiguous dim: each contiguous run is taken in two passes while it
+// is in cache (mean, then squared deviations: no cancellation), and runs combine with Chan's formula.
 template <class CT>
 struct MomentsOp {
   using C = CT;
@@ -187,8 +180,8 @@ void logsumexp_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   if (!is_floating(self.dtype())) self = self.to(kFloat32);
   ReducePlan plan = make_plan(self, reduce_dim_mask(a[1], self.dim()));
   visit_float_compute(self.dtype(), [&]<class C>() {
-    // Shift by the max so exp cannot overflow; an infinite max shifts by 0 instead (as PyTorch), so rows of -inf
-    // give -inf and rows holding +inf give +inf rather than NaN.
+    // Shift by the max so exp cannot overflow; an infinite max shifts by 0 instead (as PyTorch), so rows of
+    // -inf give -inf and rows holding +inf give +inf rather than NaN.
     std::vector<C> shift = run(ExtremeOp<C, true>{}, plan);
     for (C& m : shift)
       if (std::isinf(m)) m = 0;

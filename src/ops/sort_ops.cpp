@@ -25,10 +25,12 @@ inline bool before(C a, C b, bool descending) {
   return !is_nan(a) && (is_nan(b) || a < b);
 }
 
-// For each line along the plan's R dim: gather its items, let `arrange` reorder them (returning how many to keep),
-// then write the kept values (if `values` is given) and indices to the outputs, whose dim has `out_n` entries.
+// For each line along the plan's R dim: gather its items, let `arrange` reorder them (returning how many to
+// keep), then write the kept values (if `values` is given) and indices to the outputs, whose dim has `out_n`
+// entries.
 template <class C, class F>
-void sort_lines(const ReducePlan& plan, const Tensor* values, const Tensor& indices, int64_t out_n, F arrange) {
+void sort_lines(const ReducePlan& plan, const Tensor* values, const Tensor& indices, int64_t out_n,
+                F arrange) {
   const int64_t O = plan.O, N = plan.R, I = plan.I, esz = static_cast<int64_t>(element_size(plan.dtype));
   if (O * I == 0 || out_n == 0) return;
   const LoadFn<C> load = load_fn<C>(plan.dtype);
@@ -44,8 +46,10 @@ void sort_lines(const ReducePlan& plan, const Tensor* values, const Tensor& indi
       for (int64_t r = 0; r < N; ++r) {
         const char* src = plan.data + ((o * N + r) * I + i) * esz;
         C v;
-        if (load) load(src, &v, 1);
-        else v = *reinterpret_cast<const C*>(src);
+        if (load)
+          load(src, &v, 1);
+        else
+          v = *reinterpret_cast<const C*>(src);
         items[r] = {v, r};
       }
       const int64_t keep = arrange(items);
@@ -53,8 +57,10 @@ void sort_lines(const ReducePlan& plan, const Tensor* values, const Tensor& indi
         const int64_t off = (o * out_n + r) * I + i;
         ibase[off] = items[r].index;
         if (!vbase) continue;
-        if (store) store(&items[r].value, vbase + off * vsz, 1);
-        else reinterpret_cast<C*>(vbase)[off] = items[r].value;
+        if (store)
+          store(&items[r].value, vbase + off * vsz, 1);
+        else
+          reinterpret_cast<C*>(vbase)[off] = items[r].value;
       }
     }
   });
@@ -93,8 +99,8 @@ ShapeResult topk_shape(OpId, const Args& a) {
   const int64_t dim = reduce_wrap_dim(a[2].to_int(), self.dim());
   const SymInt n = self.dim() == 0 ? SymInt(1) : self.sizes()[dim];
   const SymInt& k = a[1].sym_int();
-  SINTER_CHECK(k >= 0 && k <= n, "k={} is out of range for dim {} of size {} (expected 0 <= k <= {})", k.str(), dim,
-               n.str(), n.str());
+  SINTER_CHECK(k >= 0 && k <= n, "k={} is out of range for dim {} of size {} (expected 0 <= k <= {})",
+               k.str(), dim, n.str(), n.str());
   SymIntList sizes = self.sizes();
   if (self.dim() > 0) sizes[dim] = k;
   return std::vector<TensorMeta>{dense_meta(sizes, self.dtype(), self.device()),
@@ -109,11 +115,12 @@ void topk_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   // The result is always sorted (sorted=false allows any order); ties keep the lower index first.
   visit_compute(self.dtype(), [&]<class C>() {
     sort_lines<C>(plan, &outs[0], outs[1], k, [&](std::vector<Item<C>>& items) {
-      std::partial_sort(items.begin(), items.begin() + k, items.end(), [&](const Item<C>& x, const Item<C>& y) {
-        if (before(x.value, y.value, largest)) return true;
-        if (before(y.value, x.value, largest)) return false;
-        return x.index < y.index;
-      });
+      std::partial_sort(items.begin(), items.begin() + k, items.end(),
+                        [&](const Item<C>& x, const Item<C>& y) {
+                          if (before(x.value, y.value, largest)) return true;
+                          if (before(y.value, x.value, largest)) return false;
+                          return x.index < y.index;
+                        });
       return k;
     });
   });

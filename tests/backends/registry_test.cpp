@@ -26,13 +26,14 @@ TEST(BackendRegistry, CustomBackendGetsAFunctionalGraph) {
     size_t examples = 0;
   };
   auto seen = std::make_shared<Seen>();
-  register_backend("test_counting", [seen](const Graph& g, const std::vector<Tensor>& examples) -> CompiledGraph {
-    ++seen->compiles;
-    seen->text = print_graph(g);
-    seen->examples = examples.size();
-    auto copy = std::make_shared<Graph>(g.clone());
-    return [copy](const std::vector<Tensor>& inputs) { return interpret(*copy, inputs); };
-  });
+  register_backend("test_counting",
+                   [seen](const Graph& g, const std::vector<Tensor>& examples) -> CompiledGraph {
+                     ++seen->compiles;
+                     seen->text = print_graph(g);
+                     seen->examples = examples.size();
+                     auto copy = std::make_shared<Graph>(g.clone());
+                     return [copy](const std::vector<Tensor>& inputs) { return interpret(*copy, inputs); };
+                   });
   auto f = [](const Tensor& x) {
     Tensor y = x;
     y.add_(1);
@@ -44,7 +45,7 @@ TEST(BackendRegistry, CustomBackendGetsAFunctionalGraph) {
   EXPECT_EQ(seen->compiles, 1);
   EXPECT_EQ(seen->examples, 1u);
   EXPECT_EQ(seen->text.find("add_"), std::string::npos) << seen->text;  // functionalized: no in-place op
-  EXPECT_TRUE(st::equal(x, ref + 1));  // the write-back happened
+  EXPECT_TRUE(st::equal(x, ref + 1));                                   // the write-back happened
   EXPECT_TRUE(st::equal(out, (ref + 1).relu()));
 }
 

@@ -1,6 +1,6 @@
-// End-to-end capture tests, part 1: MLPs, attention, normalisation, convolution and losses. Every function runs
-// eagerly, then compiled with aot_eager and with the eager backend (the capture call and a guard hit), and the
-// results must be identical, dtype and sizes included.
+// End-to-end capture tests, part 1: MLPs, attention, normalisation, convolution and losses. Every function
+// runs eagerly, then compiled with aot_eager and with the eager backend (the capture call and a guard hit),
+// and the results must be identical, dtype and sizes included.
 #include <cmath>
 
 #include "sinter/compile.h"
@@ -19,9 +19,11 @@ std::vector<Tensor> flat(const std::tuple<T...>& t) {
 }
 
 ::testing::AssertionResult same(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << got.size() << " outputs, want " << want.size();
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << got.size() << " outputs, want " << want.size();
   for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i].defined() != want[i].defined()) return ::testing::AssertionFailure() << "output " << i << " definedness";
+    if (got[i].defined() != want[i].defined())
+      return ::testing::AssertionFailure() << "output " << i << " definedness";
     if (!got[i].defined()) continue;
     if (got[i].dtype() != want[i].dtype())
       return ::testing::AssertionFailure() << "output " << i << " dtype " << dtype_name(got[i].dtype());
@@ -42,7 +44,9 @@ void expect_compiles_exactly(Fn fn, const A&... args) {
   }
 }
 
-Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) { return st::random(sizes, dtype, seed); }
+Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) {
+  return st::random(sizes, dtype, seed);
+}
 
 }  // namespace
 
@@ -50,7 +54,8 @@ Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) { ret
 
 TEST(CaptureNn, TwoLayerMlp) {
   Tensor w1 = rnd({32, 16}, 1), b1 = rnd({32}, 2), w2 = rnd({8, 32}, 3), b2 = rnd({8}, 4);
-  expect_compiles_exactly([&](const Tensor& x) { return linear(relu(linear(x, w1, b1)), w2, b2); }, rnd({5, 16}, 5));
+  expect_compiles_exactly([&](const Tensor& x) { return linear(relu(linear(x, w1, b1)), w2, b2); },
+                          rnd({5, 16}, 5));
 }
 
 TEST(CaptureNn, MlpWithTanhGelu) {
@@ -60,25 +65,27 @@ TEST(CaptureNn, MlpWithTanhGelu) {
 }
 
 TEST(CaptureNn, SiluGatedMlpWithMatmul) {
-  expect_compiles_exactly(
-      [](const Tensor& x, const Tensor& wg, const Tensor& wu, const Tensor& wd) {
-        return matmul(silu(matmul(x, wg)) * matmul(x, wu), wd);
-      },
-      rnd({6, 10}, 1), rnd({10, 20}, 2), rnd({10, 20}, 3), rnd({20, 10}, 4));
+  expect_compiles_exactly([](const Tensor& x, const Tensor& wg, const Tensor& wu,
+                             const Tensor& wd) { return matmul(silu(matmul(x, wg)) * matmul(x, wu), wd); },
+                          rnd({6, 10}, 1), rnd({10, 20}, 2), rnd({10, 20}, 3), rnd({20, 10}, 4));
 }
 
 TEST(CaptureNn, AddmmAndBmm) {
-  expect_compiles_exactly([](const Tensor& c, const Tensor& a, const Tensor& b) { return addmm(c, a, b, 0.5, 2.0); },
-                          rnd({4, 6}, 1), rnd({4, 5}, 2), rnd({5, 6}, 3));
-  expect_compiles_exactly([](const Tensor& a, const Tensor& b) { return bmm(a, b).relu(); }, rnd({3, 4, 5}, 4),
-                          rnd({3, 5, 2}, 5));
+  expect_compiles_exactly(
+      [](const Tensor& c, const Tensor& a, const Tensor& b) { return addmm(c, a, b, 0.5, 2.0); },
+      rnd({4, 6}, 1), rnd({4, 5}, 2), rnd({5, 6}, 3));
+  expect_compiles_exactly([](const Tensor& a, const Tensor& b) { return bmm(a, b).relu(); },
+                          rnd({3, 4, 5}, 4), rnd({3, 5, 2}, 5));
 }
 
 TEST(CaptureNn, BroadcastMatmulAndEinsum) {
   expect_compiles_exactly([](const Tensor& a, const Tensor& b) { return matmul(a, b); }, rnd({2, 3, 4, 5}, 1),
                           rnd({5, 6}, 2));
-  expect_compiles_exactly([](const Tensor& a, const Tensor& b) { return einsum("bij,bjk->bik", {a, b}); },
-                          rnd({2, 3, 4}, 3), rnd({2, 4, 5}, 4));
+  expect_compiles_exactly(
+      [](const Tensor& a, const Tensor& b) {
+        return einsum("bij,bjk->bik", {a, b});
+      },
+      rnd({2, 3, 4}, 3), rnd({2, 4, 5}, 4));
 }
 
 // ---- attention ----
@@ -141,7 +148,8 @@ TEST(CaptureNn, LayerNormRmsNormGroupNorm) {
 
 TEST(CaptureNn, BatchNormEvalFunctional) {
   Tensor mean = rnd({3}, 1), var = st::random_positive({3}), w = rnd({3}, 2), b = rnd({3}, 3);
-  expect_compiles_exactly([&](const Tensor& x) { return batch_norm(x, w, b, mean, var, false); }, rnd({4, 3, 5}, 4));
+  expect_compiles_exactly([&](const Tensor& x) { return batch_norm(x, w, b, mean, var, false); },
+                          rnd({4, 3, 5}, 4));
 }
 
 TEST(CaptureNn, HandWrittenLayerNorm) {
@@ -168,13 +176,17 @@ TEST(CaptureNn, ConvReluMaxPool) {
 }
 
 TEST(CaptureNn, AvgAndAdaptivePool) {
-  expect_compiles_exactly([](const Tensor& x) { return avg_pool2d(x, {2}) + adaptive_avg_pool2d(x, {4, 4}); },
-                          rnd({1, 2, 8, 8}, 1));
+  expect_compiles_exactly(
+      [](const Tensor& x) {
+        return avg_pool2d(x, {2}) + adaptive_avg_pool2d(x, {4, 4});
+      },
+      rnd({1, 2, 8, 8}, 1));
 }
 
 TEST(CaptureNn, CrossEntropyAndMse) {
   Tensor target = from_vector<int64_t>({1, 0, 3, 2});
-  expect_compiles_exactly([&](const Tensor& logits) { return cross_entropy(logits, target); }, rnd({4, 5}, 1));
+  expect_compiles_exactly([&](const Tensor& logits) { return cross_entropy(logits, target); },
+                          rnd({4, 5}, 1));
   expect_compiles_exactly([](const Tensor& a, const Tensor& b) { return mse_loss(a, b); }, rnd({4, 5}, 2),
                           rnd({4, 5}, 3));
 }
@@ -261,7 +273,8 @@ TEST(CaptureNn, MultiheadAttentionReturnsUndefinedWeights) {
   nn::MultiheadAttention mha(16, 4, 0.0, true, /*batch_first=*/true);
   mha.eval();
   expect_compiles_exactly([&](const Tensor& q) { return mha(q, q, q); }, rnd({2, 5, 16}, 1));
-  expect_compiles_exactly([&](const Tensor& q) { return mha(q, q, q, {}, /*need_weights=*/true); }, rnd({2, 5, 16}, 2));
+  expect_compiles_exactly([&](const Tensor& q) { return mha(q, q, q, {}, /*need_weights=*/true); },
+                          rnd({2, 5, 16}, 2));
 }
 
 TEST(CaptureNn, ReturningAParameterOrAnArgumentItself) {

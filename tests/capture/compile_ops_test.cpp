@@ -1,6 +1,6 @@
 // End-to-end capture tests, part 2: views, reductions, pointwise chains, dtypes, control flow on sizes, and
-// non-tensor arguments. Every function runs eagerly, then compiled with aot_eager and with the eager backend (the
-// capture call and a guard hit); the results must be identical.
+// non-tensor arguments. Every function runs eagerly, then compiled with aot_eager and with the eager backend
+// (the capture call and a guard hit); the results must be identical.
 #include "sinter/compile.h"
 #include "testing.h"
 
@@ -17,7 +17,8 @@ std::vector<Tensor> flat(const std::tuple<T...>& t) {
 }
 
 ::testing::AssertionResult same(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << got.size() << " outputs, want " << want.size();
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << got.size() << " outputs, want " << want.size();
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i].dtype() != want[i].dtype())
       return ::testing::AssertionFailure() << "output " << i << " dtype " << dtype_name(got[i].dtype());
@@ -37,15 +38,20 @@ void expect_compiles_exactly(Fn fn, const A&... args) {
   }
 }
 
-Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) { return st::random(sizes, dtype, seed); }
+Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) {
+  return st::random(sizes, dtype, seed);
+}
 
 }  // namespace
 
 // ---- views ----
 
 TEST(CaptureOps, ViewPermuteContiguousChain) {
-  expect_compiles_exactly([](const Tensor& x) { return x.view({4, 6}).permute({1, 0}).contiguous().view({-1}) * 2; },
-                          rnd({2, 2, 6}, 1));
+  expect_compiles_exactly(
+      [](const Tensor& x) {
+        return x.view({4, 6}).permute({1, 0}).contiguous().view({-1}) * 2;
+      },
+      rnd({2, 2, 6}, 1));
 }
 
 TEST(CaptureOps, TransposeThenMatmul) {
@@ -55,13 +61,18 @@ TEST(CaptureOps, TransposeThenMatmul) {
 
 TEST(CaptureOps, SliceNarrowSelect) {
   expect_compiles_exactly(
-      [](const Tensor& x) { return x.slice(0, 1, 5, 2) + x.narrow(0, 0, 2) * x.select(1, 3).narrow(0, 0, 2).unsqueeze(1); },
+      [](const Tensor& x) {
+        return x.slice(0, 1, 5, 2) + x.narrow(0, 0, 2) * x.select(1, 3).narrow(0, 0, 2).unsqueeze(1);
+      },
       rnd({6, 4}, 1));
 }
 
 TEST(CaptureOps, UnsqueezeSqueezeExpand) {
-  expect_compiles_exactly([](const Tensor& x) { return x.unsqueeze(0).expand({3, 4, 5}).sum({0}) + x.squeeze(); },
-                          rnd({4, 5}, 1));
+  expect_compiles_exactly(
+      [](const Tensor& x) {
+        return x.unsqueeze(0).expand({3, 4, 5}).sum({0}) + x.squeeze();
+      },
+      rnd({4, 5}, 1));
 }
 
 TEST(CaptureOps, SplitChunkCat) {
@@ -79,8 +90,11 @@ TEST(CaptureOps, UnbindAndStack) {
 }
 
 TEST(CaptureOps, FlattenUnflatten) {
-  expect_compiles_exactly([](const Tensor& x) { return x.flatten(1).unflatten(1, {3, 4}).sum({2}); },
-                          rnd({2, 3, 4}, 1));
+  expect_compiles_exactly(
+      [](const Tensor& x) {
+        return x.flatten(1).unflatten(1, {3, 4}).sum({2});
+      },
+      rnd({2, 3, 4}, 1));
 }
 
 TEST(CaptureOps, NonContiguousInputs) {
@@ -102,8 +116,11 @@ TEST(CaptureOps, ReturnsInputTransposeAsView) {
 // ---- reductions ----
 
 TEST(CaptureOps, SumMeanKeepdim) {
-  expect_compiles_exactly([](const Tensor& x) { return x.sum({0, 2}, true) + x.mean({1}, true).sum(); },
-                          rnd({3, 4, 5}, 1));
+  expect_compiles_exactly(
+      [](const Tensor& x) {
+        return x.sum({0, 2}, true) + x.mean({1}, true).sum();
+      },
+      rnd({3, 4, 5}, 1));
 }
 
 TEST(CaptureOps, AmaxAminArgmax) {
@@ -123,13 +140,15 @@ TEST(CaptureOps, VarStdLogsumexp) {
 }
 
 TEST(CaptureOps, CumsumProdNorm) {
-  expect_compiles_exactly([](const Tensor& x) { return std::make_tuple(cumsum(x, 1), norm(x)); }, rnd({3, 5}, 1));
+  expect_compiles_exactly([](const Tensor& x) { return std::make_tuple(cumsum(x, 1), norm(x)); },
+                          rnd({3, 5}, 1));
   expect_compiles_exactly([](const Tensor& x) { return prod(x); }, rnd({5}, 2, kInt32));
 }
 
 TEST(CaptureOps, AllAnyOfComparisons) {
-  expect_compiles_exactly([](const Tensor& x) { return std::make_tuple(all(x > -5), any(x > 1), any(x >= 0, {1})); },
-                          rnd({4, 5}, 1));
+  expect_compiles_exactly(
+      [](const Tensor& x) { return std::make_tuple(all(x > -5), any(x > 1), any(x >= 0, {1})); },
+      rnd({4, 5}, 1));
 }
 
 TEST(CaptureOps, TopkAndSort) {
@@ -151,7 +170,9 @@ TEST(CaptureOps, ScalarsAreWeak) {
 
 TEST(CaptureOps, WhereClampMaskedFill) {
   expect_compiles_exactly(
-      [](const Tensor& x, const Tensor& y) { return where(x > y, x, y).clamp(-0.5, 0.5).masked_fill(x < -1, 7.0); },
+      [](const Tensor& x, const Tensor& y) {
+        return where(x > y, x, y).clamp(-0.5, 0.5).masked_fill(x < -1, 7.0);
+      },
       rnd({5, 5}, 1), rnd({5, 5}, 2));
 }
 
@@ -161,33 +182,38 @@ TEST(CaptureOps, IntFloatPromotion) {
 }
 
 TEST(CaptureOps, HalfPrecisionChain) {
-  expect_compiles_exactly([](const Tensor& x) { return gelu(x * x + 1).softmax(-1); }, rnd({3, 8}, 1, kBFloat16));
+  expect_compiles_exactly([](const Tensor& x) { return gelu(x * x + 1).softmax(-1); },
+                          rnd({3, 8}, 1, kBFloat16));
   expect_compiles_exactly([](const Tensor& x) { return x.sqrt().rsqrt(); },
                           st::random_positive({9}, kFloat16));
 }
 
 TEST(CaptureOps, IntegerArithmetic) {
   expect_compiles_exactly(
-      [](const Tensor& a, const Tensor& b) { return std::make_tuple(remainder(a, b), floor_divide(a, b), remainder(a, 3)); },
+      [](const Tensor& a, const Tensor& b) {
+        return std::make_tuple(remainder(a, b), floor_divide(a, b), remainder(a, 3));
+      },
       rnd({7}, 1, kInt64), st::random_positive({7}, kFloat32, 1, 5).to(kInt64));
 }
 
 TEST(CaptureOps, LogicalAndBitwise) {
-  expect_compiles_exactly([](const Tensor& a, const Tensor& b) { return std::make_tuple(logical_and(a > 0, b > 0),
-                                                                                           a & b, ~a); },
-                          rnd({6}, 1, kInt32), rnd({6}, 2, kInt32));
+  expect_compiles_exactly(
+      [](const Tensor& a, const Tensor& b) { return std::make_tuple(logical_and(a > 0, b > 0), a & b, ~a); },
+      rnd({6}, 1, kInt32), rnd({6}, 2, kInt32));
 }
 
 TEST(CaptureOps, PowVariants) {
-  expect_compiles_exactly([](const Tensor& x) { return x.pow(2) + pow(x.abs(), 0.5) + pow(2.0, x); }, rnd({10}, 1));
+  expect_compiles_exactly([](const Tensor& x) { return x.pow(2) + pow(x.abs(), 0.5) + pow(2.0, x); },
+                          rnd({10}, 1));
 }
 
 // ---- indexing and reordering ----
 
 TEST(CaptureOps, GatherIndexSelect) {
   Tensor idx = from_vector<int64_t>({2, 0, 1, 1}, {2, 2});
-  expect_compiles_exactly([&](const Tensor& x) { return gather(x, 1, idx) + index_select(x, 1, idx.flatten()).sum(); },
-                          rnd({2, 3}, 1));
+  expect_compiles_exactly(
+      [&](const Tensor& x) { return gather(x, 1, idx) + index_select(x, 1, idx.flatten()).sum(); },
+      rnd({2, 3}, 1));
 }
 
 TEST(CaptureOps, IndexWithIntegerTensorDoesNotBreak) {
@@ -199,14 +225,17 @@ TEST(CaptureOps, IndexWithIntegerTensorDoesNotBreak) {
 
 TEST(CaptureOps, PadTrilTriuRollFlip) {
   expect_compiles_exactly(
-      [](const Tensor& x) { return std::make_tuple(pad(x, {1, 2}), tril(x, -1) + triu(x), roll(x, {1}, {0}), x.flip({1})); },
+      [](const Tensor& x) {
+        return std::make_tuple(pad(x, {1, 2}), tril(x, -1) + triu(x), roll(x, {1}, {0}), x.flip({1}));
+      },
       rnd({4, 4}, 1));
 }
 
 TEST(CaptureOps, FactoriesInsideTheFunction) {
   expect_compiles_exactly(
       [](const Tensor& x) {
-        return x + zeros_like(x) + ones({x.size(0), 1}) * arange(0, 3, 1, {.dtype = kFloat32}) + full({3}, 0.25);
+        return x + zeros_like(x) + ones({x.size(0), 1}) * arange(0, 3, 1, {.dtype = kFloat32}) +
+               full({3}, 0.25);
       },
       rnd({2, 3}, 1));
 }

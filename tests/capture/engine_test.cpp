@@ -12,7 +12,9 @@ namespace st = sinter::testing;
 
 namespace {
 
-Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) { return st::random(sizes, dtype, seed); }
+Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) {
+  return st::random(sizes, dtype, seed);
+}
 
 // A chain of n tiny pointwise ops.
 Tensor chain(const Tensor& x, int n) {
@@ -85,7 +87,8 @@ TEST(CaptureEngine, StatsCountEverything) {
   EXPECT_GT(s.compile_seconds, 0.0);
   EXPECT_EQ(s.mode, Mode::kDefault);
   EXPECT_NE(s.str().find("arg0.dim() was 1, now 2"), std::string::npos) << s.str();
-  EXPECT_EQ(compile([](const Tensor& x) { return x; }, {.mode = Mode::kMaxAutotune}).stats().mode, Mode::kMaxAutotune);
+  EXPECT_EQ(compile([](const Tensor& x) { return x; }, {.mode = Mode::kMaxAutotune}).stats().mode,
+            Mode::kMaxAutotune);
 }
 
 TEST(CaptureEngine, VerifyCaptureCatchesAChangedCapturedVariable) {
@@ -143,8 +146,8 @@ TEST(CaptureEngine, MisuseIsCaughtAtCompileTimeOrWithClearErrors) {
   static_assert(!std::is_invocable_v<decltype(returns_int), Tensor>);  // a non-tensor return
   auto takes_string = compile([](const Tensor& x, const std::string&) { return x; });
   static_assert(!std::is_invocable_v<decltype(takes_string), Tensor, std::string>);
-  EXPECT_ERROR(compile([](const Tensor& x) { return x; }, {.backend = "inductr"}), "unknown backend 'inductr'",
-               "aot_eager", "eager");
+  EXPECT_ERROR(compile([](const Tensor& x) { return x; }, {.backend = "inductr"}),
+               "unknown backend 'inductr'", "aot_eager", "eager");
   EXPECT_ERROR(parse_mode("fast"), "unknown compile mode 'fast'", "reduce-overhead");
   EXPECT_EQ(parse_mode("max-autotune"), Mode::kMaxAutotune);
   EXPECT_ERROR(compile([](const Tensor& x) { return x; }, {.recompile_limit = 0}), "recompile_limit");
@@ -155,10 +158,12 @@ TEST(CaptureEngine, MisuseIsCaughtAtCompileTimeOrWithClearErrors) {
 
 TEST(CaptureEngine, EagerBackendDoesNotCapture) {
   int calls = 0;
-  auto c = compile([&calls](const Tensor& x) {
-    ++calls;
-    return x + 1;
-  }, {.backend = "eager"});
+  auto c = compile(
+      [&calls](const Tensor& x) {
+        ++calls;
+        return x + 1;
+      },
+      {.backend = "eager"});
   c(rnd({3}, 1));
   c(rnd({3}, 1));
   EXPECT_EQ(calls, 2);
@@ -174,9 +179,9 @@ TEST(CaptureEngine, EagerBackendDoesNotCapture) {
   EXPECT_EQ(calls, 1);
 }
 
-// Per-call host overhead of a guard hit: a compiled call minus the same compiled graph run directly (a backend that
-// hands out aot_eager's compiled graph lets the test call it without the engine). Printed for the report; the
-// bound is loose because the machine is shared.
+// Per-call host overhead of a guard hit: a compiled call minus the same compiled graph run directly (a
+// backend that hands out aot_eager's compiled graph lets the test call it without the engine). Printed for
+// the report; the bound is loose because the machine is shared.
 TEST(CaptureEngine, GuardHitOverhead) {
   auto stash = std::make_shared<CompiledGraph>();
   register_backend("test_stash", [stash](const Graph& g, const std::vector<Tensor>& examples) {
@@ -192,8 +197,10 @@ TEST(CaptureEngine, GuardHitOverhead) {
     std::vector<Tensor> inputs{x};
     double graph = time_per_call([&] { direct(inputs); });
     double compiled = time_per_call([&] { c(x); });
-    std::printf("[overhead] %d ops: graph run directly %.2f us, compiled call (guard hit) %.2f us, overhead %.2f us\n",
-                n, graph * 1e6, compiled * 1e6, (compiled - graph) * 1e6);
+    std::printf(
+        "[overhead] %d ops: graph run directly %.2f us, compiled call (guard hit) %.2f us, overhead %.2f "
+        "us\n",
+        n, graph * 1e6, compiled * 1e6, (compiled - graph) * 1e6);
     EXPECT_LT(compiled - graph, 200e-6) << n;
   }
   // One break in the middle: every call re-runs the host code, recording lazily; compared with eager.
@@ -208,8 +215,30 @@ TEST(CaptureEngine, GuardHitOverhead) {
     c(x);
     double eager = time_per_call([&] { f(x); });
     double compiled = time_per_call([&] { c(x); });
-    std::printf("[overhead] %d ops, one break: eager %.2f us, compiled %.2f us, overhead %.2f us (%.2f us/op)\n", n,
-                eager * 1e6, compiled * 1e6, (compiled - eager) * 1e6, (compiled - eager) * 1e6 / (n + 2));
+    std::printf(
+        "[overhead] %d ops, one break: eager %.2f us, compiled %.2f us, overhead %.2f us (%.2f us/op)\n", n,
+        eager * 1e6, compiled * 1e6, (compiled - eager) * 1e6, (compiled - eager) * 1e6 / (n + 2));
     EXPECT_LE(c.stats().compiles, 4);
   }
+}
+
+TEST(CaptureEngine, EightThreadsThroughAFunctionWithBreaks) {
+  auto f = [](const Tensor& x) {
+    double s = x.sum().item<double>();
+    return s > 0 ? x * s : x.exp() - s;
+  };
+  auto c = compile(f);
+  c(rnd({3}, 1));
+  std::vector<std::thread> threads;
+  std::vector<int> failures(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        Tensor x = rnd({1 + (t + i) % 4, 3}, t * 100 + i + 7);
+        if (!st::equal(c(x), f(x))) ++failures[t];
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
 }

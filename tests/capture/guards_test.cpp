@@ -11,7 +11,9 @@ namespace st = sinter::testing;
 
 namespace {
 
-Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) { return st::random(sizes, dtype, seed); }
+Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) {
+  return st::random(sizes, dtype, seed);
+}
 
 struct Mlp {
   Tensor w1 = st::random({32, 16}, kFloat32, 1), b1 = st::random({32}, kFloat32, 2);
@@ -114,7 +116,8 @@ TEST(CaptureGuards, DtypeRequiresGradAndAliasingRecompile) {
   Tensor x = rnd({4}, 1), y = rnd({4}, 2);
   c(x, y);
   c(x.to(kFloat64), y);
-  EXPECT_NE(c.stats().recompile_reasons.back().reason.find("arg0.dtype was float32, now float64"), std::string::npos);
+  EXPECT_NE(c.stats().recompile_reasons.back().reason.find("arg0.dtype was float32, now float64"),
+            std::string::npos);
   Tensor g = rnd({4}, 3);
   g.requires_grad_();
   c(g, y);
@@ -134,7 +137,8 @@ TEST(CaptureGuards, DoublesAndBoolsAreSpecialised) {
   EXPECT_TRUE(st::equal(c(x, 0.5, false), f(x, 0.5, false)));
   EXPECT_TRUE(st::equal(c(x, 0.5, false), f(x, 0.5, false)));
   EXPECT_TRUE(st::equal(c(x, 0.25, false), f(x, 0.25, false)));
-  EXPECT_NE(c.stats().recompile_reasons.back().reason.find("arg1 (double) was 0.5, now 0.25"), std::string::npos);
+  EXPECT_NE(c.stats().recompile_reasons.back().reason.find("arg1 (double) was 0.5, now 0.25"),
+            std::string::npos);
   EXPECT_TRUE(st::equal(c(x, 0.25, true), f(x, 0.25, true)));
   EXPECT_EQ(c.stats().compiles, 3);
 }

@@ -1,5 +1,5 @@
-// State across calls: mutated arguments and aliasing outputs, module parameters and buffers (updated in place,
-// frozen, batch norm's running stats), training flags, and random ops reproducing eager's numbers.
+// State across calls: mutated arguments and aliasing outputs, module parameters and buffers (updated in
+// place, frozen, batch norm's running stats), training flags, and random ops reproducing eager's numbers.
 #include "sinter/compile.h"
 #include "testing.h"
 
@@ -8,7 +8,9 @@ namespace st = sinter::testing;
 
 namespace {
 
-Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) { return st::random(sizes, dtype, seed); }
+Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) {
+  return st::random(sizes, dtype, seed);
+}
 
 // Runs f eagerly and compiled (aot_eager) on separate copies of the same argument, three calls in a row, and
 // expects the same results and the same final argument values.
@@ -30,20 +32,24 @@ void expect_same_mutation(F f, const Tensor& start) {
 // ---- mutation and aliasing ----
 
 TEST(CaptureState, AddInPlaceOnArgument) {
-  expect_same_mutation([](const Tensor& x) {
-    Tensor y = x;
-    y.add_(1);
-    return y * 2;
-  }, rnd({3, 4}, 1));
+  expect_same_mutation(
+      [](const Tensor& x) {
+        Tensor y = x;
+        y.add_(1);
+        return y * 2;
+      },
+      rnd({3, 4}, 1));
 }
 
 TEST(CaptureState, WriteThroughAView) {
-  expect_same_mutation([](const Tensor& x) {
-    Tensor row = x.select(0, 1);
-    row.mul_(3);
-    x.narrow(1, 0, 2).fill_(0.5);
-    return x.sum({1});
-  }, rnd({3, 4}, 2));
+  expect_same_mutation(
+      [](const Tensor& x) {
+        Tensor row = x.select(0, 1);
+        row.mul_(3);
+        x.narrow(1, 0, 2).fill_(0.5);
+        return x.sum({1});
+      },
+      rnd({3, 4}, 2));
 }
 
 TEST(CaptureState, ReturningTheMutatedInputReturnsTheInput) {
@@ -127,7 +133,8 @@ TEST(CaptureState, TrainingFlagIsGuarded) {
   manual_seed(7);
   EXPECT_TRUE(st::equal(c(x), want));  // dropout active: recompiled, same random numbers
   EXPECT_EQ(c.stats().compiles, 2);
-  EXPECT_NE(c.stats().recompile_reasons.at(0).reason.find("training flag was false, now true"), std::string::npos)
+  EXPECT_NE(c.stats().recompile_reasons.at(0).reason.find("training flag was false, now true"),
+            std::string::npos)
       << c.stats().recompile_reasons.at(0).reason;
   net.eval();
   EXPECT_TRUE(st::equal(c(x), net(x)));
@@ -159,7 +166,8 @@ TEST(CaptureState, LambdaCapturedTensorIsLiftedByIdentity) {
   ExplainOutput e = c.explain(x);
   EXPECT_NE(e.graphs[0].find("%lifted0: f32[4]"), std::string::npos) << e.graphs[0];
   bool identity_guard = false;
-  for (const std::string& g : e.guards) identity_guard |= g.find("the same tensor as captured") != std::string::npos;
+  for (const std::string& g : e.guards)
+    identity_guard |= g.find("the same tensor as captured") != std::string::npos;
   EXPECT_TRUE(identity_guard);
 }
 

@@ -1,6 +1,6 @@
-// Tests of the normalisations along dims: softmax and log_softmax, layer_norm, group_norm, rms_norm and batch_norm
-// (including its in-place update of running statistics), each against a float64 reference computed here, for
-// every floating dtype, several shapes and layouts, and their argument errors.
+// Tests of the normalisations along dims: softmax and log_softmax, layer_norm, group_norm, rms_norm and
+// batch_norm (including its in-place update of running statistics), each against a float64 reference computed
+// here, for every floating dtype, several shapes and layouts, and their argument errors.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -62,8 +62,8 @@ std::vector<Tensor> layouts(const Tensor& x) {
 
 TEST(NormSoftmax, MatchesReferenceAlongEveryDim) {
   for (DType dt : kFloatingDTypes) {
-    for (const SymIntList& shape : {SymIntList{3, 5}, SymIntList{2, 3, 4}, SymIntList{4, 1000}, SymIntList{0, 3},
-                                    SymIntList{}, SymIntList{5, 1}, SymIntList{3000, 7}}) {
+    for (const SymIntList& shape : {SymIntList{3, 5}, SymIntList{2, 3, 4}, SymIntList{4, 1000},
+                                    SymIntList{0, 3}, SymIntList{}, SymIntList{5, 1}, SymIntList{3000, 7}}) {
       for (const Tensor& x : layouts(random(shape, dt, 1) * 3.0)) {
         for (int64_t d = -1; d < std::max<int64_t>(x.dim(), 1); ++d) {
           for (bool log : {false, true}) {
@@ -85,9 +85,12 @@ TEST(NormSoftmax, StableForLargeAndInfiniteValues) {
     Tensor y = log ? log_softmax(x, 1) : softmax(x, 1);
     std::vector<double> got = y.to_vector<double>(), want = ref.to_vector<double>();
     for (size_t i = 0; i < got.size(); ++i) {
-      if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(got[i])) << i;  // a row of only -inf is NaN, as PyTorch
-      else if (std::isinf(want[i])) EXPECT_EQ(got[i], want[i]) << i;
-      else EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0, std::fabs(want[i]))) << i;
+      if (std::isnan(want[i]))
+        EXPECT_TRUE(std::isnan(got[i])) << i;  // a row of only -inf is NaN, as PyTorch
+      else if (std::isinf(want[i]))
+        EXPECT_EQ(got[i], want[i]) << i;
+      else
+        EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0, std::fabs(want[i]))) << i;
     }
   }
   EXPECT_EQ(softmax(x, 1).to_vector<double>()[3], 0.0);  // exp(-inf) is exactly 0
@@ -124,8 +127,11 @@ Tensor ref_rows(const Tensor& x, int64_t len, const Tensor& w, const Tensor& b, 
 
 TEST(NormLayerNorm, MatchesReferenceWithAndWithoutAffine) {
   for (DType dt : kFloatingDTypes) {
-    for (auto [shape, ns] : std::vector<std::pair<SymIntList, SymIntList>>{
-             {{4, 10}, {10}}, {{2, 3, 4}, {3, 4}}, {{2, 3, 4}, {2, 3, 4}}, {{3, 700}, {700}}, {{0, 5}, {5}}}) {
+    for (auto [shape, ns] : std::vector<std::pair<SymIntList, SymIntList>>{{{4, 10}, {10}},
+                                                                           {{2, 3, 4}, {3, 4}},
+                                                                           {{2, 3, 4}, {2, 3, 4}},
+                                                                           {{3, 700}, {700}},
+                                                                           {{0, 5}, {5}}}) {
       int64_t len = sym_product(ns).hint();
       Tensor w = random(ns, dt, 4), b = random(ns, dt, 5);
       for (const Tensor& x : layouts(random(shape, dt, 6) * 2.0 + 1.0)) {
@@ -141,15 +147,17 @@ TEST(NormLayerNorm, MatchesReferenceWithAndWithoutAffine) {
 TEST(NormLayerNorm, ShapeErrors) {
   Tensor x = random({2, 3, 4});
   EXPECT_ERROR(layer_norm(x, {3}), "normalized_shape [3] does not match", "[2, 3, 4]");
-  EXPECT_ERROR(layer_norm(x, {3, 4}, random({4})), "weight of shape [4] does not match normalized_shape [3, 4]");
+  EXPECT_ERROR(layer_norm(x, {3, 4}, random({4})),
+               "weight of shape [4] does not match normalized_shape [3, 4]");
   EXPECT_ERROR(layer_norm(x, {4}, {}, random({3})), "bias of shape [3]");
   EXPECT_ERROR(layer_norm(random({2, 3}, kInt64), {3}), "layer_norm needs a floating input");
 }
 
 TEST(NormRmsNorm, MatchesReferenceWithDefaultEpsAndPromotesWithWeight) {
-  const std::vector<std::pair<DType, double>> eps_of = {
-      {kFloat32, 1.1920928955078125e-07}, {kFloat64, 2.220446049250313e-16}, {kFloat16, 0.0009765625},
-      {kBFloat16, 0.0078125}};
+  const std::vector<std::pair<DType, double>> eps_of = {{kFloat32, 1.1920928955078125e-07},
+                                                        {kFloat64, 2.220446049250313e-16},
+                                                        {kFloat16, 0.0009765625},
+                                                        {kBFloat16, 0.0078125}};
   for (auto [dt, eps] : eps_of) {
     for (const Tensor& x : layouts(random({5, 3, 16}, dt, 7))) {
       Tensor w = random({3, 16}, dt, 8);
@@ -194,8 +202,12 @@ Tensor ref_group_norm(const Tensor& x, int64_t groups, const Tensor& w, const Te
 
 TEST(NormGroupNorm, MatchesReference) {
   for (DType dt : kFloatingDTypes) {
-    for (auto [shape, groups] : std::vector<std::pair<SymIntList, int64_t>>{
-             {{2, 6, 5}, 3}, {{2, 4, 3, 3}, 2}, {{3, 4, 7}, 1}, {{2, 4, 2, 2}, 4}, {{2, 6}, 2}, {{0, 4, 3}, 2}}) {
+    for (auto [shape, groups] : std::vector<std::pair<SymIntList, int64_t>>{{{2, 6, 5}, 3},
+                                                                            {{2, 4, 3, 3}, 2},
+                                                                            {{3, 4, 7}, 1},
+                                                                            {{2, 4, 2, 2}, 4},
+                                                                            {{2, 6}, 2},
+                                                                            {{0, 4, 3}, 2}}) {
       const int64_t c = shape[1].hint();
       Tensor w = random({c}, dt, 11), b = random({c}, dt, 12);
       for (const Tensor& x : layouts(random(shape, dt, 13))) {
@@ -259,8 +271,10 @@ TEST(NormBatchNorm, TrainingNormalisesWithBatchStatsAndUpdatesRunningStats) {
       for (const Tensor& x : layouts(random(shape, dt, 14) * 2.0 + 0.5)) {
         const int64_t c = shape[1].hint();
         Tensor w = random({c}, dt, 15), b = random({c}, dt, 16);
-        // Running stats in float32 as strided views (every second element), written in place through the stride.
-        Tensor rm_buf = random({2 * c}, kFloat32, 17), rv_buf = random_positive({2 * c}, kFloat32, 0.5, 2.0, 18);
+        // Running stats in float32 as strided views (every second element), written in place through the
+        // stride.
+        Tensor rm_buf = random({2 * c}, kFloat32, 17),
+               rv_buf = random_positive({2 * c}, kFloat32, 0.5, 2.0, 18);
         Tensor rm = rm_buf.slice(0, 0, std::nullopt, 2), rv = rv_buf.slice(0, 0, std::nullopt, 2);
         std::vector<double> rm0 = rm.to_vector<double>(), rv0 = rv.to_vector<double>();
         const uint64_t version = rm.version();
@@ -278,7 +292,8 @@ TEST(NormBatchNorm, TrainingNormalisesWithBatchStatsAndUpdatesRunningStats) {
         EXPECT_CLOSE(rv, make(want_v, {c}), dt == kFloat16 || dt == kBFloat16 ? 1e-2 : 1e-5);
         EXPECT_GT(rm.version(), version);
         // Elements between the strided views are untouched.
-        EXPECT_CLOSE(rm_buf.slice(0, 1, std::nullopt, 2), random({2 * c}, kFloat32, 17).slice(0, 1, std::nullopt, 2));
+        EXPECT_CLOSE(rm_buf.slice(0, 1, std::nullopt, 2),
+                     random({2 * c}, kFloat32, 17).slice(0, 1, std::nullopt, 2));
       }
     }
   }
@@ -293,7 +308,8 @@ TEST(NormBatchNorm, EvalUsesRunningStatsAndTrainingWorksWithoutThem) {
     EXPECT_CLOSE(y, ref_batch_norm(x, rm.to_vector<double>(), rv.to_vector<double>(), {}, {}, 1e-5).to(dt));
     EXPECT_TENSOR_EQ(rm, before);
     BatchStats st = ref_stats(x);
-    EXPECT_CLOSE(batch_norm(x, {}, {}, {}, {}, true, 0.1, 1e-5), ref_batch_norm(x, st.mean, st.var, {}, {}, 1e-5).to(dt));
+    EXPECT_CLOSE(batch_norm(x, {}, {}, {}, {}, true, 0.1, 1e-5),
+                 ref_batch_norm(x, st.mean, st.var, {}, {}, 1e-5).to(dt));
   }
 }
 

@@ -1,13 +1,14 @@
 // Tests of the reductions (sum, mean, prod, amax/amin, max/min, arg reductions, var/std, norm, logsumexp,
-// all/any) and scans: each against a float64 reference computed plainly here, over several shapes (multiple and
-// non-adjacent dims, keepdim, size-1 and empty dims), layouts (transposed, strided) and every supported dtype.
+// all/any) and scans: each against a float64 reference computed plainly here, over several shapes (multiple
+// and non-adjacent dims, keepdim, size-1 and empty dims), layouts (transposed, strided) and every supported
+// dtype.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "testing.h"
 
@@ -33,8 +34,8 @@ DimList every_dim(const Tensor& x) {
   return d;
 }
 
-// Groups x's elements (row-major) by output position of a reduction over `dims` (empty: all), applies f to each
-// group and returns the results as a float64 tensor of the reduced shape.
+// Groups x's elements (row-major) by output position of a reduction over `dims` (empty: all), applies f to
+// each group and returns the results as a float64 tensor of the reduced shape.
 Tensor reference(const Tensor& x, std::vector<int64_t> dims, bool keepdim, const RefFn& f) {
   const std::vector<int64_t> sizes = sizes_of(x);
   const int64_t nd = static_cast<int64_t>(sizes.size());
@@ -43,8 +44,10 @@ Tensor reference(const Tensor& x, std::vector<int64_t> dims, bool keepdim, const
   std::vector<int64_t> out_sizes;
   int64_t nout = 1;
   for (int64_t d = 0; d < nd; ++d) {
-    if (!mask[d]) out_sizes.push_back(sizes[d]), nout *= sizes[d];
-    else if (keepdim) out_sizes.push_back(1);
+    if (!mask[d])
+      out_sizes.push_back(sizes[d]), nout *= sizes[d];
+    else if (keepdim)
+      out_sizes.push_back(1);
   }
   std::vector<Group> groups(static_cast<size_t>(nout));
   const std::vector<double> v = x.to_vector<double>();
@@ -99,13 +102,14 @@ struct Case {
   SymIntList shape;
   std::vector<int64_t> dims;  // empty: all
 };
-// Shapes exercising each form of the engine: rows, columns, a middle run, interleaved dims, size-1 and empty dims,
-// and long rows/columns that split the reduced range across threads.
+// Shapes exercising each form of the engine: rows, columns, a middle run, interleaved dims, size-1 and empty
+// dims, and long rows/columns that split the reduced range across threads.
 const std::vector<Case> kCases = {
-    {{2, 3, 4}, {1}},      {{2, 3, 4}, {0, 2}},   {{2, 3, 4}, {-1}},    {{2, 3, 4}, {}},      {{2, 3, 4}, {0}},
-    {{3, 1, 5}, {1}},      {{3, 1, 5}, {0, 1}},   {{4, 0, 3}, {0}},     {{4, 0, 3}, {1}},     {{5}, {0}},
-    {{2, 3, 4, 5}, {1, 3}}, {{2, 3, 4, 5}, {0, 1}}, {{3, 70000}, {1}},   {{70000, 3}, {0}},    {{40, 300, 7}, {1}},
-    {{2, 3, 4, 5}, {3, 0}}, {{5000, 3}, {1}},     {{3, 5000, 2}, {1}},
+    {{2, 3, 4}, {1}},  {{2, 3, 4}, {0, 2}}, {{2, 3, 4}, {-1}},      {{2, 3, 4}, {}},
+    {{2, 3, 4}, {0}},  {{3, 1, 5}, {1}},    {{3, 1, 5}, {0, 1}},    {{4, 0, 3}, {0}},
+    {{4, 0, 3}, {1}},  {{5}, {0}},          {{2, 3, 4, 5}, {1, 3}}, {{2, 3, 4, 5}, {0, 1}},
+    {{3, 70000}, {1}}, {{70000, 3}, {0}},   {{40, 300, 7}, {1}},    {{2, 3, 4, 5}, {3, 0}},
+    {{5000, 3}, {1}},  {{3, 5000, 2}, {1}},
 };
 
 // Checks op(x, dims, keepdim) against the reference for every case, layout and keepdim.
@@ -130,7 +134,8 @@ void check_cases(DType dtype, const std::function<Tensor(const Tensor&, const Di
 
 TEST(ReduceSum, MatchesReferenceForEveryDtypeShapeAndLayout) {
   for (DType dt : kAllDTypes) {
-    check_cases(dt, [](const Tensor& x, const DimList& d, bool k) { return sum(x, d, k); }, ref_sum);
+    check_cases(
+        dt, [](const Tensor& x, const DimList& d, bool k) { return sum(x, d, k); }, ref_sum);
   }
 }
 
@@ -176,8 +181,9 @@ TEST(ReduceSum, BadDimsNameTheRange) {
 
 TEST(ReduceMean, MatchesReferenceForFloatingDtypes) {
   for (DType dt : kFloatingDTypes) {
-    check_cases(dt, [](const Tensor& x, const DimList& d, bool k) { return mean(x, d, k); },
-                [](const Group& g) { return ref_sum(g) / g.size(); });
+    check_cases(
+        dt, [](const Tensor& x, const DimList& d, bool k) { return mean(x, d, k); },
+        [](const Group& g) { return ref_sum(g) / g.size(); });
   }
 }
 
@@ -185,9 +191,8 @@ TEST(ReduceMean, IntegerNeedsAFloatDtypeEmptyIsNaN) {
   Tensor i = random({3, 4}, kInt64);
   EXPECT_ERROR(mean(i), "mean of a int64 tensor", "floating dtype");
   EXPECT_ERROR(mean(random({3}), kInt64), "floating dtype");
-  EXPECT_CLOSE(mean(i, DimList{1}, false, kFloat32), reference(i, {1}, false, [](const Group& g) {
-                 return ref_sum(g) / g.size();
-               }));
+  EXPECT_CLOSE(mean(i, DimList{1}, false, kFloat32),
+               reference(i, {1}, false, [](const Group& g) { return ref_sum(g) / g.size(); }));
   EXPECT_TRUE(std::isnan(mean(zeros({0})).item<double>()));
 }
 
@@ -208,8 +213,10 @@ TEST(ReduceProd, MatchesReferenceAndEmptyIsOne) {
 
 TEST(ReduceAmax, MatchesReferenceForEveryDtype) {
   for (DType dt : kAllDTypes) {
-    check_cases(dt, [](const Tensor& x, const DimList& d, bool k) { return amax(x, d, k); }, ref_max, 0, true);
-    check_cases(dt, [](const Tensor& x, const DimList& d, bool k) { return amin(x, d, k); }, ref_min, 0, true);
+    check_cases(
+        dt, [](const Tensor& x, const DimList& d, bool k) { return amax(x, d, k); }, ref_max, 0, true);
+    check_cases(
+        dt, [](const Tensor& x, const DimList& d, bool k) { return amin(x, d, k); }, ref_min, 0, true);
   }
 }
 
@@ -259,7 +266,8 @@ TEST(ReduceMaxDim, ValuesAndFirstIndicesForEveryDtypeAndLayout) {
           EXPECT_CLOSE(mv, reference(x, {d}, keepdim, ref_max), 0);
           EXPECT_CLOSE(nv, reference(x, {d}, keepdim, ref_min), 0);
           EXPECT_CLOSE(mi, reference(x, {d}, keepdim, [](const Group& g) { return ref_argext(g, true); }), 0);
-          EXPECT_CLOSE(ni, reference(x, {d}, keepdim, [](const Group& g) { return ref_argext(g, false); }), 0);
+          EXPECT_CLOSE(ni, reference(x, {d}, keepdim, [](const Group& g) { return ref_argext(g, false); }),
+                       0);
           EXPECT_CLOSE(argmax(x, d, keepdim), mi, 0);
           EXPECT_CLOSE(argmin(x, d, keepdim), ni, 0);
         }
@@ -275,7 +283,8 @@ TEST(ReduceMaxDim, ManyShortRowsAndNarrowColumns) {
       auto [v, i] = max(x, d);
       EXPECT_CLOSE(v, reference(x, {d}, false, ref_max), 0);
       EXPECT_CLOSE(i, reference(x, {d}, false, [](const Group& g) { return ref_argext(g, true); }), 0);
-      EXPECT_CLOSE(argmin(x, d), reference(x, {d}, false, [](const Group& g) { return ref_argext(g, false); }), 0);
+      EXPECT_CLOSE(argmin(x, d),
+                   reference(x, {d}, false, [](const Group& g) { return ref_argext(g, false); }), 0);
     }
   }
 }
@@ -314,10 +323,12 @@ TEST(ReduceVar, MatchesReferenceWithCorrections) {
   for (DType dt : kFloatingDTypes) {
     for (double corr : {1.0, 0.0, 2.5}) {
       auto var_ref = [corr](const Group& g) { return ref_var(g, corr); };
-      check_cases(dt, [corr](const Tensor& x, const DimList& d, bool k) { return var(x, d, corr, k); }, var_ref,
-                  -1, true);
-      check_cases(dt, [corr](const Tensor& x, const DimList& d, bool k) { return std(x, d, corr, k); },
-                  [var_ref](const Group& g) { return std::sqrt(var_ref(g)); }, -1, true);
+      check_cases(
+          dt, [corr](const Tensor& x, const DimList& d, bool k) { return var(x, d, corr, k); }, var_ref, -1,
+          true);
+      check_cases(
+          dt, [corr](const Tensor& x, const DimList& d, bool k) { return std(x, d, corr, k); },
+          [var_ref](const Group& g) { return std::sqrt(var_ref(g)); }, -1, true);
     }
   }
 }
@@ -325,14 +336,16 @@ TEST(ReduceVar, MatchesReferenceWithCorrections) {
 TEST(ReduceVar, DefaultsCorrectionAtLeastNAndIntegerInputs) {
   Tensor x = random({4, 5}, kFloat64);
   EXPECT_CLOSE(var(x), reference(x, {}, false, [](const Group& g) { return ref_var(g, 1); }));
-  EXPECT_CLOSE(std(x, DimList{1}), reference(x, {1}, false, [](const Group& g) { return std::sqrt(ref_var(g, 1)); }));
+  EXPECT_CLOSE(std(x, DimList{1}),
+               reference(x, {1}, false, [](const Group& g) { return std::sqrt(ref_var(g, 1)); }));
   // One element with correction 1: 0 / 0. Correction beyond N: a positive m2 over a divisor clamped at 0.
   EXPECT_TRUE(std::isnan(var(from_vector<double>({3}, {1})).item<double>()));
   EXPECT_TRUE(std::isinf(var(from_vector<double>({1, 2}, {2}), OptDims{}, 5).item<double>()));
   EXPECT_TRUE(std::isnan(var(zeros({0})).item<double>()));
   // Values far from zero: a one-pass E[x^2] - E[x]^2 would lose everything here.
   Tensor shifted = random({1000}, kFloat32, 12) + 10000.0;
-  EXPECT_CLOSE(var(shifted), reference(shifted, {}, false, [](const Group& g) { return ref_var(g, 1); }), 1e-4);
+  EXPECT_CLOSE(var(shifted), reference(shifted, {}, false, [](const Group& g) { return ref_var(g, 1); }),
+               1e-4);
   EXPECT_ERROR(var(random({3}, kInt64)), "var needs a floating input");
   EXPECT_ERROR(std(random({3}, kInt32)), "std needs a floating input");
 }
@@ -353,8 +366,9 @@ TEST(ReduceNorm, EveryOrderMatchesReference) {
         return p == 0 ? s : std::pow(s, 1 / p);
       };
       SCOPED_TRACE(fmt::format("p = {}", p));
-      check_cases(dt, [p](const Tensor& x, const DimList& d, bool k) { return norm(x, p, d, k); }, ref, -1,
-                  std::isinf(p));
+      check_cases(
+          dt, [p](const Tensor& x, const DimList& d, bool k) { return norm(x, p, d, k); }, ref, -1,
+          std::isinf(p));
     }
   }
 }
@@ -384,7 +398,8 @@ TEST(ReduceLogsumexp, MatchesReferenceAndIsStable) {
     return std::log(s) + m;
   };
   for (DType dt : kFloatingDTypes)
-    check_cases(dt, [](const Tensor& x, const DimList& d, bool k) { return logsumexp(x, d, k); }, ref);
+    check_cases(
+        dt, [](const Tensor& x, const DimList& d, bool k) { return logsumexp(x, d, k); }, ref);
   // Large values do not overflow; rows of -inf give -inf; +inf gives +inf.
   Tensor x = from_vector<double>({1000, 1000, -kInf, -kInf, kInf, 0, 1, 2}, {4, 2}, kFloat32);
   EXPECT_CLOSE(logsumexp(x, DimList{1}), reference(x, {1}, false, ref));
@@ -396,10 +411,16 @@ TEST(ReduceLogsumexp, MatchesReferenceAndIsStable) {
 // ---- all / any ----
 
 TEST(ReduceAllAny, MatchReferenceAndGiveBool) {
-  auto ref_all = [](const Group& g) { return double(std::all_of(g.begin(), g.end(), [](double v) { return v != 0; })); };
-  auto ref_any = [](const Group& g) { return double(std::any_of(g.begin(), g.end(), [](double v) { return v != 0; })); };
+  auto ref_all = [](const Group& g) {
+    return double(std::all_of(g.begin(), g.end(), [](double v) { return v != 0; }));
+  };
+  auto ref_any = [](const Group& g) {
+    return double(std::any_of(g.begin(), g.end(), [](double v) { return v != 0; }));
+  };
   for (DType dt : kAllDTypes) {
-    check_cases(dt, [](const Tensor& x, const DimList& d, bool k) { return all(x, d.empty() ? every_dim(x) : d, k); }, ref_all);
+    check_cases(
+        dt, [](const Tensor& x, const DimList& d, bool k) { return all(x, d.empty() ? every_dim(x) : d, k); },
+        ref_all);
     Tensor x = random({4, 3}, dt, 13);
     EXPECT_EQ(all(x).dtype(), dt == kUInt8 ? kUInt8 : kBool);
     EXPECT_CLOSE(all(x, DimList{0}), reference(x, {0}, false, ref_all), 0);
@@ -432,8 +453,10 @@ Tensor ref_scan(const Tensor& x, int64_t dim, bool prod) {
 
 TEST(ReduceScan, CumsumAndCumprodMatchReference) {
   for (DType dt : kAllDTypes) {
-    for (const SymIntList& shape : {SymIntList{3, 4, 5}, SymIntList{7}, SymIntList{2, 0, 3}, SymIntList{2, 700}}) {
-      Tensor x0 = dt == kFloat32 || dt == kFloat64 ? random_positive(shape, dt, 0.8, 1.2, 14) : random(shape, dt, 14);
+    for (const SymIntList& shape :
+         {SymIntList{3, 4, 5}, SymIntList{7}, SymIntList{2, 0, 3}, SymIntList{2, 700}}) {
+      Tensor x0 =
+          dt == kFloat32 || dt == kFloat64 ? random_positive(shape, dt, 0.8, 1.2, 14) : random(shape, dt, 14);
       for (const Tensor& x : layouts(x0)) {
         for (int64_t d = -1; d < x.dim(); ++d) {
           SCOPED_TRACE(fmt::format("{} {} dim {}", dtype_name(dt), shape.str(), d));

@@ -15,8 +15,8 @@ namespace {
 using namespace sinter::testing;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// For each line of x along `dim`: the stable order of its elements (NaN largest), keeping the first k (all when
-// k < 0). Returns (values, indices) as float64 and int64 tensors.
+// For each line of x along `dim`: the stable order of its elements (NaN largest), keeping the first k (all
+// when k < 0). Returns (values, indices) as float64 and int64 tensors.
 std::pair<Tensor, Tensor> ref_sort(const Tensor& x, int64_t dim, bool descending, int64_t k = -1) {
   std::vector<int64_t> sizes = x.sizes().hints();
   const int64_t nd = static_cast<int64_t>(sizes.size());
@@ -39,7 +39,8 @@ std::pair<Tensor, Tensor> ref_sort(const Tensor& x, int64_t dim, bool descending
       std::vector<int64_t> order(static_cast<size_t>(n));
       std::iota(order.begin(), order.end(), 0);
       auto at = [&](int64_t r) { return v[(o * n + r) * inner + i]; };
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return before(at(a), at(b)); });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return before(at(a), at(b)); });
       for (int64_t r = 0; r < k; ++r) {
         vals[(o * k + r) * inner + i] = at(order[r]);
         idx[(o * k + r) * inner + i] = order[r];
@@ -49,7 +50,8 @@ std::pair<Tensor, Tensor> ref_sort(const Tensor& x, int64_t dim, bool descending
   SymIntList out_sizes = x.sizes();
   if (nd > 0) out_sizes[dim] = k;
   const SymIntList flat{static_cast<int64_t>(vals.size())};
-  return {from_vector(vals, flat, kFloat64).reshape(out_sizes), from_vector(idx, flat, kInt64).reshape(out_sizes)};
+  return {from_vector(vals, flat, kFloat64).reshape(out_sizes),
+          from_vector(idx, flat, kInt64).reshape(out_sizes)};
 }
 
 std::vector<Tensor> layouts(const Tensor& x) {
@@ -65,12 +67,13 @@ Tensor tied(const SymIntList& sizes, DType dtype, uint64_t seed) {
 
 TEST(SortSort, StableAscendingAndDescendingForEveryDtypeDimAndLayout) {
   for (DType dt : kAllDTypes) {
-    for (const SymIntList& shape : {SymIntList{4, 7, 5}, SymIntList{9}, SymIntList{3, 0, 2}, SymIntList{2, 300}}) {
+    for (const SymIntList& shape :
+         {SymIntList{4, 7, 5}, SymIntList{9}, SymIntList{3, 0, 2}, SymIntList{2, 300}}) {
       for (const Tensor& x : layouts(tied(shape, dt, 1))) {
         for (int64_t d = -1; d < x.dim(); ++d) {
           for (bool desc : {false, true}) {
-            SCOPED_TRACE(fmt::format("{} {} dim {} descending {} strides {}", dtype_name(dt), shape.str(), d, desc,
-                                     x.strides().str()));
+            SCOPED_TRACE(fmt::format("{} {} dim {} descending {} strides {}", dtype_name(dt), shape.str(), d,
+                                     desc, x.strides().str()));
             auto [v, i] = sort(x, d, desc);
             auto [rv, ri] = ref_sort(x, d, desc);
             EXPECT_EQ(v.dtype(), dt);
