@@ -107,6 +107,7 @@ class Pool {
         wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
         if (stopping_) return;
         seen = generation_;
+        if (pending_.load() == 0) continue;  // that job finished before this worker woke: never run it late
         job = job_;
         ++active_;
       }
