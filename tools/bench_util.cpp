@@ -1,12 +1,18 @@
 #include "bench_util.h"
 
 #include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+
+extern char** environ;
 
 #include "sinter/error.h"
 
@@ -28,6 +34,25 @@ double time_auto_ms(const std::function<void()>& fn, double budget_ms) {
   double once = time_ms(fn, 1, 1);
   int reps = static_cast<int>(std::clamp(budget_ms / std::max(once, 1e-3), 3.0, 200.0));
   return time_ms(fn, reps, 1);
+}
+
+std::pair<double, double> time_pair_ms(const std::function<void()>& a, const std::function<void()>& b,
+                                       double budget_ms) {
+  double once = std::max(time_ms(a, 1, 1), time_ms(b, 1, 1));
+  int reps = static_cast<int>(std::clamp(budget_ms / std::max(once, 1e-3), 3.0, 200.0));
+  std::vector<double> ta, tb;
+  auto timed = [](const std::function<void()>& fn) {
+    auto start = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (int i = 0; i < reps; ++i) {
+    ta.push_back(timed(a));
+    tb.push_back(timed(b));
+  }
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
 }
 
 std::string machine_name() {
@@ -110,10 +135,82 @@ std::string json_array(const std::vector<std::string>& items) {
   return out + "]";
 }
 
+std::string json_list(const std::vector<double>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    out +=
+        (i ? ", " : "") + (std::isfinite(values[i]) ? fmt::format("{:.6g}", values[i]) : std::string("null"));
+  return out + "]";
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path);
   if (!f) throw Error(fmt::format("cannot write {}", path));
   f << text << "\n";
+}
+
+ChildResult run_self(const std::vector<std::string>& args,
+                     const std::vector<std::pair<std::string, std::string>>& env) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    bool replaced = std::any_of(env.begin(), env.end(),
+                                [&](const auto& kv) { return entry.rfind(kv.first + "=", 0) == 0; });
+    if (!replaced) env_strings.push_back(entry);
+  }
+  for (const auto& [key, value] : env) env_strings.push_back(key + "=" + value);
+  std::string exe = "/proc/self/exe";
+  std::vector<char*> argv{exe.data()}, envp;
+  std::vector<std::string> arg_copy = args;
+  for (std::string& a : arg_copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  ChildResult result;
+  if (rc != 0) {
+    close(fds[0]);
+    result.output = fmt::format("could not start {}: error {}", exe, rc);
+    return result;
+  }
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    result.output.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string make_temp_dir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = fmt::format("{}/{}-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
+  if (!mkdtemp(templ.data())) throw Error(fmt::format("cannot create a temporary directory {}", templ));
+  return templ;  // mkdtemp makes it mode 0700
+}
+
+void remove_dir(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
 }
 
 }  // namespace sinter::tools

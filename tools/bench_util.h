@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sinter::tools {
@@ -11,6 +12,10 @@ namespace sinter::tools {
 double time_ms(const std::function<void()>& fn, int reps = 10, int warmup = 2);
 // Runs fn repeatedly for about `budget_ms` and returns the median time, for ops of unknown cost.
 double time_auto_ms(const std::function<void()>& fn, double budget_ms = 300);
+// Times a and b alternately (a, b, a, b, ...) and returns both medians, so that load from other processes and
+// the machine's clock changes fall on both alike. Repetitions as time_auto_ms, from the slower of the two.
+std::pair<double, double> time_pair_ms(const std::function<void()>& a, const std::function<void()>& b,
+                                       double budget_ms = 300);
 
 std::string machine_name();  // hostname + CPU model
 std::string today();         // YYYY-MM-DD
@@ -32,6 +37,20 @@ class Json {
   std::vector<std::pair<std::string, std::string>> fields_;
 };
 std::string json_array(const std::vector<std::string>& items);
+std::string json_list(const std::vector<double>& values);  // [1.5, 2] on one line
 void write_file(const std::string& path, const std::string& text);
+
+// Runs this program again (/proc/self/exe) with `args`, without a shell, with `env` set on top of this
+// process's environment; returns its exit status and what it printed (stdout and stderr together).
+struct ChildResult {
+  int status = -1;  // exit code; -1 when it could not be started or was killed
+  std::string output;
+};
+ChildResult run_self(const std::vector<std::string>& args,
+                     const std::vector<std::pair<std::string, std::string>>& env = {});
+
+// A new empty directory under $TMPDIR (or /tmp), private to the user; and a recursive delete for it.
+std::string make_temp_dir(const std::string& prefix);
+void remove_dir(const std::string& path);
 
 }  // namespace sinter::tools

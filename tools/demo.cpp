@@ -1,87 +1,88 @@
-// `sinter demo`: runs the built-in models eagerly (a GPT-style transformer block and a small ResNet-style CNN),
-// checks them against a float64 run of the same weights, and prints what ran and how long it took.
+// `sinter demo`: runs the built-in models (a GPT-style transformer block and a small ResNet-style CNN)
+// eagerly and through sinter::compile with the default backend, checks both against a float64 run of the same
+// weights, and prints what ran: times, speedup, kernels per call, compile time, and what explain() says about
+// the block.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "bench_util.h"
-#include "sinter/sinter.h"
 #include "tools.h"
+#include "workloads.h"
 
 namespace sinter::tools {
 namespace {
 
-// Pre-LN transformer block: x + proj(causal_sdpa(qkv(ln1(x)))), then x + fc2(gelu(fc1(ln2(x)))).
-struct GptBlock : nn::Module {
-  int64_t heads;
-  nn::LayerNorm ln1, ln2;
-  nn::Linear qkv, proj, fc1, fc2;
-  GptBlock(int64_t d, int64_t h)
-      : heads(h), ln1(d), ln2(d), qkv(d, 3 * d), proj(d, d), fc1(d, 4 * d), fc2(4 * d, d) {
-    register_module("ln1", ln1);
-    register_module("qkv", qkv);
-    register_module("proj", proj);
-    register_module("ln2", ln2);
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-  }
-  Tensor forward(const Tensor& x) override {
-    int64_t b = x.size(0), s = x.size(1), d = x.size(2);
-    std::vector<Tensor> q_k_v = qkv(ln1(x)).view({b, s, 3, heads, d / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
-    Tensor a = scaled_dot_product_attention(q_k_v[0], q_k_v[1], q_k_v[2], {}, 0.0, /*is_causal=*/true);
-    Tensor h = x + proj(a.transpose(1, 2).reshape({b, s, d}));
-    return h + fc2(gelu(fc1(ln2(h))));
-  }
-};
-
-// relu(x + bn2(conv3x3(relu(bn1(conv3x3(x)))))), then a pooled classifier head.
-struct ResNetBlock : nn::Module {
-  nn::Conv2d conv1, conv2;
-  nn::BatchNorm2d bn1, bn2;
+// The benchmark's ResNet block followed by a pooled classifier head.
+struct SmallCnn : nn::Module {
+  ResNetBlock block;
   nn::Linear head;
-  explicit ResNetBlock(int64_t c)
-      : conv1(c, c, 3, 1, 1, 1, 1, false), conv2(c, c, 3, 1, 1, 1, 1, false), bn1(c), bn2(c), head(c, 10) {
-    register_module("conv1", conv1);
-    register_module("bn1", bn1);
-    register_module("conv2", conv2);
-    register_module("bn2", bn2);
+  explicit SmallCnn(int64_t c) : block(c), head(c, 10) {
+    register_module("block", block);
     register_module("head", head);
+    block.randomize_bn_stats();
   }
-  Tensor forward(const Tensor& x) override {
-    Tensor y = relu(x + bn2(conv2(relu(bn1(conv1(x))))));
-    return head(adaptive_avg_pool2d(y, {1, 1}).flatten(1));
-  }
+  Tensor forward(const Tensor& x) override { return head(adaptive_avg_pool2d(block(x), {1, 1}).flatten(1)); }
 };
 
-// Runs the model in float32 and in float64 (same weights) and reports time and the relative difference.
+double rel_err(const Tensor& y, const Tensor& ref) {
+  return norm(y.to(kFloat64) - ref).item<double>() / norm(ref).item<double>();
+}
+
+// Eager and compiled in float32, then the same weights in float64 as the reference for both.
 template <class M>
 void run(const std::string& name, M& model, const Tensor& x, const std::string& what) {
   model.eval();
   Tensor y = model(x);
-  double ms = time_ms([&] { (void)model(x); }, 10, 2);
+
+  CompileOptions options;  // the default backend
+  auto compiled = compile(model, options);
+  auto start = std::chrono::steady_clock::now();
+  Tensor yc = compiled(x);
+  double first_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  // Alternating eager and compiled calls, so that other load on the machine falls on both alike.
+  auto [eager_ms, compiled_ms] = time_pair_ms([&] { (void)model(x); }, [&] { (void)compiled(x); }, 300);
+  CompileStats stats = compiled.stats();
+  std::optional<double> kernels = kernels_per_call(stats);
+
+  // Converting the weights changes their dtype, so the compiled function is not called after this.
   model.to(kFloat64);
   Tensor ref = model(x.to(kFloat64));
   model.to(kFloat32);
-  double err = norm(y.to(kFloat64) - ref).item<double>() / norm(ref).item<double>();
   int64_t params = 0;
   for (const Tensor& p : model.parameters()) params += p.numel().hint();
-  fmt::print("{}\n  {}\n  input {} -> output {}, {} parameters\n  eager: {:.3f} ms per call ({} threads), "
-             "relative error vs float64: {:.2e}\n\n",
-             name, what, x.sizes().str(), y.sizes().str(), params, ms, get_num_threads(), err);
+  fmt::print("{}\n  {}\n  input {} -> output {}, {} parameters, {} threads\n", name, what, x.sizes().str(),
+             y.sizes().str(), params, get_num_threads());
+  fmt::print("  eager:    {:8.3f} ms per call, relative error vs float64: {:.2e}\n", eager_ms,
+             rel_err(y, ref));
+  fmt::print("  compiled: {:8.3f} ms per call, relative error vs float64: {:.2e}   (backend '{}')\n",
+             compiled_ms, rel_err(yc, ref), options.backend);
+  fmt::print(
+      "  speedup {:.2f}x, kernels per call: {}, compile {:.3g} s ({} graph{}), first call {:.1f} ms\n\n",
+      eager_ms / compiled_ms, kernels ? fmt::format("{:g}", *kernels) : "not reported by this backend",
+      stats.compile_seconds, stats.compiles, stats.compiles == 1 ? "" : "s", first_ms);
 }
 
 }  // namespace
 
 int demo() {
   manual_seed(0);
-  fmt::print("sinter demo: built-in models, run eagerly on the CPU\n\n");
+  fmt::print(
+      "sinter demo: built-in models on the CPU, eager and compiled (sinter::compile, default backend "
+      "'{}')\n\n",
+      CompileOptions{}.backend);
   GptBlock block(256, 8);
-  run("GPT block", block, randn({2, 128, 256}),
+  Tensor x = randn({2, 128, 256});
+  run("GPT block", block, x,
       "pre-LN: x + proj(causal_sdpa(qkv(ln1(x)))); x + fc2(gelu(fc1(ln2(x)))), D 256, 8 heads");
-  ResNetBlock cnn(32);
-  run("ResNet block", cnn, randn({4, 32, 28, 28}),
-      "relu(x + bn2(conv3x3(relu(bn1(conv3x3(x)))))) -> avgpool -> linear, C 32, 28x28");
-  fmt::print("compiling (sinter::compile) comes with the capture and inductor stages.\n");
+  SmallCnn cnn(32);
+  run("ResNet block + head", cnn, randn({4, 32, 28, 28}).contiguous(kChannelsLast),
+      "relu(x + bn2(conv3x3(relu(bn1(conv3x3(x)))))) -> avgpool -> linear, C 32, 28x28, channels-last");
+
+  fmt::print("sinter::explain(block, x) for the GPT block:\n");
+  fmt::print("{}\n", explain(block, x).str());
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // The `sinter` command-line program.
 //   sinter demo                                  run the built-in models and report what ran
 //   sinter bench --suite eager [--json F] [--quick]
+//   sinter bench --device cpu [--json F] [--threads N] [--backends a,b] [--only NAME] [--quick]
 #include <fmt/format.h>
 
 #include <string>
@@ -16,7 +17,9 @@ int usage() {
       "usage: sinter <command> [options]\n"
       "  demo                                   run the built-in transformer block and CNN, with timings\n"
       "  bench --suite eager [--json FILE] [--quick] [--threads N]\n"
-      "                                         eager kernels against the machine's copy bandwidth and OpenBLAS\n");
+      "                                         eager kernels against the machine's copy bandwidth and OpenBLAS\n"
+      "  bench --device cpu [--json FILE] [--threads N] [--backends aot_eager,inductor] [--only NAME]\n"
+      "        [--quick]                        the workloads of WORKLOADS.md, eager against compiled\n");
   return 2;
 }
 
@@ -39,10 +42,15 @@ int main(int argc, char** argv) {
         else if (args[i] == "--json") opt.json = value();
         else if (args[i] == "--quick") opt.quick = true;
         else if (args[i] == "--threads") sinter::set_num_threads(std::stoi(value()));
+        else if (args[i] == "--device") opt.device = value(), opt.suite = "workloads";
+        else if (args[i] == "--backends") opt.backends = sinter::tools::split_list(value());
+        else if (args[i] == "--only") opt.only = value();
+        else if (args[i] == "--probe") opt.probe = value();  // hidden: the warm/cold compile-time child
         else throw sinter::Error(fmt::format("unknown option {}", args[i]));
       }
       if (opt.suite == "eager") return sinter::tools::bench_eager(opt);
-      throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager)", opt.suite));
+      if (opt.suite == "workloads") return sinter::tools::bench_workloads(opt);
+      throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, workloads)", opt.suite));
     }
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       usage();

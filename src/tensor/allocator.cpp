@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include "sinter/tensor.h"
 #include "support/check.h"
+#include "tensor/allocator.h"
 
 namespace sinter {
 namespace {
@@ -38,6 +40,7 @@ class CpuAllocator final : public Allocator {
         void* p = it->second;
         free_.erase(it);
         cached_ -= bytes;
+        count(bytes);
         return {p, [this, bytes](void* q) { release(q, bytes); }};
       }
     }
@@ -47,15 +50,30 @@ class CpuAllocator final : public Allocator {
       p = std::aligned_alloc(64, bytes);
     }
     if (!p) throw Error(fmt::format("out of memory: could not allocate {} bytes on the CPU", nbytes));
+    count(bytes);
     if (bytes >= kCacheMinBytes) {
       madvise(p, bytes, MADV_HUGEPAGE);  // fewer page faults and TLB misses on first touch; a hint only
       return {p, [this, bytes](void* q) { release(q, bytes); }};
     }
-    return {p, [](void* q) { std::free(q); }};
+    return {p, [this, bytes](void* q) {
+              allocated_.fetch_sub(bytes, std::memory_order_relaxed);
+              std::free(q);
+            }};
   }
 
+  CpuMemoryStats stats() const { return {allocated_.load(), peak_.load()}; }
+  void reset_peak() { peak_.store(allocated_.load()); }
+
  private:
+  void count(size_t bytes) {
+    size_t now = allocated_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    size_t peak = peak_.load(std::memory_order_relaxed);
+    while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
+
   void release(void* p, size_t bytes) {
+    allocated_.fetch_sub(bytes, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(mutex_);
     if (cached_ + bytes > kCacheLimitBytes) {
       std::free(p);
@@ -75,6 +93,7 @@ class CpuAllocator final : public Allocator {
   std::mutex mutex_;
   std::multimap<size_t, void*> free_;
   size_t cached_ = 0;
+  std::atomic<size_t> allocated_{0}, peak_{0};  // live bytes, for the benchmark's peak-memory report
 };
 
 }  // namespace
@@ -84,6 +103,9 @@ Allocator& cpu_allocator() {
   static CpuAllocator* a = new CpuAllocator();
   return *a;
 }
+
+CpuMemoryStats cpu_memory_stats() { return static_cast<CpuAllocator&>(cpu_allocator()).stats(); }
+void reset_cpu_peak_memory() { static_cast<CpuAllocator&>(cpu_allocator()).reset_peak(); }
 
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) return cpu_allocator();
