@@ -1,0 +1,19 @@
+// Decomposition: composite ops (gelu, softmax, layer_norm, var, ...) become the primitives the lowering handles
+// natively (pointwise ops, sum/mean/amax reductions, views, externs). One table, in decompose.cpp, lists every
+// op that decomposes; ops not in it are left alone. `linear`, `addmm`, `mm`, `bmm`, `matmul`, `conv2d` and
+// `scaled_dot_product_attention` are never decomposed: they lower to library calls.
+#pragma once
+#include <vector>
+
+#include "sinter/graph.h"
+
+namespace sinter::passes {
+
+// Replaces every node whose op has a decomposition (and whose form it covers) by primitive ops computing the same
+// values to float rounding. Returns whether it changed the graph.
+bool decompose(Graph& g);
+
+// The ops the table decomposes (some only in certain forms: dropout without drawing, batch_norm in eval).
+std::vector<OpId> decomposed_ops();
+
+}  // namespace sinter::passes

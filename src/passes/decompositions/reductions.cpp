@@ -1,0 +1,129 @@
+// Decompositions of composite reductions into amax / sum / mean.dim and pointwise ops: softmax, log_softmax,
+// logsumexp, var, std, mse_loss. Sizes may be symbolic: no size is ever baked into a Scalar unless it is
+// concrete (mean.dim divides by the reduction size in the lowering).
+#include <cmath>
+#include <limits>
+
+#include "passes/decompositions/builder.h"
+
+namespace sinter::passes::decomp {
+namespace {
+
+using Result = std::optional<std::vector<Tensor>>;
+
+// Whether some reduced dim is known to be empty (amax has no identity: those forms stay undecomposed).
+bool has_empty_dim(const Tensor& x, const std::vector<int64_t>& dims) {
+  for (int64_t d : dims)
+    if (!x.sizes()[d].is_symbolic() && x.sizes()[d].hint() == 0) return true;
+  return false;
+}
+
+// The input of softmax / log_softmax in its compute dtype: a dtype argument casts the input first (as
+// PyTorch and the eager kernel do).
+struct SoftmaxInput {
+  Tensor x;
+  DType out;
+  std::vector<int64_t> dims;
+};
+
+std::optional<SoftmaxInput> softmax_input(Builder& b, const Node& n) {
+  const Tensor& self = n.args[0].tensor();
+  if (self.dim() == 0) return std::nullopt;
+  std::vector<int64_t> dims = reduction_dims(n.args[1], self.dim());
+  if (has_empty_dim(self, dims)) return std::nullopt;
+  DType out = n.meta().dtype;
+  return SoftmaxInput{b.to(b.to(self, out), compute_dtype(out)), out, dims};
+}
+
+// The biased variance of x (already in its compute dtype) over dims, times N / (N - correction).
+Tensor variance(Builder& b, const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
+  Tensor centered = b.sub(x, b.mean(x, dims, true));
+  Tensor v = b.mean(b.mul(centered, centered), dims, keepdim);
+  if (correction == 0) return v;
+  bool concrete = true;
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    concrete = concrete && !x.sizes()[d].is_symbolic();
+    count *= x.sizes()[d].hint();
+  }
+  if (concrete) {
+    // As eager: the divisor N - correction is clamped at 0 (inf, or NaN for 0 / 0).
+    double divisor = std::max(0.0, static_cast<double>(count) - correction);
+    if (count == 0) return v;  // the mean of nothing is already NaN
+    double factor = divisor == 0 ? std::numeric_limits<double>::infinity() : static_cast<double>(count) / divisor;
+    return b.mul(v, factor);
+  }
+  // A symbolic count becomes a tensor: the sum of ones over the reduced dims (the lowering folds it).
+  Tensor one = b.op(OpId::full, {SymIntList{}, 1.0, x.dtype()});
+  Tensor n = b.sum(b.op(OpId::expand, {one, x.sizes()}), dims, keepdim);
+  Tensor divisor = b.clamp(b.sub(n, correction), Scalar(0.0), Value());
+  return b.mul(v, b.div(n, divisor));
+}
+
+}  // namespace
+
+// softmax(x, dim) -> e / sum(e, dim) where e = exp(x - amax(x, dim))
+Result softmax(Builder& b, const Node& n) {
+  std::optional<SoftmaxInput> in = softmax_input(b, n);
+  if (!in) return std::nullopt;
+  Tensor e = b.unary(OpId::exp, b.sub(in->x, b.amax(in->x, in->dims, true)));
+  return std::vector<Tensor>{b.to(b.div(e, b.sum(e, in->dims, true)), in->out)};
+}
+
+// log_softmax(x, dim) -> (x - m) - log(sum(exp(x - m), dim)) where m = amax(x, dim)
+Result log_softmax(Builder& b, const Node& n) {
+  std::optional<SoftmaxInput> in = softmax_input(b, n);
+  if (!in) return std::nullopt;
+  Tensor shifted = b.sub(in->x, b.amax(in->x, in->dims, true));
+  Tensor log_sum = b.unary(OpId::log, b.sum(b.unary(OpId::exp, shifted), in->dims, true));
+  return std::vector<Tensor>{b.to(b.sub(shifted, log_sum), in->out)};
+}
+
+// logsumexp(x, dims) -> log(sum(exp(x - m), dims)) + m where m = amax(x, dims), or 0 where that is infinite
+// (rows of -inf give -inf, rows holding +inf give +inf, as PyTorch)
+Result logsumexp(Builder& b, const Node& n) {
+  const Tensor& self = n.args[0].tensor();
+  std::vector<int64_t> dims = reduction_dims(n.args[1], self.dim());
+  bool keepdim = n.args[2].to_bool();
+  if (has_empty_dim(self, dims)) return std::nullopt;
+  DType out = n.meta().dtype;
+  Tensor x = b.to(self, compute_dtype(out));
+  Tensor m = b.amax(x, dims, true);
+  m = b.op(OpId::where_ScalarSelf, {b.unary(OpId::isinf, m), 0.0, m});
+  Tensor s = b.sum(b.unary(OpId::exp, b.sub(x, m)), dims, keepdim);
+  Tensor shift = keepdim || dims.empty() ? m : b.op(OpId::squeeze_dims, {m, SymIntList(dims)});
+  return std::vector<Tensor>{b.to(b.add(b.unary(OpId::log, s), shift), out)};
+}
+
+// var(x, dims, correction) -> mean((x - mean(x, dims))^2, dims) * N / (N - correction)
+Result var(Builder& b, const Node& n) {
+  const Tensor& self = n.args[0].tensor();
+  std::vector<int64_t> dims = reduction_dims(n.args[1], self.dim());
+  double correction = n.args[2].is_none() ? 1.0 : n.args[2].scalar().to_double();
+  DType out = n.meta().dtype;
+  Tensor v = variance(b, b.to(self, compute_dtype(out)), dims, correction, n.args[3].to_bool());
+  return std::vector<Tensor>{b.to(v, out)};
+}
+
+// std(x, dims, correction) -> sqrt(var(x, dims, correction))
+Result std_dev(Builder& b, const Node& n) {
+  const Tensor& self = n.args[0].tensor();
+  std::vector<int64_t> dims = reduction_dims(n.args[1], self.dim());
+  double correction = n.args[2].is_none() ? 1.0 : n.args[2].scalar().to_double();
+  DType out = n.meta().dtype;
+  Tensor v = variance(b, b.to(self, compute_dtype(out)), dims, correction, n.args[3].to_bool());
+  return std::vector<Tensor>{b.to(b.unary(OpId::sqrt, v), out)};
+}
+
+// mse_loss(x, t, 'none') -> (x - t)^2; 'mean' -> mean((x - t)^2); 'sum' -> sum((x - t)^2)
+Result mse_loss(Builder& b, const Node& n) {
+  DType out = n.meta().dtype, cd = compute_dtype(out);
+  const std::string& reduction = n.args[2].str_value();
+  Tensor d = b.sub(b.to(n.args[0].tensor(), cd), b.to(n.args[1].tensor(), cd));
+  Tensor sq = b.mul(d, d);
+  if (reduction == "mean") sq = b.op(OpId::mean, {sq});
+  else if (reduction == "sum") sq = b.op(OpId::sum, {sq});
+  return std::vector<Tensor>{b.to(sq, out)};
+}
+
+}  // namespace sinter::passes::decomp

@@ -1,0 +1,35 @@
+// The inductor pass pipeline: what runs on a captured graph before lowering, in DESIGN.md section 3's order
+// (functionalize -> patterns -> decompose -> simplify), as one flat named list. It logs the graph after each
+// pass that changed it (SINTER_LOGS=passes), times every pass, lets any pass be switched off by name
+// (SINTER_DISABLE_PASSES=decompose,simplify) and verifies the graph around every pass when SINTER_VERIFY_PASSES=1
+// or in builds without NDEBUG.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "passes/functionalize.h"
+#include "sinter/graph.h"
+
+namespace sinter::passes {
+
+struct PassContext {
+  bool freeze = false;    // parameters are kConstant nodes: patterns may fold them (conv + batch_norm)
+  bool training = false;  // the module runs in training mode (no pass depends on it yet: room for autograd)
+  // Where functionalize reports writes into graph inputs when the graph still mutates (capture hands over
+  // functional graphs, so this is normally untouched); null makes such a graph an error.
+  FunctionalizeResult* functionalized = nullptr;
+};
+
+struct PassRecord {
+  std::string name;
+  bool changed = false;
+  double ms = 0;
+};
+
+// Runs the pipeline on `g` in place; returns one record per pass that ran (disabled passes are left out).
+std::vector<PassRecord> run_inductor_passes(Graph& g, const PassContext& ctx);
+
+// The pipeline's pass names, in order.
+std::vector<std::string> inductor_pass_names();
+
+}  // namespace sinter::passes
