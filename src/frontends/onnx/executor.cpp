@@ -1,0 +1,173 @@
+// The executor: runs an ONNX graph node by node through the op table. A node whose inputs are all known
+// (initializers, constants, values computed from them only) runs on the host with no capture hook, so shape
+// arithmetic and constant subgraphs fold; the others call sinter's ops, which capture records inside compile().
+#include <fmt/format.h>
+
+#include "frontends/onnx/importer.h"
+#include "sinter/compile.h"
+#include "support/check.h"
+
+namespace sinter::onnx {
+
+// ---- NodeCtx ----
+
+const Tensor& NodeCtx::in(size_t i) const {
+  if (!has(i)) fail(fmt::format("input {} is required but missing", i));
+  return inputs_[i].t;
+}
+
+namespace {
+template <class T>
+std::vector<T> host_values(const Tensor& t, bool known) {
+  // A known value is read with no hook: it is constant for this model, not data of a traced call.
+  if (known) return on_host([&] { return t.to_vector<T>(); });
+  return t.to_vector<T>();
+}
+}  // namespace
+
+std::vector<int64_t> NodeCtx::ints(size_t i) const { return host_values<int64_t>(in(i), known(i)); }
+std::vector<double> NodeCtx::doubles(size_t i) const { return host_values<double>(in(i), known(i)); }
+int64_t NodeCtx::int_at(size_t i) const {
+  std::vector<int64_t> v = ints(i);
+  if (v.size() != 1) fail(fmt::format("input {} must hold one value, it holds {}", i, v.size()));
+  return v[0];
+}
+double NodeCtx::double_at(size_t i) const {
+  std::vector<double> v = doubles(i);
+  if (v.size() != 1) fail(fmt::format("input {} must hold one value, it holds {}", i, v.size()));
+  return v[0];
+}
+
+int64_t NodeCtx::attr_int(std::string_view name, int64_t def) const {
+  const proto::Attribute* a = node_.attr(name);
+  return a ? a->i : def;
+}
+double NodeCtx::attr_float(std::string_view name, double def) const {
+  const proto::Attribute* a = node_.attr(name);
+  return a ? static_cast<double>(a->f) : def;
+}
+std::string NodeCtx::attr_str(std::string_view name, const std::string& def) const {
+  const proto::Attribute* a = node_.attr(name);
+  return a ? a->s : def;
+}
+std::vector<int64_t> NodeCtx::attr_ints(std::string_view name, std::vector<int64_t> def) const {
+  const proto::Attribute* a = node_.attr(name);
+  return a ? a->ints : def;
+}
+std::vector<double> NodeCtx::attr_floats(std::string_view name, std::vector<double> def) const {
+  const proto::Attribute* a = node_.attr(name);
+  if (!a) return def;
+  return std::vector<double>(a->floats.begin(), a->floats.end());
+}
+Tensor NodeCtx::attr_tensor(std::string_view name) const {
+  const proto::Attribute* a = node_.attr(name);
+  if (!a || !a->t) return Tensor();
+  return exec_.attr_tensor(a->t.get());
+}
+const proto::Graph* NodeCtx::attr_graph(std::string_view name) const {
+  const proto::Attribute* a = node_.attr(name);
+  if (!a || !a->g) fail(fmt::format("attribute '{}' (a graph) is missing", name));
+  return a->g.get();
+}
+
+void NodeCtx::fail(const std::string& why) const {
+  throw Error(fmt::format("ONNX node '{}' ({}): {}", node_.name, node_.op_type, why));
+}
+void NodeCtx::unsupported(const std::string& why) const {
+  throw UnsupportedError(fmt::format("ONNX node '{}' ({}): {}", node_.name, node_.op_type, why));
+}
+
+// ---- helpers ----
+
+int64_t norm_axis(int64_t axis, int64_t rank, const NodeCtx& c) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max<int64_t>(rank, 1)) c.fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return a;
+}
+
+Tensor cast_to(const Tensor& t, DType d) { return t.dtype() == d ? t : to_copy(t, d); }
+
+// ---- Executor ----
+
+Tensor Executor::attr_tensor(const proto::TensorProto* t) const {
+  auto it = model_.attr_tensors.find(t);
+  SINTER_INTERNAL_ASSERT(it != model_.attr_tensors.end(), "an attribute tensor was not decoded at load");
+  return it->second;
+}
+
+const Val* Executor::lookup(const Scope& s, const std::string& name) const {
+  for (const Scope* p = &s; p; p = p->parent) {
+    auto it = p->values.find(name);
+    if (it != p->values.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+std::vector<Val> Executor::run(const proto::Graph& g, const std::vector<Val>& inputs) {
+  Scope scope;
+  scope.parent = scopes_.empty() ? nullptr : scopes_.back();
+  scopes_.push_back(&scope);
+  struct Pop {
+    std::vector<Scope*>& s;
+    ~Pop() { s.pop_back(); }
+  } pop{scopes_};
+
+  for (const proto::TensorProto& init : g.initializers) scope.values[init.name] = Val{attr_tensor(&init), true};
+  size_t k = 0;
+  for (const proto::ValueInfo& vi : g.inputs) {
+    if (scope.values.count(vi.name)) continue;  // IR < 4 lists initializers among the inputs
+    SINTER_CHECK(k < inputs.size(), "ONNX graph '{}' takes more inputs than the {} given", g.name, inputs.size());
+    scope.values[vi.name] = inputs[k++];
+  }
+  SINTER_CHECK(k == inputs.size(), "ONNX graph '{}' takes {} inputs, {} given", g.name, k, inputs.size());
+  for (const proto::Node& n : g.nodes) run_node(n, scope);
+  std::vector<Val> outs;
+  for (const proto::ValueInfo& vi : g.outputs) {
+    const Val* v = lookup(scope, vi.name);
+    SINTER_CHECK(v && v->t.defined(), "ONNX graph '{}': output '{}' is never computed", g.name, vi.name);
+    outs.push_back(*v);
+  }
+  return outs;
+}
+
+void Executor::run_node(const proto::Node& n, Scope& scope) {
+  const OpTable& table = op_table();
+  auto it = table.find(n.op_type);
+  if (it == table.end()) throw UnsupportedError(fmt::format("ONNX operator {} is not supported", n.op_type));
+  const OpEntry& e = it->second;
+  std::vector<Val> ins;
+  ins.reserve(n.inputs.size());
+  bool all_known = true;
+  for (const std::string& name : n.inputs) {
+    if (name.empty()) {
+      ins.emplace_back();
+      continue;
+    }
+    const Val* v = lookup(scope, name);
+    SINTER_CHECK(v, "ONNX node '{}' ({}): input '{}' is not defined before it is used", n.name, n.op_type, name);
+    ins.push_back(*v);
+    all_known = all_known && v->known;
+  }
+  bool fold = all_known && !e.random && !e.host;
+  NodeCtx ctx(*this, n, ins, model_.opset);
+  std::vector<Tensor> outs;
+  try {
+    outs = fold ? on_host([&] { return e.fn(ctx); }) : e.fn(ctx);
+  } catch (const GraphBreakError&) {
+    throw;
+  } catch (const UnsupportedError&) {
+    throw;
+  } catch (const Error& err) {
+    std::string msg = err.what();
+    if (msg.rfind("ONNX node", 0) == 0) throw;
+    throw Error(fmt::format("ONNX node '{}' ({}): {}", n.name, n.op_type, msg));
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (n.outputs[i].empty()) continue;
+    SINTER_CHECK(i < outs.size() && outs[i].defined(), "ONNX node '{}' ({}): output {} ('{}') is not produced",
+                 n.name, n.op_type, i, n.outputs[i]);
+    scope.values[n.outputs[i]] = Val{outs[i], fold || e.known_output};
+  }
+}
+
+}  // namespace sinter::onnx

@@ -1,0 +1,138 @@
+// The importer's internals: the decoded model with its tensors, the executor that runs ONNX nodes through
+// sinter's ops, and the one table that maps each ONNX operator type to an import function.
+// Internal to src/frontends/onnx.
+#pragma once
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "frontends/onnx/proto.h"
+#include "ops/dispatch.h"
+#include "sinter/onnx.h"
+#include "sinter/ops.h"
+
+namespace sinter::onnx {
+
+// TensorProto -> Tensor (CPU). `base_dir` resolves external data ("" forbids it). Throws UnsupportedError for
+// dtypes sinter lacks, Error for inconsistent or hostile contents.
+Tensor to_tensor(const proto::TensorProto& t, const std::string& base_dir, const std::string& what);
+// ONNX elem_type -> DType; UnsupportedError for the ones sinter lacks.
+DType to_dtype(int32_t onnx_type, const std::string& what);
+bool dtype_supported(int32_t onnx_type);
+int32_t onnx_type_of(DType t);
+
+namespace detail {
+struct ModelData {
+  proto::Model proto;
+  std::string base_dir;
+  int64_t opset = 0;
+  std::vector<ValueInfo> inputs, outputs;
+  std::vector<std::pair<std::string, Tensor>> parameters;
+  std::map<std::string, int> op_counts;
+  // Tensors held by attributes (Constant's value, ConstantOfShape's fill), decoded once at load.
+  std::unordered_map<const proto::TensorProto*, Tensor> attr_tensors;
+};
+}  // namespace detail
+
+// One value flowing between nodes: a tensor, and whether its contents are known without the graph inputs
+// (initializers, constants and what is computed from them only). Known values are folded on the host.
+struct Val {
+  Tensor t;
+  bool known = false;
+};
+
+class Executor;
+
+// What an import function sees of one node.
+class NodeCtx {
+ public:
+  NodeCtx(Executor& exec, const proto::Node& node, std::vector<Val>& inputs, int64_t opset)
+      : exec_(exec), node_(node), inputs_(inputs), opset_(opset) {}
+  const proto::Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  Executor& executor() { return exec_; }
+
+  size_t num_inputs() const { return inputs_.size(); }
+  bool has(size_t i) const { return i < inputs_.size() && inputs_[i].t.defined(); }
+  const Tensor& in(size_t i) const;
+  bool known(size_t i) const { return has(i) && inputs_[i].known; }
+  // The values of input i on the host (known values directly; a computed one is read, a graph break).
+  std::vector<int64_t> ints(size_t i) const;
+  std::vector<double> doubles(size_t i) const;
+  int64_t int_at(size_t i) const;
+  double double_at(size_t i) const;
+
+  bool has_attr(std::string_view name) const { return node_.attr(name) != nullptr; }
+  int64_t attr_int(std::string_view name, int64_t def) const;
+  double attr_float(std::string_view name, double def) const;
+  std::string attr_str(std::string_view name, const std::string& def) const;
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> def = {}) const;
+  std::vector<double> attr_floats(std::string_view name, std::vector<double> def = {}) const;
+  Tensor attr_tensor(std::string_view name) const;  // undefined when absent
+  const proto::Graph* attr_graph(std::string_view name) const;
+
+  [[noreturn]] void fail(const std::string& why) const;
+  [[noreturn]] void unsupported(const std::string& why) const;
+
+ private:
+  Executor& exec_;
+  const proto::Node& node_;
+  std::vector<Val>& inputs_;
+  int64_t opset_;
+};
+
+using ImportFn = std::function<std::vector<Tensor>(NodeCtx&)>;
+struct OpEntry {
+  ImportFn fn;
+  bool random = false;  // never folded (draws from the generator)
+  bool host = false;    // runs its own subgraphs (If, Loop, Scan): never folded as a whole
+  bool known_output = false;  // the output is known on the host whatever the inputs (Shape, Size)
+};
+using OpTable = std::map<std::string, OpEntry, std::less<>>;
+const OpTable& op_table();
+// The families, one file each.
+void register_elementwise(OpTable& t);
+void register_shape_ops(OpTable& t);
+void register_nn_ops(OpTable& t);
+void register_reduce_ops(OpTable& t);
+void register_index_ops(OpTable& t);
+void register_control_ops(OpTable& t);
+void register_resize_ops(OpTable& t);
+
+// Runs graphs of one model. Values of enclosing graphs are visible in subgraphs (If/Loop bodies).
+class Executor {
+ public:
+  explicit Executor(const detail::ModelData& model) : model_(model) {}
+  // Runs `g` with its declared inputs bound to `inputs` (in order); returns its outputs.
+  std::vector<Val> run(const proto::Graph& g, const std::vector<Val>& inputs);
+  const detail::ModelData& model() const { return model_; }
+  Tensor attr_tensor(const proto::TensorProto* t) const;
+
+ private:
+  struct Scope {
+    std::unordered_map<std::string, Val> values;
+    const Scope* parent = nullptr;
+  };
+  const Val* lookup(const Scope& s, const std::string& name) const;
+  void run_node(const proto::Node& n, Scope& scope);
+
+  const detail::ModelData& model_;
+  std::vector<Scope*> scopes_;
+};
+
+// Helpers shared by the families.
+int64_t norm_axis(int64_t axis, int64_t rank, const NodeCtx& c);
+// ONNX's multidirectional broadcasting result dtype rules are the inputs' own (ONNX never promotes): the
+// families call sinter ops and cast back where PyTorch's promotion would widen.
+Tensor cast_to(const Tensor& t, DType d);
+// Runs `fn` with no capture hook: for values computed on the host (folding, shape arithmetic).
+template <class Fn>
+auto on_host(Fn&& fn) {
+  HookScope no_hook(nullptr);
+  return fn();
+}
+
+}  // namespace sinter::onnx

@@ -1,0 +1,227 @@
+// Elementwise ONNX operators: unary math and activations, binary arithmetic and comparisons (multidirectional
+// broadcasting, as PyTorch's), variadic Sum/Mean/Max/Min, Cast, Clip, Where. ONNX never promotes dtypes, so
+// results are cast back to the input's dtype wherever PyTorch's promotion would widen them.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "frontends/onnx/importer.h"
+
+namespace sinter::onnx {
+namespace {
+
+using Unary = Tensor (*)(const Tensor&, Loc);
+
+ImportFn unary(Unary f) {
+  return [f](NodeCtx& c) { return std::vector<Tensor>{f(c.in(0), Loc::current())}; };
+}
+ImportFn unary_fn(std::function<Tensor(const Tensor&, NodeCtx&)> f) {
+  return [f](NodeCtx& c) { return std::vector<Tensor>{f(c.in(0), c)}; };
+}
+ImportFn binary_fn(std::function<Tensor(const Tensor&, const Tensor&, NodeCtx&)> f) {
+  return [f](NodeCtx& c) { return std::vector<Tensor>{f(c.in(0), c.in(1), c)}; };
+}
+
+Tensor scalar_like(double v, const Tensor& like) { return full({}, v, TensorOptions{.dtype = like.dtype(), .device = like.device()}); }
+
+// Old opsets (< 7) broadcast only with broadcast=1 and an axis: align b's dims at `axis` of a.
+Tensor legacy_broadcast(const Tensor& a, const Tensor& b, NodeCtx& c) {
+  if (c.opset() >= 7 || !c.has_attr("broadcast") || c.attr_int("broadcast", 0) == 0 || !c.has_attr("axis")) return b;
+  int64_t axis = norm_axis(c.attr_int("axis", 0), a.dim(), c);
+  Tensor r = b;
+  for (int64_t k = axis + b.dim(); k < a.dim(); ++k) r = unsqueeze(r, -1);
+  return r;
+}
+
+Tensor arith(const Tensor& a, const Tensor& b0, NodeCtx& c) {
+  Tensor b = legacy_broadcast(a, b0, c);
+  const std::string& op = c.node().op_type;
+  DType d = a.dtype();
+  Tensor r;
+  if (op == "Add") r = add(a, b);
+  else if (op == "Sub") r = sub(a, b);
+  else if (op == "Mul") r = mul(a, b);
+  else if (is_integral(d, true)) r = div(a, b, std::optional<std::string>("trunc"));  // C-style, as ONNX's ints
+  else r = div(a, b);
+  return cast_to(r, d);
+}
+
+Tensor onnx_pow(const Tensor& a, const Tensor& b, NodeCtx& c) {
+  Tensor e = legacy_broadcast(a, b, c);
+  if (is_integral(a.dtype(), false) && is_floating(e.dtype())) return cast_to(pow(to_copy(a, e.dtype()), e), a.dtype());
+  if (is_floating(a.dtype()) && e.dtype() != a.dtype()) e = to_copy(e, a.dtype());
+  return cast_to(pow(a, e), a.dtype());
+}
+
+Tensor onnx_mod(const Tensor& a, const Tensor& b, NodeCtx& c) {
+  bool f = c.attr_int("fmod", 0) != 0;
+  if (is_floating(a.dtype()) && !f) c.fail("Mod on floating point tensors needs fmod=1");
+  return cast_to(f ? fmod(a, b) : remainder(a, b), a.dtype());
+}
+
+ImportFn compare(Tensor (*f)(const Tensor&, const Tensor&, Loc)) {
+  return [f](NodeCtx& c) {
+    Tensor b = legacy_broadcast(c.in(0), c.in(1), c);
+    return std::vector<Tensor>{f(c.in(0), b, Loc::current())};
+  };
+}
+
+ImportFn variadic(const std::string& kind) {
+  return [kind](NodeCtx& c) {
+    std::vector<Tensor> xs;
+    for (size_t i = 0; i < c.num_inputs(); ++i)
+      if (c.has(i)) xs.push_back(c.in(i));
+    if (xs.empty()) c.fail("needs at least one input");
+    DType d = xs[0].dtype();
+    Tensor r = xs[0];
+    for (size_t i = 1; i < xs.size(); ++i) {
+      if (kind == "Max") r = maximum(r, xs[i]);
+      else if (kind == "Min") r = minimum(r, xs[i]);
+      else r = add(r, xs[i]);
+    }
+    if (xs.size() == 1) r = clone(r);
+    if (kind == "Mean") r = div(r, Scalar(static_cast<double>(xs.size())));
+    return std::vector<Tensor>{cast_to(r, d)};
+  };
+}
+
+Tensor clip(NodeCtx& c) {
+  Tensor x = c.in(0);
+  if (c.opset() < 11) {
+    std::optional<Scalar> lo, hi;
+    if (c.has_attr("min")) lo = Scalar(c.attr_float("min", 0));
+    if (c.has_attr("max")) hi = Scalar(c.attr_float("max", 0));
+    return (lo || hi) ? clamp(x, lo, hi) : clone(x);
+  }
+  Tensor r = x;
+  if (c.has(1)) r = maximum(r, cast_to(c.in(1), x.dtype()));
+  if (c.has(2)) r = minimum(r, cast_to(c.in(2), x.dtype()));
+  return r.is_same(x) ? clone(x) : r;
+}
+
+Tensor cast(const Tensor& x, DType to) {
+  if (x.dtype() == to) return clone(x);
+  // ONNX casts float -> integer by truncation, and out-of-range values are undefined; float -> bool is x != 0.
+  return to_copy(x, to);
+}
+
+}  // namespace
+
+void register_elementwise(OpTable& t) {
+  // ---- unary math ----
+  t["Abs"] = {unary(abs)};
+  t["Neg"] = {unary(neg)};
+  t["Sign"] = {unary(sign)};
+  t["Sqrt"] = {unary(sqrt)};
+  t["Exp"] = {unary(exp)};
+  t["Log"] = {unary(log)};
+  t["Sin"] = {unary(sin)};
+  t["Cos"] = {unary(cos)};
+  t["Tan"] = {unary(tan)};
+  t["Asin"] = {unary(asin)};
+  t["Acos"] = {unary(acos)};
+  t["Atan"] = {unary(atan)};
+  t["Sinh"] = {unary(sinh)};
+  t["Cosh"] = {unary(cosh)};
+  t["Tanh"] = {unary(tanh)};
+  t["Asinh"] = {unary(asinh)};
+  t["Acosh"] = {unary(acosh)};
+  t["Atanh"] = {unary(atanh)};
+  t["Erf"] = {unary(erf)};
+  t["Floor"] = {unary(floor)};
+  t["Ceil"] = {unary(ceil)};
+  t["Round"] = {unary(round)};  // half to even, as ONNX
+  t["Not"] = {unary(logical_not)};
+  t["BitwiseNot"] = {unary(bitwise_not)};
+  t["IsNaN"] = {unary(isnan)};
+  t["Reciprocal"] = {unary_fn([](const Tensor& x, NodeCtx&) { return cast_to(reciprocal(x), x.dtype()); })};
+  t["IsInf"] = {unary_fn([](const Tensor& x, NodeCtx& c) {
+    bool neg_ok = c.attr_int("detect_negative", 1) != 0, pos_ok = c.attr_int("detect_positive", 1) != 0;
+    Tensor inf = isinf(x);
+    if (neg_ok && pos_ok) return inf;
+    if (!neg_ok && !pos_ok) return zeros_like(x, kBool);
+    return logical_and(inf, pos_ok ? gt(x, Scalar(0)) : lt(x, Scalar(0)));
+  })};
+  // ---- activations ----
+  t["Relu"] = {unary(relu)};
+  t["Sigmoid"] = {unary(sigmoid)};
+  t["Mish"] = {unary(mish)};
+  t["Softsign"] = {unary_fn([](const Tensor& x, NodeCtx&) { return div(x, add(abs(x), Scalar(1))); })};
+  t["Softplus"] = {unary_fn([](const Tensor& x, NodeCtx&) { return softplus(x); })};
+  t["HardSigmoid"] = {unary_fn([](const Tensor& x, NodeCtx& c) {
+    double alpha = c.attr_float("alpha", 0.2), beta = c.attr_float("beta", 0.5);
+    return clamp(add(mul(x, Scalar(alpha)), Scalar(beta)), Scalar(0.0), Scalar(1.0));
+  })};
+  t["HardSwish"] = {unary(hardswish)};
+  t["LeakyRelu"] = {unary_fn([](const Tensor& x, NodeCtx& c) { return leaky_relu(x, c.attr_float("alpha", 0.01)); })};
+  t["Elu"] = {unary_fn([](const Tensor& x, NodeCtx& c) {
+    double alpha = c.attr_float("alpha", 1.0);
+    return where(gt(x, Scalar(0)), x, mul(expm1(x), Scalar(alpha)));
+  })};
+  t["Celu"] = {unary_fn([](const Tensor& x, NodeCtx& c) { return celu(x, c.attr_float("alpha", 1.0)); })};
+  t["Selu"] = {unary_fn([](const Tensor& x, NodeCtx& c) {
+    double alpha = c.attr_float("alpha", 1.67326319217681884765625);
+    double gamma = c.attr_float("gamma", 1.05070102214813232421875);
+    return mul(where(gt(x, Scalar(0)), x, mul(expm1(x), Scalar(alpha))), Scalar(gamma));
+  })};
+  t["ThresholdedRelu"] = {unary_fn([](const Tensor& x, NodeCtx& c) {
+    return where(gt(x, Scalar(c.attr_float("alpha", 1.0))), x, scalar_like(0, x));
+  })};
+  t["Gelu"] = {unary_fn([](const Tensor& x, NodeCtx& c) { return gelu(x, c.attr_str("approximate", "none")); })};
+  t["Shrink"] = {unary_fn([](const Tensor& x, NodeCtx& c) {
+    double bias = c.attr_float("bias", 0.0), lambd = c.attr_float("lambd", 0.5);
+    Tensor lo = cast_to(add(x, Scalar(bias)), x.dtype()), hi = cast_to(sub(x, Scalar(bias)), x.dtype());
+    return where(lt(x, Scalar(-lambd)), lo, where(gt(x, Scalar(lambd)), hi, scalar_like(0, x)));
+  })};
+  t["PRelu"] = {binary_fn([](const Tensor& x, const Tensor& slope, NodeCtx& c) {
+    Tensor s = legacy_broadcast(x, slope, c);
+    // Opset < 7 slopes of shape [C] apply per channel (dim 1).
+    if (c.opset() < 7 && s.dim() == 1 && x.dim() > 2 && s.size(0).hint() == x.size(1).hint())
+      for (int64_t k = 2; k < x.dim(); ++k) s = unsqueeze(s, -1);
+    return cast_to(where(lt(x, Scalar(0)), mul(x, s), x), x.dtype());
+  })};
+  t["Identity"] = {unary_fn([](const Tensor& x, NodeCtx&) { return x; })};
+  t["Dropout"] = {[](NodeCtx& c) {
+    // Inference: the input, and an all-true mask. training_mode=true with a nonzero ratio would draw a mask.
+    if (c.has(2) && c.int_at(2) != 0 && c.has(1) && c.double_at(1) != 0.0)
+      c.unsupported("Dropout in training mode (random masks) is not supported");
+    if (c.opset() < 7 && c.attr_int("is_test", 0) == 0 && c.attr_float("ratio", 0.5) != 0.0)
+      c.unsupported("Dropout in training mode (random masks) is not supported");
+    return std::vector<Tensor>{c.in(0), ones_like(c.in(0), kBool)};
+  }};
+  // ---- binary ----
+  for (const char* op : {"Add", "Sub", "Mul", "Div"}) t[op] = {binary_fn(arith)};
+  t["Pow"] = {binary_fn(onnx_pow)};
+  t["Mod"] = {binary_fn(onnx_mod)};
+  t["Equal"] = {compare(eq)};
+  t["Less"] = {compare(lt)};
+  t["LessOrEqual"] = {compare(le)};
+  t["Greater"] = {compare(gt)};
+  t["GreaterOrEqual"] = {compare(ge)};
+  t["And"] = {compare(logical_and)};
+  t["Or"] = {compare(logical_or)};
+  t["Xor"] = {compare(logical_xor)};
+  t["BitwiseAnd"] = {compare(bitwise_and)};
+  t["BitwiseOr"] = {compare(bitwise_or)};
+  t["BitwiseXor"] = {compare(bitwise_xor)};
+  t["BitShift"] = {binary_fn([](const Tensor& x, const Tensor& y, NodeCtx& c) {
+    if (x.dtype() != kUInt8) c.unsupported(fmt::format("BitShift on {}", dtype_name(x.dtype())));
+    Tensor wide = to_copy(x, kInt64), factor = pow(Scalar(int64_t{2}), to_copy(y, kInt64));
+    bool left = c.attr_str("direction", "") == "LEFT";
+    Tensor r = left ? bitwise_and(mul(wide, factor), Scalar(int64_t{255})) : floor_divide(wide, factor);
+    return to_copy(r, kUInt8);
+  })};
+  for (const char* op : {"Sum", "Mean", "Max", "Min"}) t[op] = {variadic(op)};
+  t["Where"] = {[](NodeCtx& c) {
+    Tensor r = where(cast_to(c.in(0), kBool), c.in(1), c.in(2));
+    return std::vector<Tensor>{cast_to(r, c.in(1).dtype())};
+  }};
+  t["Clip"] = {[](NodeCtx& c) { return std::vector<Tensor>{clip(c)}; }};
+  t["Cast"] = {[](NodeCtx& c) {
+    DType to = to_dtype(static_cast<int32_t>(c.attr_int("to", 1)), "Cast 'to'");
+    return std::vector<Tensor>{cast(c.in(0), to)};
+  }};
+  t["CastLike"] = {[](NodeCtx& c) { return std::vector<Tensor>{cast(c.in(0), c.in(1).dtype())}; }};
+}
+
+}  // namespace sinter::onnx

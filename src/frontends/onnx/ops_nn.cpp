@@ -1,0 +1,360 @@
+// Neural-network ONNX operators: Conv/ConvTranspose (1-D and 2-D, asymmetric pads, auto_pad), pooling of any
+// rank (as separable 1-D windows, so pads, dilations and ceil_mode follow ONNX exactly), the normalisations,
+// Gemm/MatMul/Einsum, LRN.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "frontends/onnx/importer.h"
+
+namespace sinter::onnx {
+namespace {
+
+std::vector<int64_t> spatial_sizes(const Tensor& x) {
+  std::vector<int64_t> s;
+  for (int64_t k = 2; k < x.dim(); ++k) s.push_back(static_cast<int64_t>(x.size(k)));
+  return s;
+}
+
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, begin, end;
+};
+
+// Resolves kernel/strides/dilations/pads/auto_pad for `n` spatial dims of input sizes `in`.
+Window window_of(NodeCtx& c, const std::vector<int64_t>& in, std::vector<int64_t> kernel) {
+  size_t n = in.size();
+  Window w;
+  w.kernel = kernel;
+  w.strides = c.attr_ints("strides", std::vector<int64_t>(n, 1));
+  w.dilations = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  if (w.kernel.size() != n || w.strides.size() != n || w.dilations.size() != n || pads.size() != 2 * n)
+    c.fail(fmt::format("kernel/strides/dilations/pads do not match {} spatial dims", n));
+  for (size_t i = 0; i < n; ++i)
+    if (w.kernel[i] <= 0 || w.strides[i] <= 0 || w.dilations[i] <= 0) c.fail("kernel, strides and dilations must be positive");
+  w.begin.assign(pads.begin(), pads.begin() + n);
+  w.end.assign(pads.begin() + n, pads.end());
+  std::string auto_pad = c.attr_str("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") {
+    w.begin.assign(n, 0);
+    w.end.assign(n, 0);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t out = (in[i] + w.strides[i] - 1) / w.strides[i];
+      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 - in[i]);
+      w.begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.end[i] = total - w.begin[i];
+    }
+  }
+  return w;
+}
+
+// Pads the spatial dims (2..) of x by begin/end with `value`.
+Tensor pad_spatial(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end, double value) {
+  bool any = false;
+  SymIntList p;
+  for (int64_t i = static_cast<int64_t>(begin.size()) - 1; i >= 0; --i) {
+    p.push_back(begin[i]), p.push_back(end[i]);
+    any = any || begin[i] != 0 || end[i] != 0;
+  }
+  return any ? pad(x, p, "constant", value) : x;
+}
+
+Tensor conv(NodeCtx& c) {
+  Tensor x = c.in(0), w = c.in(1);
+  Tensor b = c.has(2) ? c.in(2) : Tensor();
+  std::vector<int64_t> in = spatial_sizes(x);
+  size_t n = in.size();
+  std::vector<int64_t> kernel;
+  for (int64_t k = 2; k < w.dim(); ++k) kernel.push_back(static_cast<int64_t>(w.size(k)));
+  Window win = window_of(c, in, kernel);
+  int64_t group = c.attr_int("group", 1);
+  if (n == 0 || n > 2) c.unsupported(fmt::format("Conv with {} spatial dims (1-D and 2-D are supported)", n));
+  bool symmetric = win.begin == win.end;
+  SymIntList padding(win.begin.begin(), win.begin.end());
+  if (!symmetric) {
+    x = pad_spatial(x, win.begin, win.end, 0.0);
+    padding.assign(n, SymInt(0));
+  }
+  SymIntList stride(win.strides.begin(), win.strides.end()), dilation(win.dilations.begin(), win.dilations.end());
+  if (n == 1) return conv1d(x, w, b, stride, padding, dilation, group);
+  return conv2d(x, w, b, stride, padding, dilation, group);
+}
+
+Tensor conv_transpose(NodeCtx& c) {
+  Tensor x = c.in(0), w = c.in(1);
+  Tensor b = c.has(2) ? c.in(2) : Tensor();
+  std::vector<int64_t> in = spatial_sizes(x);
+  size_t n = in.size();
+  if (n == 0 || n > 2) c.unsupported(fmt::format("ConvTranspose with {} spatial dims (1-D and 2-D are supported)", n));
+  int64_t group = c.attr_int("group", 1);
+  std::vector<int64_t> kernel;
+  for (int64_t k = 2; k < w.dim(); ++k) kernel.push_back(static_cast<int64_t>(w.size(k)));
+  std::vector<int64_t> strides = c.attr_ints("strides", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> dil = c.attr_ints("dilations", std::vector<int64_t>(n, 1));
+  std::vector<int64_t> out_pad = c.attr_ints("output_padding", std::vector<int64_t>(n, 0));
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  std::vector<int64_t> out_shape = c.attr_ints("output_shape");
+  std::string auto_pad = c.attr_str("auto_pad", "NOTSET");
+  if (strides.size() != n || dil.size() != n || out_pad.size() != n || pads.size() != 2 * n) c.fail("attribute sizes do not match the input");
+  std::vector<int64_t> full(n), begin(n), end(n);
+  for (size_t i = 0; i < n; ++i) {
+    full[i] = (in[i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1;
+    begin[i] = pads[i], end[i] = pads[i + n];
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t target = !out_shape.empty() ? out_shape[out_shape.size() - n + i] : in[i] * strides[i];
+      int64_t total = full[i] + out_pad[i] - target;
+      bool lower = auto_pad == "SAME_LOWER";
+      begin[i] = lower ? total - total / 2 : total / 2;
+      end[i] = total - begin[i];
+    } else if (auto_pad == "VALID") {
+      begin[i] = end[i] = 0;
+    }
+  }
+  // Transposed convolution without padding, then crop begin/end (and grow by output_padding): exact for any
+  // asymmetric padding.
+  bool one_d = n == 1;
+  Tensor x2 = one_d ? unsqueeze(x, 2) : x, w2 = one_d ? unsqueeze(w, 2) : w;
+  SymIntList s2 = one_d ? SymIntList{1, strides[0]} : SymIntList{strides[0], strides[1]};
+  SymIntList d2 = one_d ? SymIntList{1, dil[0]} : SymIntList{dil[0], dil[1]};
+  Tensor y = conv_transpose2d(x2, w2, Tensor(), s2, {0}, {0}, group, d2);
+  if (one_d) y = squeeze(y, {2});
+  std::vector<int64_t> zero(n, 0);
+  y = pad_spatial(y, zero, out_pad, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t len = full[i] + out_pad[i];
+    y = slice(y, static_cast<int64_t>(2 + i), SymInt(begin[i]), SymInt(len - end[i]));
+  }
+  if (b.defined()) {
+    Tensor bb = b;
+    for (size_t i = 0; i < n; ++i) bb = unsqueeze(bb, -1);
+    y = add(y, bb);
+  }
+  return y;
+}
+
+// One pooling window along spatial axis `axis` of x (already padded): combines k taps with stride and dilation.
+Tensor window_axis(const Tensor& x, int64_t axis, int64_t k, int64_t s, int64_t d, int64_t out, bool is_max) {
+  Tensor acc;
+  for (int64_t j = 0; j < k; ++j) {
+    Tensor tap = slice(x, axis, SymInt(j * d), SymInt(j * d + (out - 1) * s + 1), s);
+    acc = !acc.defined() ? tap : is_max ? maximum(acc, tap) : add(acc, tap);
+  }
+  return acc;
+}
+
+// Output length of a pooling axis as ONNX defines it (floor, or ceil where a last window must still start
+// inside the input or its left padding).
+int64_t pool_out(int64_t len, int64_t k, int64_t s, int64_t d, int64_t b, int64_t e, bool ceil_mode) {
+  int64_t span = (k - 1) * d + 1;
+  int64_t avail = len + b + e - span;
+  if (avail < 0) return 0;
+  int64_t out = ceil_mode ? (avail + s - 1) / s + 1 : avail / s + 1;
+  if (ceil_mode && (out - 1) * s >= len + b) --out;
+  return out;
+}
+
+enum class PoolKind { kMax, kAvg, kLp };
+
+Tensor pool(NodeCtx& c, PoolKind kind) {
+  Tensor x = c.in(0);
+  std::vector<int64_t> in = spatial_sizes(x);
+  size_t n = in.size();
+  std::vector<int64_t> kernel = c.attr_ints("kernel_shape");
+  if (kernel.size() != n) c.fail("kernel_shape does not match the input's spatial dims");
+  Window w = window_of(c, in, kernel);
+  bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+  bool include_pad = c.attr_int("count_include_pad", 0) != 0;
+  if (kind == PoolKind::kMax && c.node().outputs.size() > 1 && !c.node().outputs[1].empty())
+    c.unsupported("MaxPool's Indices output is not supported");
+  std::vector<int64_t> out(n), extra(n);
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = pool_out(in[i], w.kernel[i], w.strides[i], w.dilations[i], w.begin[i], w.end[i], ceil_mode);
+    int64_t need = (out[i] - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1;
+    extra[i] = std::max<int64_t>(0, need - (in[i] + w.begin[i] + w.end[i]));
+  }
+  std::vector<int64_t> end_all(n);
+  for (size_t i = 0; i < n; ++i) end_all[i] = w.end[i] + extra[i];
+  auto run = [&](Tensor v, bool is_max) {
+    for (size_t i = 0; i < n; ++i)
+      v = window_axis(v, static_cast<int64_t>(2 + i), w.kernel[i], w.strides[i], w.dilations[i], out[i], is_max);
+    return v;
+  };
+  if (kind == PoolKind::kMax) {
+    double lowest = is_floating(x.dtype()) ? -std::numeric_limits<double>::infinity()
+                    : x.dtype() == kUInt8 ? 0.0 : x.dtype() == kInt8 ? -128.0 : -2147483648.0;
+    return run(pad_spatial(x, w.begin, end_all, lowest), true);
+  }
+  if (kind == PoolKind::kLp) {
+    double p = static_cast<double>(c.attr_int("p", 2));
+    Tensor s = run(pad_spatial(pow(abs(x), Scalar(p)), w.begin, end_all, 0.0), false);
+    return pow(s, Scalar(1.0 / p));
+  }
+  Tensor sum = run(pad_spatial(x, w.begin, end_all, 0.0), false);
+  // The divisor: the window's count of input elements (and of pads, with count_include_pad), never the
+  // ceil-mode overhang.
+  Tensor ones = ones_like(slice(x, 1, SymInt(0), SymInt(1)));
+  for (int64_t k = 0; k < 2; ++k) ones = slice(ones, k, SymInt(0), SymInt(1));
+  Tensor count = include_pad ? pad_spatial(pad_spatial(ones, w.begin, w.end, 1.0), std::vector<int64_t>(n, 0), extra, 0.0)
+                             : pad_spatial(ones, w.begin, end_all, 0.0);
+  return div(sum, run(count, false));
+}
+
+Tensor batch_norm_onnx(NodeCtx& c, std::vector<Tensor>& extra_outs) {
+  Tensor x = c.in(0), scale = c.in(1), bias = c.in(2), mean = c.in(3), var = c.in(4);
+  double eps = c.attr_float("epsilon", 1e-5), momentum = c.attr_float("momentum", 0.9);
+  bool training = c.attr_int("training_mode", 0) != 0;
+  if (c.opset() < 9 && c.attr_int("spatial", 1) == 0) c.unsupported("BatchNormalization with spatial=0");
+  auto per_channel = [&](const Tensor& p) {
+    Tensor r = p;
+    for (int64_t k = 2; k < x.dim(); ++k) r = unsqueeze(r, -1);
+    return r;
+  };
+  if (!training) return batch_norm(x, scale, bias, mean, var, false, 0.0, eps);
+  DimList dims{0};
+  for (int64_t k = 2; k < x.dim(); ++k) dims.push_back(k);
+  Tensor m = sinter::mean(x, OptDims(dims));
+  Tensor v = sinter::var(x, OptDims(dims), Scalar(0));
+  Tensor y = add(mul(div(sub(x, per_channel(m)), sqrt(add(per_channel(v), Scalar(eps)))), per_channel(scale)),
+                 per_channel(bias));
+  extra_outs = {add(mul(mean, Scalar(momentum)), mul(m, Scalar(1 - momentum))),
+                add(mul(var, Scalar(momentum)), mul(v, Scalar(1 - momentum)))};
+  return y;
+}
+
+// LayerNormalization: mean and inverse std over dims [axis, rank), computed in float32 for half types.
+std::vector<Tensor> layer_norm_onnx(NodeCtx& c) {
+  Tensor x = c.in(0);
+  DType d = x.dtype();
+  int64_t axis = norm_axis(c.attr_int("axis", -1), x.dim(), c);
+  double eps = c.attr_float("epsilon", 1e-5);
+  Tensor xf = d == kFloat16 || d == kBFloat16 ? cast_to(x, kFloat32) : x;
+  DimList dims;
+  for (int64_t k = axis; k < x.dim(); ++k) dims.push_back(k);
+  Tensor mean = sinter::mean(xf, OptDims(dims), true);
+  Tensor centered = sub(xf, mean);
+  Tensor inv = rsqrt(add(sinter::mean(mul(centered, centered), OptDims(dims), true), Scalar(eps)));
+  Tensor y = cast_to(mul(centered, inv), d);
+  y = mul(y, c.in(1));
+  if (c.has(2)) y = add(y, c.in(2));
+  return {cast_to(y, d), mean, inv};
+}
+
+Tensor group_norm_onnx(NodeCtx& c) {
+  Tensor x = c.in(0);
+  int64_t g = c.attr_int("num_groups", 1);
+  double eps = c.attr_float("epsilon", 1e-5);
+  int64_t n = static_cast<int64_t>(x.size(0)), ch = static_cast<int64_t>(x.size(1));
+  Tensor xr = reshape(x, {n, g, -1});
+  Tensor mean = sinter::mean(xr, OptDims(DimList{2}), true);
+  Tensor centered = sub(xr, mean);
+  Tensor var = sinter::mean(mul(centered, centered), OptDims(DimList{2}), true);
+  Tensor y = reshape(div(centered, sqrt(add(var, Scalar(eps)))), x.sizes());
+  Tensor scale = c.in(1), bias = c.in(2);
+  if (scale.size(0).hint() != ch) {  // opset 18: one scale per group
+    scale = reshape(expand(unsqueeze(scale, 1), {g, ch / g}), {ch});
+    bias = reshape(expand(unsqueeze(bias, 1), {g, ch / g}), {ch});
+  }
+  for (int64_t k = 2; k < x.dim(); ++k) scale = unsqueeze(scale, -1), bias = unsqueeze(bias, -1);
+  return add(mul(y, scale), bias);
+}
+
+Tensor lrn(NodeCtx& c) {
+  Tensor x = c.in(0);
+  int64_t size = c.attr_int("size", 1);
+  double alpha = c.attr_float("alpha", 1e-4), beta = c.attr_float("beta", 0.75), bias = c.attr_float("bias", 1.0);
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  int64_t ch = static_cast<int64_t>(x.size(1));
+  Tensor sq = mul(x, x);
+  SymIntList p(2 * (x.dim() - 2), SymInt(0));
+  p.push_back(before), p.push_back(after);
+  Tensor padded = pad(sq, p, "constant", 0.0);
+  Tensor sum;
+  for (int64_t j = 0; j < size; ++j) {
+    Tensor tap = slice(padded, 1, SymInt(j), SymInt(j + ch));
+    sum = sum.defined() ? add(sum, tap) : tap;
+  }
+  return div(x, pow(add(mul(sum, Scalar(alpha / static_cast<double>(size))), Scalar(bias)), Scalar(beta)));
+}
+
+Tensor gemm(NodeCtx& c) {
+  Tensor a = c.in(0), b = c.in(1);
+  if (c.attr_int("transA", 0)) a = transpose(a, 0, 1);
+  if (c.attr_int("transB", 0)) b = transpose(b, 0, 1);
+  double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
+  Tensor y = matmul(a, b);
+  if (alpha != 1.0) y = mul(y, Scalar(alpha));
+  if (c.has(2) && beta != 0.0) {
+    Tensor cc = c.in(2);
+    y = add(y, beta == 1.0 ? cc : mul(cc, Scalar(beta)));
+  }
+  return cast_to(y, c.in(0).dtype());
+}
+
+}  // namespace
+
+void register_nn_ops(OpTable& t) {
+  t["Conv"] = {[](NodeCtx& c) { return std::vector<Tensor>{conv(c)}; }};
+  t["ConvTranspose"] = {[](NodeCtx& c) { return std::vector<Tensor>{conv_transpose(c)}; }};
+  t["MaxPool"] = {[](NodeCtx& c) { return std::vector<Tensor>{pool(c, PoolKind::kMax)}; }};
+  t["AveragePool"] = {[](NodeCtx& c) { return std::vector<Tensor>{pool(c, PoolKind::kAvg)}; }};
+  t["LpPool"] = {[](NodeCtx& c) { return std::vector<Tensor>{pool(c, PoolKind::kLp)}; }};
+  auto global = [](const char* kind) {
+    return [kind = std::string(kind)](NodeCtx& c) {
+      Tensor x = c.in(0);
+      DimList dims;
+      for (int64_t k = 2; k < x.dim(); ++k) dims.push_back(k);
+      if (kind == "avg") return std::vector<Tensor>{mean(x, OptDims(dims), true)};
+      if (kind == "max") return std::vector<Tensor>{amax(x, dims, true)};
+      double p = static_cast<double>(c.attr_int("p", 2));
+      return std::vector<Tensor>{pow(sum(pow(abs(x), Scalar(p)), OptDims(dims), true), Scalar(1.0 / p))};
+    };
+  };
+  t["GlobalAveragePool"] = {global("avg")};
+  t["GlobalMaxPool"] = {global("max")};
+  t["GlobalLpPool"] = {global("lp")};
+  t["BatchNormalization"] = {[](NodeCtx& c) {
+    std::vector<Tensor> extra;
+    Tensor y = batch_norm_onnx(c, extra);
+    std::vector<Tensor> out{y};
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }};
+  t["InstanceNormalization"] = {[](NodeCtx& c) {
+    Tensor x = c.in(0);
+    return std::vector<Tensor>{group_norm(x, static_cast<int64_t>(x.size(1)), c.in(1), c.in(2), c.attr_float("epsilon", 1e-5))};
+  }};
+  t["LayerNormalization"] = {layer_norm_onnx};
+  t["GroupNormalization"] = {[](NodeCtx& c) { return std::vector<Tensor>{group_norm_onnx(c)}; }};
+  t["LRN"] = {[](NodeCtx& c) { return std::vector<Tensor>{lrn(c)}; }};
+  t["LpNormalization"] = {[](NodeCtx& c) {
+    Tensor x = c.in(0);
+    int64_t axis = norm_axis(c.attr_int("axis", -1), x.dim(), c);
+    int64_t p = c.attr_int("p", 2);
+    Tensor nrm = p == 1 ? sum(abs(x), OptDims(DimList{axis}), true) : sqrt(sum(mul(x, x), OptDims(DimList{axis}), true));
+    return std::vector<Tensor>{div(x, nrm)};
+  }};
+  t["MeanVarianceNormalization"] = {[](NodeCtx& c) {
+    Tensor x = c.in(0);
+    std::vector<int64_t> axes = c.attr_ints("axes", {0, 2, 3});
+    DimList dims;
+    for (int64_t a : axes) dims.push_back(norm_axis(a, x.dim(), c));
+    Tensor m = mean(x, OptDims(dims), true);
+    Tensor var = sub(mean(mul(x, x), OptDims(dims), true), mul(m, m));
+    return std::vector<Tensor>{div(sub(x, m), add(sqrt(var), Scalar(1e-9)))};
+  }};
+  t["Gemm"] = {[](NodeCtx& c) { return std::vector<Tensor>{gemm(c)}; }};
+  t["MatMul"] = {[](NodeCtx& c) { return std::vector<Tensor>{matmul(c.in(0), c.in(1))}; }};
+  t["Einsum"] = {[](NodeCtx& c) {
+    std::vector<Tensor> xs;
+    for (size_t i = 0; i < c.num_inputs(); ++i) xs.push_back(c.in(i));
+    std::string eq = c.attr_str("equation", "");
+    std::string cleaned;
+    for (char ch : eq)
+      if (ch != ' ') cleaned += ch;
+    return std::vector<Tensor>{einsum(cleaned, xs)};
+  }};
+}
+
+}  // namespace sinter::onnx
