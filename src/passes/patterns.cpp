@@ -142,8 +142,15 @@ std::optional<Attention> match_attention(const Graph& g, const Node& out) {
     return true;
   };
   if (node->is_op(OpId::add_Tensor) && node->args[2].scalar() == Scalar(1)) {
-    m.mask = node->args[1].tensor();
-    if (!step(&g.producer(node->args[0].tensor()))) return std::nullopt;
+    // scores + mask, or mask + scores: the scores are the side made by the scaling or the first matmul.
+    auto is_scores = [&](const Tensor& t) {
+      const Node& p = g.producer(t);
+      return p.is_op(OpId::mul_Scalar) || p.is_op(OpId::div_Scalar) || p.is_op(OpId::matmul);
+    };
+    int side = is_scores(node->args[0].tensor()) ? 0 : (is_scores(node->args[1].tensor()) ? 1 : -1);
+    if (side < 0) return std::nullopt;
+    m.mask = node->args[1 - side].tensor();
+    if (!step(&g.producer(node->args[side].tensor()))) return std::nullopt;
   }
   if (node->is_op(OpId::mul_Scalar) || node->is_op(OpId::div_Scalar)) {
     double s = node->args[1].to_double();

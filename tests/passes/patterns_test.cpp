@@ -95,10 +95,38 @@ TEST(Patterns, AttentionChainBecomesScaledDotProductAttention) {
           EXPECT_EQ(g.num_ops(), 1) << g;
           expect_same_results(before, g, random_inputs(before), 1e-5);
         }
+  // mask + scores (the other order) and a batch-broadcast mask
+  {
+    std::string text = attention_text("transpose.int(%k, -2, -1)", "mul.Scalar(%5, 0.25)", true, false);
+    text.replace(text.find("add.Tensor(%6, %m)"), 18, "add.Tensor(%m, %6)");
+    Graph g = parse_graph(text);
+    Graph before = g.clone();
+    EXPECT_TRUE(passes::apply_patterns(g, {}));
+    EXPECT_EQ(g.num_ops(), 1) << g;
+    expect_same_results(before, g, random_inputs(before), 1e-5);
+  }
   Graph g = parse_graph(attention_text("transpose.int(%k, -2, -1)", "mul.Scalar(%5, 0.25)", true, false, "bf16"));
   Graph before = g.clone();
   EXPECT_TRUE(passes::apply_patterns(g, {}));
   expect_same_results(before, g, random_inputs(before), 1e-2);
+}
+
+TEST(Patterns, AttentionWithSymbolicSequenceLength) {
+  Graph g = parse_graph(
+      "graph(%q: f32[2, s0, 16], %k: f32[2, s0, 16], %v: f32[2, s0, 8]):\n"
+      "  %3 = transpose.int(%k, -2, -1)\n"
+      "  %4 = matmul(%q, %3)\n"
+      "  %5 = div.Scalar(%4, 4.0)\n"
+      "  %6 = softmax.int(%5, -1)\n"
+      "  %7 = matmul(%6, %v)\n"
+      "  return (%7)\n");
+  Graph before = g.clone();
+  EXPECT_TRUE(passes::apply_patterns(g, {}));
+  verify(g);
+  EXPECT_EQ(g.num_ops(), 1) << g;
+  for (int64_t s : {3, 11})
+    expect_same_results(before, g, {random({2, s, 16}, kFloat32, 1), random({2, s, 16}, kFloat32, 2),
+                                     random({2, s, 8}, kFloat32, 3)}, 1e-5);
 }
 
 TEST(Patterns, AttentionNearMissesStay) {

@@ -101,6 +101,31 @@ TEST(Pipeline, VerifiesAroundPassesWhenAsked) {
   EXPECT_EQ(passes::run_inductor_passes(g, {}).size(), 4u);
 }
 
+TEST(Pipeline, FrozenConvBatchNormFoldsAfterFunctionalization) {
+  // Capture records batch_norm (a writer of its running stats); in eval it writes nothing, functionalize makes
+  // it batch_norm_functional, and the pattern folds it into the frozen conv.
+  ParseOptions options;
+  options.constants["w"] = testing::random({4, 3, 3, 3}, kFloat32, 1);
+  options.constants["m"] = testing::random({4}, kFloat32, 2);
+  options.constants["v"] = testing::random_positive({4}, kFloat32, 0.5, 2.0, 3);
+  Graph g = parse_graph(
+      "graph(%x: f32[1, 3, 8, 8]):\n"
+      "  %w = constant()  # f32[4, 3, 3, 3]\n"
+      "  %m = constant()  # f32[4]\n"
+      "  %v = constant()  # f32[4]\n"
+      "  %4 = conv2d(%x, %w)  # f32[1, 4, 6, 6]\n"
+      "  %5 = batch_norm(%4, None, None, %m, %v, False, 0.1, 1e-05)  # f32[1, 4, 6, 6]\n"
+      "  %6 = relu(%5)  # f32[1, 4, 6, 6]\n"
+      "  return (%6)\n",
+      options);
+  Graph before = g.clone();
+  std::vector<passes::PassRecord> records = passes::run_inductor_passes(g, {.freeze = true});
+  EXPECT_TRUE(records[0].changed);
+  EXPECT_TRUE(records[1].changed);
+  EXPECT_EQ(g.num_ops(), 2) << g;  // conv2d with the folded weights, relu
+  testing::expect_same_results(before, g, testing::random_inputs(before), 1e-5);
+}
+
 TEST(Pipeline, MutatingGraphsAreFunctionalizedAndReportTheirWrites) {
   std::string text =
       "graph(%x: f32[4, 8]):\n"
