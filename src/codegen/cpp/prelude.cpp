@@ -1,0 +1,238 @@
+#include "codegen/cpp/prelude.h"
+
+namespace sinter::codegen::cpp {
+namespace {
+
+// How the float functions work (all branch-free: selects compile to blends, so `#pragma omp simd` loops vectorise):
+// - exp/exp2/expm1: n = round(x/ln2) with the 1.5*2^23 shifter, r = x - n*ln2 in two parts (Cody-Waite, the high
+//   part has trailing zero bits so n*hi is exact), e^r - 1 by a degree-6 polynomial fitted to relative error on
+//   [-ln2/2, ln2/2], then scaled by 2^n as two factors so subnormal results and results near FLT_MAX round once.
+// - log/log1p/log2: x = 2^k * m with m in [sqrt(1/2), sqrt(2)), log(m) = 2*atanh(f/(2+f)) with f = m-1 (series in
+//   s^2); log1p adds back the part of x lost in rounding 1+x.
+// - tanh: an odd polynomial below 0.55, t/(t+2) with t = expm1(2|x|) above; sigmoid = (x>=0 ? 1 : e)/(1+e) with
+//   e = exp(-|x|) (stable for large |x|), corrected for the rounding of 1+e.
+// - erf: x*P(x^2) for |x|<1, 1 - exp(-x^2)*Q(x) on [1,4] (both fitted), 1 beyond.
+constexpr char kPrelude[] = R"PRELUDE(// ---- sinter prelude: no standard-library headers; branch-free inline math that vectorises ----
+typedef long long sn_i64;
+typedef int sn_i32;
+typedef short sn_i16;
+typedef signed char sn_i8;
+typedef unsigned long long sn_u64;
+typedef unsigned int sn_u32;
+typedef unsigned short sn_u16;
+typedef unsigned char sn_u8;
+#define SN_INLINE static inline __attribute__((always_inline))
+
+SN_INLINE sn_u32 sn_bits(float x) { return __builtin_bit_cast(sn_u32, x); }
+SN_INLINE float sn_from_bits(sn_u32 u) { return __builtin_bit_cast(float, u); }
+SN_INLINE float sn_copysign_of(float magnitude, float sign_of) {
+  return sn_from_bits(sn_bits(magnitude) | (sn_bits(sign_of) & 0x80000000u));
+}
+SN_INLINE bool sn_isnan(float x) { return x != x; }
+SN_INLINE bool sn_isnan_d(double x) { return x != x; }
+
+// ---- simple float functions ----
+SN_INLINE float sn_abs(float x) { return __builtin_fabsf(x); }
+SN_INLINE float sn_sqrt(float x) { return __builtin_sqrtf(x); }
+SN_INLINE float sn_rsqrt(float x) { return 1.0f / __builtin_sqrtf(x); }
+SN_INLINE float sn_floor(float x) { return __builtin_floorf(x); }
+SN_INLINE float sn_ceil(float x) { return __builtin_ceilf(x); }
+SN_INLINE float sn_trunc(float x) { return __builtin_truncf(x); }
+SN_INLINE float sn_round(float x) { return __builtin_rintf(x); }  // half to even, like torch.round
+// NaN-propagating like torch.maximum / torch.minimum.
+SN_INLINE float sn_max(float a, float b) { return sn_isnan(a) ? a : (sn_isnan(b) ? b : (a > b ? a : b)); }
+SN_INLINE float sn_min(float a, float b) { return sn_isnan(a) ? a : (sn_isnan(b) ? b : (a < b ? a : b)); }
+SN_INLINE float sn_sin(float x) { return __builtin_sinf(x); }
+SN_INLINE float sn_cos(float x) { return __builtin_cosf(x); }
+SN_INLINE float sn_pow(float a, float b) { return __builtin_powf(a, b); }
+
+// ---- exp family ----
+// 2^n for an integer n in [-126, 127], built in the exponent field.
+SN_INLINE float sn_pow2i(sn_i32 n) { return sn_from_bits((sn_u32)(n + 127) << 23); }
+// e^r - 1 for |r| <= ln2/2 (relative error of e^r about 3e-9).
+SN_INLINE float sn_expm1_poly(float r) {
+  float q = 0.49999994f + r * (0.16666521f + r * (0.041668389f + r * (0.0083687110f + r * 0.0013814605f)));
+  return r + r * r * q;
+}
+// p * 2^n for n in [-151, 129]: two factors so a subnormal or near-overflow result is rounded once.
+SN_INLINE float sn_scale2(float p, sn_i32 n) {
+  sn_i32 n1 = n >> 1;
+  return p * sn_pow2i(n1) * sn_pow2i(n - n1);
+}
+SN_INLINE float sn_exp(float x) {
+  float xc = x < -104.0f ? -104.0f : x;  // exp(-104) rounds to 0, exp(89) overflows
+  xc = xc > 89.0f ? 89.0f : xc;
+  float t = xc * 1.44269504f + 12582912.0f;  // 1.5*2^23: t's low mantissa bits hold round(x/ln2)
+  sn_i32 n = (sn_i32)(sn_bits(t) - 0x4b400000u);
+  float fn = t - 12582912.0f;
+  float r = xc - fn * 0.693145751953125f;
+  r = r - fn * 1.428606765330187e-06f;
+  float y = sn_scale2(sn_expm1_poly(r) + 1.0f, n);
+  return sn_isnan(x) ? x : y;
+}
+SN_INLINE float sn_exp2(float x) {
+  float xc = x < -151.0f ? -151.0f : x;
+  xc = xc > 129.0f ? 129.0f : xc;
+  float t = xc + 12582912.0f;
+  sn_i32 n = (sn_i32)(sn_bits(t) - 0x4b400000u);
+  float r = xc - (t - 12582912.0f);
+  float y = sn_scale2(sn_expm1_poly(r * 0.693147182f) + 1.0f, n);  // n in [-151, 129]: both halves normal
+  return sn_isnan(x) ? x : y;
+}
+SN_INLINE float sn_expm1(float x) {
+  float xc = x < -30.0f ? -30.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;
+  float t = xc * 1.44269504f + 12582912.0f;
+  sn_i32 n = (sn_i32)(sn_bits(t) - 0x4b400000u);
+  float fn = t - 12582912.0f;
+  float r = xc - fn * 0.693145751953125f;
+  r = r - fn * 1.428606765330187e-06f;
+  float p = sn_expm1_poly(r);
+  // n <= 24: 2^n*(1+p) - 1 = 2^n*p + (2^n - 1), where 2^n - 1 is exact (no cancellation near 0); else e^x.
+  float s = sn_pow2i(n > 24 ? 24 : n);
+  float small = s * p + (s - 1.0f);
+  float big = sn_scale2(p + 1.0f, n);
+  float y = n > 24 ? big : small;
+  return (x == 0.0f || sn_isnan(x)) ? x : y;  // keeps -0
+}
+
+// ---- log family ----
+// log(1+f) for f in [sqrt(1/2)-1, sqrt(2)-1]: 2*atanh(s), s = f/(2+f), written as f - s*(f - R).
+SN_INLINE float sn_log1p_kernel(float f) {
+  float s = f / (2.0f + f);
+  float z = s * s;
+  float big_r = z * (0.66666667f + z * (0.4f + z * (0.28571429f + z * 0.22222222f)));
+  return f - s * (f - big_r);
+}
+// x = 2^k * (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)); x positive (subnormals too).
+SN_INLINE void sn_log_split(float x, float& k, float& f) {
+  bool sub = x < 1.17549435e-38f;
+  sn_u32 u = sn_bits(sub ? x * 8388608.0f : x);
+  sn_u32 d = u - 0x3f3504f3u;
+  sn_i32 e = (sn_i32)d >> 23;
+  f = sn_from_bits(u - ((sn_u32)e << 23)) - 1.0f;
+  k = (float)(e + (sub ? -23 : 0));
+}
+SN_INLINE float sn_log_special(float x, float y) {
+  y = x == 0.0f ? -__builtin_inff() : y;
+  y = x < 0.0f ? __builtin_nanf("") : y;
+  y = x == __builtin_inff() ? x : y;
+  return sn_isnan(x) ? x : y;
+}
+SN_INLINE float sn_log(float x) {
+  float k, f;
+  sn_log_split(x, k, f);
+  float y = k * 0.693145751953125f + (k * 1.428606765330187e-06f + sn_log1p_kernel(f));
+  return sn_log_special(x, y);
+}
+SN_INLINE float sn_log2(float x) {
+  float k, f;
+  sn_log_split(x, k, f);
+  float l = sn_log1p_kernel(f);
+  float y = k + (l * 1.44269502f + l * 1.925963e-08f);
+  return sn_log_special(x, y);
+}
+SN_INLINE float sn_log1p(float x) {
+  float u = 1.0f + x;
+  // x - (u - 1) is exactly what rounding 1 + x lost; log(u + c) = log(u) + c/u to first order.
+  float y = sn_log(u) + (x - (u - 1.0f)) / u;
+  y = x == -1.0f ? -__builtin_inff() : y;
+  y = x == __builtin_inff() ? x : y;
+  return (x == 0.0f || sn_isnan(x)) ? x : y;
+}
+
+// ---- activations ----
+SN_INLINE float sn_tanh(float x) {
+  float a = __builtin_fabsf(x);
+  float t2 = a * a;  // |x| < 0.55: odd polynomial (fitted), exact leading term
+  float small = a + a * t2 * (-0.33333316f + t2 * (0.13332586f + t2 * (-0.053852305f + t2 * (0.021071659f +
+                t2 * -0.0062742131f))));
+  float t = sn_expm1(2.0f * a);  // |x| >= 0.55: t/(t+2) damps t's error by 2/(t+2) <= 1/2
+  float large = a > 10.0f ? 1.0f : t / (t + 2.0f);  // tanh(10) rounds to 1 (select after, not a clamp before:
+                                                    // g++ 12 does not vectorise a clamp feeding sn_expm1's)
+  return sn_copysign_of(a < 0.55f ? small : large, x);
+}
+SN_INLINE float sn_sigmoid(float x) {
+  float e = sn_exp(-__builtin_fabsf(x));
+  float d = 1.0f + e;
+  float d_lo = (1.0f - d) + e;  // what rounding 1 + e lost (exact: Fast2Sum, 1 >= e)
+  float q = (x >= 0.0f ? 1.0f : e) / d;
+  // q/(1 + d_lo/d): 1/d is q for x >= 0 and 1 - q below, close enough for this tiny correction.
+  return q - q * (d_lo * (x >= 0.0f ? q : 1.0f - q));
+}
+SN_INLINE float sn_erf(float x) {
+  float a = __builtin_fabsf(x);
+  float t = a * a;
+  // erf(x)/x - 1 by a fitted polynomial in x^2: the leading term a is exact, the rest is at most 16% of it.
+  float small = a + a * (0.12837917f + t * (-0.37612626f + t * (0.112836f + t * (-0.026854444f + t * (0.0051895352f +
+                t * (-0.00080208381f + t * 7.8891091e-05f))))));
+  float b = a > 4.0f ? 4.0f : a;  // erf(4) rounds to 1
+  float u = b - 2.5f;
+  float q = 0.21080655f + u * (-0.074299715f + u * (0.025157776f + u * (-0.0078043477f + u * (0.0019661498f +
+            u * (-0.0019622382f + u * (-0.00080030086f + u * -0.00038887499f))))));
+  float large = 1.0f - sn_exp(-b * b) * q;
+  return sn_copysign_of(a < 1.0f ? small : large, x);
+}
+
+// ---- double versions (accuracy first: the C library's functions where needed) ----
+SN_INLINE double sn_abs_d(double x) { return __builtin_fabs(x); }
+SN_INLINE double sn_sqrt_d(double x) { return __builtin_sqrt(x); }
+SN_INLINE double sn_rsqrt_d(double x) { return 1.0 / __builtin_sqrt(x); }
+SN_INLINE double sn_floor_d(double x) { return __builtin_floor(x); }
+SN_INLINE double sn_ceil_d(double x) { return __builtin_ceil(x); }
+SN_INLINE double sn_trunc_d(double x) { return __builtin_trunc(x); }
+SN_INLINE double sn_round_d(double x) { return __builtin_rint(x); }
+SN_INLINE double sn_max_d(double a, double b) { return sn_isnan_d(a) ? a : (sn_isnan_d(b) ? b : (a > b ? a : b)); }
+SN_INLINE double sn_min_d(double a, double b) { return sn_isnan_d(a) ? a : (sn_isnan_d(b) ? b : (a < b ? a : b)); }
+SN_INLINE double sn_exp_d(double x) { return __builtin_exp(x); }
+SN_INLINE double sn_expm1_d(double x) { return __builtin_expm1(x); }
+SN_INLINE double sn_exp2_d(double x) { return __builtin_exp2(x); }
+SN_INLINE double sn_log_d(double x) { return __builtin_log(x); }
+SN_INLINE double sn_log1p_d(double x) { return __builtin_log1p(x); }
+SN_INLINE double sn_log2_d(double x) { return __builtin_log2(x); }
+SN_INLINE double sn_tanh_d(double x) { return __builtin_tanh(x); }
+SN_INLINE double sn_erf_d(double x) { return __builtin_erf(x); }
+SN_INLINE double sn_sin_d(double x) { return __builtin_sin(x); }
+SN_INLINE double sn_cos_d(double x) { return __builtin_cos(x); }
+SN_INLINE double sn_pow_d(double a, double b) { return __builtin_pow(a, b); }
+SN_INLINE double sn_sigmoid_d(double x) {
+  double e = __builtin_exp(-__builtin_fabs(x));
+  return (x >= 0.0 ? 1.0 : e) / (1.0 + e);
+}
+
+// ---- float16 / bfloat16 <-> float32 (bit manipulation; round to nearest even; NaN stays NaN) ----
+SN_INLINE float sn_bf16_to_f32(sn_u16 h) { return sn_from_bits((sn_u32)h << 16); }
+SN_INLINE sn_u16 sn_f32_to_bf16(float f) {
+  sn_u32 u = sn_bits(f);
+  sn_u32 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return (sn_u16)(sn_isnan(f) ? ((u >> 16) | 0x40u) : rounded);  // a NaN is made quiet, never rounded to inf
+}
+SN_INLINE float sn_f16_to_f32(sn_u16 h) {
+  sn_u32 sign = ((sn_u32)h & 0x8000u) << 16;
+  sn_u32 em = (sn_u32)h & 0x7fffu;
+  sn_u32 normal = (em << 13) + (112u << 23);                               // rebias the exponent by 127-15
+  sn_u32 sub = sn_bits((float)(sn_i32)em * 5.9604644775390625e-08f);     // subnormal: m * 2^-24, exact
+  sn_u32 special = (em << 13) | 0x7f800000u;                               // inf, NaN (payload kept)
+  sn_u32 mag = em >= 0x7c00u ? special : (em < 0x0400u ? sub : normal);
+  return sn_from_bits(mag | sign);
+}
+SN_INLINE sn_u16 sn_f32_to_f16(float f) {
+  sn_u32 u = sn_bits(f);
+  sn_u32 sign = (u >> 16) & 0x8000u;
+  sn_u32 a = u & 0x7fffffffu;
+  sn_u32 normal = (a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;  // rebias, round the 13 dropped bits
+  // Below 2^-14 the half is subnormal: adding 0.5 makes the FPU round |f| to a multiple of 2^-24 (to even).
+  sn_u32 sub = sn_bits(sn_from_bits(a) + 0.5f) - 0x3f000000u;
+  sn_u32 h = a < 0x38800000u ? sub : normal;
+  h = a >= 0x477ff000u ? 0x7c00u : h;                               // 65520 and above round to infinity
+  h = a > 0x7f800000u ? (0x7e00u | ((a >> 13) & 0x3ffu)) : h;      // NaN: quiet, top payload bits kept
+  return (sn_u16)(h | sign);
+}
+// ---- end of prelude ----
+)PRELUDE";
+
+}  // namespace
+
+std::string_view prelude() { return {kPrelude, sizeof(kPrelude) - 1}; }
+
+}  // namespace sinter::codegen::cpp

@@ -1,0 +1,132 @@
+#include "runtime/compiler_driver.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+
+#include "codegen/cpp/toolchain.h"
+#include "runtime/cache_files.h"
+#include "runtime/subprocess.h"
+#include "sinter/error.h"
+#include "support/check.h"
+
+namespace sinter::runtime {
+namespace {
+
+struct Job {
+  std::vector<std::string> argv;
+  std::string log;
+  std::string source;  // the unit it compiles ("" for the link)
+};
+
+std::string first_lines(const std::string& text, int max_lines) {
+  size_t pos = 0;
+  for (int i = 0; i < max_lines && pos != std::string::npos; ++i) {
+    pos = text.find('\n', pos);
+    if (pos != std::string::npos) ++pos;
+  }
+  if (pos == std::string::npos || pos >= text.size()) return text;
+  return text.substr(0, pos) + "  [... output cut; the whole log is beside the source]\n";
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+[[noreturn]] void fail(const BuildRequest& req, const Job& job, int status) {
+  std::string output;
+  read_file(job.log, output);
+  std::string source = job.source.empty() ? req.sources.front() : job.source;
+  throw Error(fmt::format(
+      "sinter: compiling the generated C++ of {} failed ({} {}).\n  source kept at: {}\n  compiler output: {}\n"
+      "  command: {}\n--- compiler output (first 40 lines) ---\n{}",
+      req.name, req.toolchain->compiler, describe_wait_status(status), source, job.log, command_line(job.argv),
+      first_lines(output, 40)));
+}
+
+// Runs jobs with at most `width` at once; throws on the first failure after letting the running ones finish.
+void run_jobs(const BuildRequest& req, const std::vector<Job>& jobs, int width) {
+  std::map<pid_t, size_t> running;
+  size_t next = 0;
+  int failed_status = 0;
+  const Job* failed = nullptr;
+  std::string spawn_error;
+  while (next < jobs.size() || !running.empty()) {
+    while (next < jobs.size() && int(running.size()) < width && !failed && spawn_error.empty()) {
+      try {
+        running.emplace(spawn_process(jobs[next].argv, jobs[next].log), next);
+      } catch (const Error& e) {
+        spawn_error = e.what();
+      }
+      ++next;
+    }
+    if (running.empty()) break;
+    // Poll our own children only (waitpid(-1) could reap processes the rest of the program started); a compile
+    // takes 100 ms or more, so a 2 ms poll costs nothing measurable.
+    bool reaped = false;
+    for (auto it = running.begin(); it != running.end();) {
+      int status = 0;
+      if (!try_wait_process(it->first, &status)) {
+        ++it;
+        continue;
+      }
+      if (!exited_ok(status) && !failed) failed = &jobs[it->second], failed_status = status;
+      it = running.erase(it);
+      reaped = true;
+    }
+    if (!reaped) ::usleep(2000);
+  }
+  if (!spawn_error.empty())
+    throw Error(fmt::format("{} (the C++ compiler, chosen by SINTER_CXX; building {})", spawn_error, req.name));
+  if (failed) fail(req, *failed, failed_status);
+}
+
+}  // namespace
+
+int parallel_compile_jobs() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+void build_shared_object(const BuildRequest& req) {
+  SINTER_INTERNAL_ASSERT(req.toolchain && !req.sources.empty());
+  std::vector<std::string> base = {req.toolchain->compiler};
+  for (const std::string& f : req.toolchain->flags) base.push_back(f);
+  for (const std::string& f : req.extra_flags) base.push_back(f);
+  if (req.sources.size() == 1) {
+    // One unit: compile and link in one process.
+    Job job{base, req.dir + "/compile.log", req.sources[0]};
+    for (const char* a : {"-o", req.output.c_str(), req.sources[0].c_str(), "-lm"}) job.argv.push_back(a);
+    run_jobs(req, {job}, 1);
+    ::unlink(job.log.c_str());
+    return;
+  }
+  std::vector<Job> compiles;
+  std::vector<std::string> objects;
+  for (size_t i = 0; i < req.sources.size(); ++i) {
+    Job job{{}, fmt::format("{}/unit{}.log", req.dir, i), req.sources[i]};
+    for (const std::string& a : base)
+      if (a != "-shared") job.argv.push_back(a);  // a link flag; clang warns about it under -c
+    objects.push_back(fmt::format("{}/unit{}.o", req.dir, i));
+    for (const std::string& a : {std::string("-c"), std::string("-o"), objects.back(), req.sources[i]})
+      job.argv.push_back(a);
+    compiles.push_back(std::move(job));
+  }
+  run_jobs(req, compiles, parallel_compile_jobs());
+  Job link{base, req.dir + "/link.log", ""};
+  link.argv.push_back("-o");
+  link.argv.push_back(req.output);
+  for (const std::string& o : objects) link.argv.push_back(o);
+  link.argv.push_back("-lm");
+  run_jobs(req, {link}, 1);
+  for (const Job& j : compiles) ::unlink(j.log.c_str());
+  for (const std::string& o : objects) ::unlink(o.c_str());
+  ::unlink(link.log.c_str());
+}
+
+}  // namespace sinter::runtime

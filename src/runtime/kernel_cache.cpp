@@ -1,0 +1,403 @@
+#include "runtime/kernel_cache.h"
+
+#include <dlfcn.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <mutex>
+
+#include "codegen/cpp/toolchain.h"
+#include "runtime/cache_files.h"
+#include "runtime/compiler_driver.h"
+#include "runtime/sha256.h"
+#include "sinter/error.h"
+#include "support/check.h"
+#include "support/log.h"
+
+namespace sinter::runtime {
+
+using codegen::cpp::Toolchain;
+
+SharedLibrary::SharedLibrary(const std::string& path, std::string cleanup_dir)
+    : path_(path), cleanup_dir_(std::move(cleanup_dir)) {
+  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char* why = ::dlerror();
+    if (!cleanup_dir_.empty()) remove_tree(cleanup_dir_);
+    throw Error(fmt::format("sinter: cannot load the compiled kernels {}: {}", path, why ? why : "unknown error"));
+  }
+}
+
+SharedLibrary::~SharedLibrary() {
+  if (handle_) ::dlclose(handle_);
+  if (!cleanup_dir_.empty()) remove_tree(cleanup_dir_);
+}
+
+void* SharedLibrary::symbol(const std::string& name) const {
+  ::dlerror();
+  void* p = ::dlsym(handle_, name.c_str());
+  SINTER_INTERNAL_ASSERT(p != nullptr, "symbol {} not found in {}", name, path_);
+  return p;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The process-wide registry of loaded objects and the counters. A key being built is represented by a future, so a
+// second thread asking for it waits for the first instead of compiling again.
+struct LoadedEntry {
+  std::shared_ptr<SharedLibrary> library;
+  std::vector<std::string> source_paths;
+};
+using LoadedFuture = std::shared_future<std::shared_ptr<const LoadedEntry>>;
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, LoadedFuture> loaded;
+  std::atomic<int64_t> compiled{0}, memory_hits{0}, disk_hits{0}, rejected{0}, corrupt{0}, failures{0};
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+std::string home_dir() {
+  std::string home = env_or("HOME", "");
+  if (!home.empty()) return home;
+  if (const passwd* pw = ::getpwuid(::geteuid())) return pw->pw_dir;
+  return "/tmp";
+}
+
+std::string make_absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char buf[4096];
+  return ::getcwd(buf, sizeof buf) ? std::string(buf) + "/" + path : path;
+}
+
+// File names keep only characters that need no quoting anywhere.
+std::string safe_name(const std::string& name) {
+  std::string out;
+  for (char c : name.substr(0, 64))
+    out.push_back((std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_');
+  if (out.empty() || out[0] == '.') out.insert(0, "kernel");
+  return out;
+}
+
+std::string source_file_name(const std::string& name, size_t index, size_t count) {
+  return count == 1 ? name + ".cpp" : fmt::format("{}_{}.cpp", name, index);
+}
+
+// The manifest of an entry: what the object must hash to, and which sources it was built from.
+struct Manifest {
+  std::string key, object_sha256;
+  size_t object_size = 0;
+  std::vector<std::string> sources;
+};
+
+std::string format_manifest(const Manifest& m) {
+  std::string out = fmt::format("sinter-kernel-cache 1\nkey {}\nobject kernel.so {} {}\n", m.key, m.object_size,
+                                m.object_sha256);
+  for (const std::string& s : m.sources) out += "source " + s + "\n";
+  return out;
+}
+
+bool parse_manifest(const std::string& text, Manifest& m) {
+  size_t pos = 0;
+  bool header = false, object = false;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) return false;  // a manifest always ends with a newline: this one was cut
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    char hash[65] = {0};
+    unsigned long long size = 0;
+    if (line == "sinter-kernel-cache 1") header = true;
+    else if (line.rfind("key ", 0) == 0) m.key = line.substr(4);
+    else if (std::sscanf(line.c_str(), "object kernel.so %llu %64s", &size, hash) == 2)
+      m.object_size = size, m.object_sha256 = hash, object = true;
+    else if (line.rfind("source ", 0) == 0) m.sources.push_back(line.substr(7));
+    else return false;
+  }
+  return header && object && !m.sources.empty();
+}
+
+struct Request {
+  const std::vector<std::string>& units;
+  std::string name;
+  const CompileOptions& options;
+  const Toolchain& toolchain;
+  std::string key;
+};
+
+struct Loaded {
+  std::shared_ptr<SharedLibrary> library;
+  std::vector<std::string> sources;
+  CompiledObject::From from = CompiledObject::From::kCompiled;
+};
+
+void log_refusal(const std::string& what, const std::string& path, const std::string& why) {
+  SINTER_LOG(kPerfHints, "kernel cache: refused {} {}: {}; compiling instead", what, path, why);
+}
+
+// The directory of an entry's shard when the cache from its root down is private to this user; "" (after
+// counting and logging the refusal) when it is not, so the caller compiles into a private temporary directory.
+std::string usable_shard_dir(const std::string& key) {
+  std::string root = make_absolute(kernel_cache_dir());
+  if (std::string why = make_dirs(root); !why.empty()) {
+    SINTER_LOG(kPerfHints, "kernel cache: cannot use {}: {}; compiling into a temporary directory", root, why);
+    return "";
+  }
+  // The root may be a symbolic link the user made (followed); nothing below it is followed.
+  if (std::string why = why_not_private(root, true, true); !why.empty()) {
+    registry().rejected++;
+    log_refusal("cache directory", root, why);
+    return "";
+  }
+  std::string dir = root;
+  for (const std::string& part : {fmt::format("v{}", kAbiVersion), key.substr(0, 2)}) {
+    dir += "/" + part;
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      SINTER_LOG(kPerfHints, "kernel cache: cannot create {} ({})", dir, errno_text());
+      return "";
+    }
+    if (std::string why = why_not_private(dir, true); !why.empty()) {
+      registry().rejected++;
+      log_refusal("cache directory", dir, why);
+      return "";
+    }
+  }
+  return dir;
+}
+
+// Moves an unusable entry out of the way (a rename inside our private shard, so it works even when the entry
+// belongs to someone else), then deletes what it can.
+void discard_entry(const std::string& entry) {
+  static std::atomic<int> counter{0};
+  std::string aside = fmt::format("{}.discarded-{}-{}", entry, ::getpid(), counter++);
+  if (::rename(entry.c_str(), aside.c_str()) == 0) remove_tree(aside);
+}
+
+// Loads an entry after checking its ownership, modes and the object's hash. Empty when there is no usable entry
+// (a refused or corrupt one has been counted, logged and moved aside).
+std::shared_ptr<SharedLibrary> load_entry(const std::string& entry, const std::string& key,
+                                          std::vector<std::string>& sources) {
+  struct stat st;
+  if (::lstat(entry.c_str(), &st) != 0) return nullptr;
+  for (auto [path, is_dir] : {std::pair{entry, true}, {entry + "/manifest", false}, {entry + "/kernel.so", false}}) {
+    if (std::string why = why_not_private(path, is_dir); !why.empty()) {
+      registry().rejected++;
+      log_refusal("cache entry", path, why);
+      discard_entry(entry);
+      return nullptr;
+    }
+  }
+  std::string manifest_text, object;
+  Manifest m;
+  std::string problem;
+  if (!read_file(entry + "/manifest", manifest_text) || !parse_manifest(manifest_text, m)) problem = "unreadable manifest";
+  else if (m.key != key) problem = "manifest of another key";
+  else if (!read_file(entry + "/kernel.so", object)) problem = "unreadable object";
+  else if (object.size() != m.object_size) problem = fmt::format("object has {} bytes, expected {} (truncated?)", object.size(), m.object_size);
+  else if (sha256_hex(object) != m.object_sha256) problem = "object's SHA-256 does not match its manifest";
+  if (problem.empty()) {
+    try {
+      auto lib = std::make_shared<SharedLibrary>(entry + "/kernel.so");
+      for (const std::string& s : m.sources) sources.push_back(entry + "/" + s);
+      return lib;
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  registry().corrupt++;
+  SINTER_LOG(kPerfHints, "kernel cache: corrupt entry {}: {}; rebuilding it", entry, problem);
+  discard_entry(entry);
+  return nullptr;
+}
+
+// Compiles into a fresh private directory under `parent` and, when `publish_as` is given, publishes the result
+// there with one rename.
+Loaded build(const Request& req, const std::string& parent, const std::string& publish_as) {
+  std::string dir = make_temp_dir(parent, publish_as.empty() ? "sinter-build-" : req.key + ".tmp-");
+  SINTER_CHECK(!dir.empty(), "sinter: cannot create a build directory in {} ({})", parent, errno_text());
+  Loaded out;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < req.units.size(); ++i) {
+    names.push_back(source_file_name(req.name, i, req.units.size()));
+    out.sources.push_back(dir + "/" + names.back());
+    if (std::string why = write_new_file(out.sources.back(), req.units[i]); !why.empty()) {
+      remove_tree(dir);
+      throw Error("sinter: " + why);
+    }
+  }
+  BuildRequest br{&req.toolchain, req.options.extra_flags, dir, out.sources, dir + "/kernel.so", req.name};
+  try {
+    build_shared_object(br);
+  } catch (const Error& e) {
+    registry().failures++;
+    if (publish_as.empty()) throw;  // the private build directory stays, with the source the message names
+    // Keep the failed build as "<key>.failed" (one per key, so repeated failures do not pile up).
+    std::string kept = publish_as + ".failed";
+    remove_tree(kept);
+    if (::rename(dir.c_str(), kept.c_str()) != 0) throw;
+    std::string message = e.what();
+    for (size_t at = message.find(dir); at != std::string::npos; at = message.find(dir, at + kept.size()))
+      message.replace(at, dir.size(), kept);
+    throw Error(message);
+  }
+  registry().compiled++;
+  std::string object;
+  SINTER_CHECK(read_file(br.output, object), "sinter: cannot read the compiled object {}", br.output);
+  ::chmod(br.output.c_str(), 0700);  // the umask may have left it group-writable
+  Manifest m{req.key, sha256_hex(object), object.size(), names};
+  if (std::string why = write_new_file(dir + "/manifest", format_manifest(m)); !why.empty()) throw Error("sinter: " + why);
+  if (!publish_as.empty() && ::rename(dir.c_str(), publish_as.c_str()) == 0) {
+    for (std::string& s : out.sources) s = publish_as + "/" + s.substr(dir.size() + 1);
+    out.library = std::make_shared<SharedLibrary>(publish_as + "/kernel.so");
+    return out;
+  }
+  // Not published (private build, or another process published the same key first): this copy is loaded and
+  // deleted when the library is closed.
+  out.library = std::make_shared<SharedLibrary>(br.output, dir);
+  return out;
+}
+
+std::string private_build_parent() {
+  std::string tmp = env_or("TMPDIR", "/tmp");
+  return tmp;
+}
+
+Loaded find_or_build(const Request& req) {
+  std::string shard = usable_shard_dir(req.key);
+  if (shard.empty()) return build(req, private_build_parent(), "");
+  std::string entry = shard + "/" + req.key;
+  Loaded out;
+  if ((out.library = load_entry(entry, req.key, out.sources))) {
+    registry().disk_hits++;
+    out.from = CompiledObject::From::kDisk;
+    return out;
+  }
+  return build(req, shard, entry);
+}
+
+void write_debug_copies(const Request& req, std::vector<std::string>& paths) {
+  const char* debug = std::getenv("SINTER_DEBUG_DIR");
+  if (!debug || !*debug) return;
+  std::string dir = make_absolute(debug);
+  if (std::string why = make_dirs(dir); !why.empty()) {
+    SINTER_LOG(kPerfHints, "SINTER_DEBUG_DIR: {}", why);
+    return;
+  }
+  for (size_t i = 0; i < req.units.size(); ++i) {
+    std::string path = fmt::format("{}/{}", dir, source_file_name(req.name + "_" + req.key.substr(0, 10), i, req.units.size()));
+    ::unlink(path.c_str());
+    if (write_new_file(path, req.units[i], 0644).empty()) paths[i] = path;
+  }
+}
+
+}  // namespace
+
+std::string kernel_cache_dir() {
+  if (const char* dir = std::getenv("SINTER_CACHE_DIR"); dir && *dir) return dir;
+  std::string xdg = env_or("XDG_CACHE_HOME", "");
+  return (xdg.empty() ? home_dir() + "/.cache" : xdg) + "/sinter";
+}
+
+std::string kernel_cache_key(const std::vector<std::string>& units, const CompileOptions& options) {
+  const Toolchain& tc = codegen::cpp::host_toolchain();
+  Sha256 h;
+  // Every field is length-prefixed so no two different inputs serialise to the same bytes.
+  auto field = [&](std::string_view s) {
+    h.update(fmt::format("{}:", s.size()));
+    h.update(s);
+  };
+  field(fmt::format("sinter-kernel abi={}", kAbiVersion));
+  field(tc.compiler);
+  field(tc.version);
+  field(tc.cpu_features);
+  for (const std::string& f : tc.flags) field(f);
+  field("extra");
+  for (const std::string& f : options.extra_flags) field(f);
+  field(fmt::format("units={}", units.size()));
+  for (const std::string& u : units) field(u);
+  return h.hex_digest();
+}
+
+CompiledObject compile_and_load(const std::vector<std::string>& units, const std::string& name,
+                                const CompileOptions& options) {
+  auto start = Clock::now();
+  SINTER_INTERNAL_ASSERT(!units.empty(), "compile_and_load of {} without translation units", name);
+  Request req{units, safe_name(name), options, codegen::cpp::host_toolchain(), kernel_cache_key(units, options)};
+  Registry& r = registry();
+  CompiledObject result;
+  result.key = req.key;
+  std::promise<std::shared_ptr<const LoadedEntry>> promise;
+  LoadedFuture waiting;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.loaded.find(req.key);
+    if (it != r.loaded.end()) waiting = it->second;
+    else r.loaded.emplace(req.key, promise.get_future().share());
+  }
+  if (waiting.valid()) {
+    // Loaded already, or being built by another thread: the same SharedLibrary either way.
+    std::shared_ptr<const LoadedEntry> entry = waiting.get();
+    r.memory_hits++;
+    result.library = entry->library;
+    result.source_paths = entry->source_paths;
+    result.from = CompiledObject::From::kMemory;
+  } else {
+    Loaded loaded;
+    try {
+      loaded = find_or_build(req);
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      std::lock_guard<std::mutex> lock(r.mutex);
+      r.loaded.erase(req.key);  // a later call tries again
+      throw;
+    }
+    result.library = loaded.library;
+    result.from = loaded.from;
+    result.source_paths = loaded.sources;
+    write_debug_copies(req, result.source_paths);
+    promise.set_value(std::make_shared<const LoadedEntry>(LoadedEntry{result.library, result.source_paths}));
+    if (log_enabled(LogChannel::kOutputCode)) {
+      for (size_t i = 0; i < units.size(); ++i)
+        log_message(LogChannel::kOutputCode,
+                    fmt::format("{} unit {}/{} ({}, key {}) at {}:\n{}", req.name, i + 1, units.size(),
+                                loaded.from == CompiledObject::From::kDisk ? "from the disk cache" : "compiled",
+                                req.key.substr(0, 16), result.source_paths[i], units[i]));
+    }
+  }
+  result.source_path = result.source_paths.empty() ? "" : result.source_paths.front();
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+KernelCacheStats kernel_cache_stats() {
+  Registry& r = registry();
+  return {r.compiled.load(), r.memory_hits.load(), r.disk_hits.load(),
+          r.rejected.load(), r.corrupt.load(),     r.failures.load()};
+}
+
+void clear_memory_cache() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.loaded.clear();
+}
+
+}  // namespace sinter::runtime
