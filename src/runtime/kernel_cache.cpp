@@ -1,5 +1,6 @@
 #include "runtime/kernel_cache.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -192,7 +193,9 @@ void discard_entry(const std::string& entry) {
   if (::rename(entry.c_str(), aside.c_str()) == 0) remove_tree(aside);
 }
 
-// Loads an entry after checking its ownership, modes and the object's hash. Empty when there is no usable entry
+// Loads an entry after checking its ownership, modes and the object's hash. The hash is checked on a read of the
+// file and dlopen reads it again; that is safe because every directory from the cache root down is private to
+// this user, so nobody else can replace the file in between. Empty when there is no usable entry
 // (a refused or corrupt one has been counted, logged and moved aside).
 std::shared_ptr<SharedLibrary> load_entry(const std::string& entry, const std::string& key,
                                           std::vector<std::string>& sources) {
@@ -281,6 +284,22 @@ std::string private_build_parent() {
   return tmp;
 }
 
+// Build directories of processes that died mid-compile, and discarded entries that could not be deleted, are
+// removed once they are an hour old (a live compile never takes that long), whenever a shard gets a new entry.
+void remove_stale_leftovers(const std::string& shard) {
+  DIR* d = ::opendir(shard.c_str());
+  if (!d) return;
+  time_t now = ::time(nullptr);
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.find(".tmp-") == std::string::npos && name.find(".discarded-") == std::string::npos) continue;
+    struct stat st;
+    std::string path = shard + "/" + name;
+    if (::lstat(path.c_str(), &st) == 0 && now - st.st_mtime > 3600) remove_tree(path);
+  }
+  ::closedir(d);
+}
+
 Loaded find_or_build(const Request& req) {
   std::string shard = usable_shard_dir(req.key);
   if (shard.empty()) return build(req, private_build_parent(), "");
@@ -291,6 +310,7 @@ Loaded find_or_build(const Request& req) {
     out.from = CompiledObject::From::kDisk;
     return out;
   }
+  remove_stale_leftovers(shard);
   return build(req, shard, entry);
 }
 

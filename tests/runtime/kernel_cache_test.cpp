@@ -1,11 +1,13 @@
 // The kernel cache: compile + load, memory/disk hits across processes, refusal of entries others can write,
 // detection of truncated/corrupt objects, concurrent writers, compiler errors and a missing compiler.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -249,6 +251,20 @@ TEST_F(KernelCache, TwoProcessesCompilingTheSameKeyAtOnceBothSucceed) {
   int entries = 0;
   for (const auto& f : fs::directory_iterator(fs::path(entry_dir(after)).parent_path())) ++entries, (void)f;
   EXPECT_EQ(entries, 1);
+}
+
+TEST_F(KernelCache, StaleBuildDirectoriesOfDeadProcessesAreRemoved) {
+  std::string key = kernel_cache_key({returning(24)});
+  std::string shard = cache_ + "/v" + std::to_string(kAbiVersion) + "/" + key.substr(0, 2);
+  ASSERT_EQ(make_dirs(shard), "");
+  std::string stale = shard + "/" + std::string(64, 'f') + ".tmp-abc123", fresh = shard + "/x.tmp-def456";
+  ASSERT_EQ(make_dirs(stale), "");
+  ASSERT_EQ(make_dirs(fresh), "");
+  struct timespec old_times[2] = {{0, 0}, {std::time(nullptr) - 7200, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, stale.c_str(), old_times, 0), 0);
+  compile_and_load({returning(24)}, "graph_17");
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(fresh));  // may belong to a compile still running
 }
 
 TEST_F(KernelCache, ThreadsAskingForTheSameKeyShareOneCompile) {
