@@ -1,6 +1,10 @@
 // The built-in backends, registered by the registry on first use (compile.h holds the public registry API).
 // Internal to src/backends.
 #pragma once
+#include <memory>
+
+#include "passes/pipeline.h"
+#include "runtime/compiled_program.h"
 #include "sinter/compile.h"
 
 namespace sinter::backends {
@@ -11,5 +15,9 @@ Backend eager_backend();
 // "aot_eager": runs the functionalized graph on the eager kernels, op by op in graph order, so results
 // (random draws included) equal eager's exactly.
 Backend aot_eager_backend();
+// "inductor": generated C++ kernels for CPU tensors (src/inductor, src/codegen/cpp, src/runtime).
+Backend inductor_backend();
+// The inductor's CPU path on one graph (tests use it to see the schedule: launches per call).
+std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, const passes::PassContext& ctx);
 
 }  // namespace sinter::backends

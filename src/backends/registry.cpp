@@ -20,6 +20,7 @@ struct Registry {
   Registry() {
     add("eager", backends::eager_backend());
     add("aot_eager", backends::aot_eager_backend());
+    add("inductor", backends::inductor_backend());
   }
   void add(const std::string& name, Backend backend) {
     storage.push_back(std::move(backend));

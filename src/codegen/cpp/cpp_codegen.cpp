@@ -1,0 +1,427 @@
+#include "codegen/cpp/cpp_codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/cpp/cpp_ops.h"
+#include "codegen/cpp/prelude.h"
+#include "support/check.h"
+
+namespace sinter::codegen::cpp {
+
+using inductor::Buffer;
+using inductor::CType;
+using inductor::Kernel;
+using inductor::LoopKind;
+using inductor::LoopNode;
+using inductor::LoopProgram;
+using inductor::SExpr;
+using inductor::SKind;
+using inductor::Stage;
+using ::sinter::ExprPtr;
+
+namespace {
+
+constexpr int kLanes = 16;  // accumulators per reduction: enough independent chains for AVX-512 too
+
+// Helpers shared by every translation unit (after the prelude).
+constexpr const char* kPreamble = R"(
+struct sn_kargs { void** bufs; const sn_i64* syms; };
+static inline sn_i64 sn_imin(sn_i64 a, sn_i64 b) { return a < b ? a : b; }
+static inline sn_i64 sn_imax(sn_i64 a, sn_i64 b) { return a > b ? a : b; }
+static inline sn_i64 sn_ifloordiv(sn_i64 a, sn_i64 b) {
+  sn_i64 q = a / b;
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline sn_i64 sn_imod(sn_i64 a, sn_i64 b) {
+  sn_i64 r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+)";
+
+struct LoopDim {
+  int var;
+  ExprPtr size;
+};
+
+ExprPtr product(const std::vector<LoopDim>& dims) {
+  ExprPtr p = sym::make_const(1);
+  for (const LoopDim& d : dims) p = sym::make_mul(p, d.size);
+  return p;
+}
+
+class KernelWriter {
+ public:
+  KernelWriter(LoopProgram& p, const Kernel& k, const std::vector<bool>& local) : p_(p), k_(k), local_(local) {}
+  std::string write(KernelInfo& info);
+
+ private:
+  // ---- index rewriting (dimension coalescing) ----
+  ExprPtr subst_index(const ExprPtr& e) const { return subst_.empty() ? e : sym::substitute(e, subst_); }
+  SExpr subst(SExpr e);
+  std::vector<LoopDim> coalesce(std::vector<LoopDim> dims, const std::vector<int>& nodes);
+
+  // ---- emission ----
+  std::string var(int k) const { return fmt::format("v{}", k); }
+  std::string idx(const ExprPtr& e) const { return inductor::index_str(e, var_names_); }
+  std::string buf(int b);
+  std::string emit(SExpr e, std::string& out, const std::string& ind);
+  void store(const LoopNode& n, const std::string& value, std::string& out, const std::string& ind);
+  void emit_pointwise_stage(const Stage& st, std::string& out, const std::string& ind);
+  void emit_reduction_stage(const Stage& st, std::string& out, const std::string& ind);
+  std::string unravel(const std::vector<LoopDim>& dims, const std::string& flat, const std::string& ind);
+
+  LoopProgram& p_;
+  const Kernel& k_;
+  const std::vector<bool>& local_;
+  std::vector<std::string> var_names_;
+  std::unordered_map<int64_t, ExprPtr> subst_;
+  std::unordered_map<SExpr, SExpr> subst_memo_;
+  std::unordered_map<int, int> buf_index_;  // program buffer -> kernel argument position
+  std::vector<int> buffers_;
+  std::unordered_map<SExpr, std::string> names_;      // SSA names in the current loop body
+  std::unordered_map<int, std::string> reduced_;      // reduction node -> its row result variable
+  std::unordered_map<int, std::string> stage_value_;  // node in the current stage -> its SSA value
+  std::unordered_map<int, SExpr> body_;               // node -> body after coalescing
+  std::unordered_map<int, ExprPtr> store_;            // node -> store offset after coalescing
+  int tmp_ = 0;
+};
+
+SExpr KernelWriter::subst(SExpr e) {
+  if (subst_.empty()) return e;
+  auto it = subst_memo_.find(e);
+  if (it != subst_memo_.end()) return it->second;
+  SExpr r = e;
+  if (e->kind == SKind::kLoad) {
+    r = p_.pool.load(e->buffer, subst_index(e->offset), e->type);
+  } else if (e->kind == SKind::kOp) {
+    std::vector<SExpr> args;
+    for (SExpr a : e->args) args.push_back(subst(a));
+    r = p_.pool.op(e->op, std::move(args), e->type);
+  }
+  subst_memo_[e] = r;
+  return r;
+}
+
+// Merges neighbouring loop dims that every access walks as one (stride of the outer = size * stride of the
+// inner), and drops size-1 dims, so the innermost loop is as long as the data allows.
+std::vector<LoopDim> KernelWriter::coalesce(std::vector<LoopDim> dims, const std::vector<int>& nodes) {
+  std::vector<ExprPtr> offsets;
+  int nv = 0;
+  for (int id : nodes) {
+    const LoopNode& n = p_.nodes[id];
+    nv = std::max(nv, static_cast<int>(n.domain.size()));
+    offsets.push_back(n.store_offset);
+    std::vector<SExpr> loads;
+    inductor::collect_loads(n.body, loads);
+    for (SExpr l : loads) offsets.push_back(l->offset);
+  }
+  std::vector<std::vector<ExprPtr>> coeffs(offsets.size());
+  bool affine = true;
+  for (size_t i = 0; i < offsets.size() && affine; ++i) {
+    ExprPtr rest;
+    affine = inductor::affine_split(offsets[i], nv, coeffs[i], rest);
+  }
+  std::vector<LoopDim> out;
+  for (size_t j = dims.size(); j-- > 0;) {
+    LoopDim d = dims[j];
+    if (d.size->is_const(1)) {
+      subst_[inductor::kLoopVarBase + d.var] = sym::make_const(0);
+      continue;
+    }
+    if (affine && !out.empty()) {
+      LoopDim& in = out.back();
+      bool ok = true;
+      for (const auto& c : coeffs)
+        if (sym::expand(c[d.var]) != sym::expand(sym::make_mul(c[in.var], in.size))) ok = false;
+      if (ok) {
+        subst_[inductor::kLoopVarBase + d.var] = sym::make_const(0);
+        in.size = sym::make_mul(d.size, in.size);
+        continue;
+      }
+    }
+    out.push_back(d);
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::string KernelWriter::buf(int b) {
+  auto it = buf_index_.find(b);
+  if (it != buf_index_.end()) return fmt::format("b{}", it->second);
+  int i = static_cast<int>(buffers_.size());
+  buffers_.push_back(b);
+  buf_index_[b] = i;
+  return fmt::format("b{}", i);
+}
+
+std::string KernelWriter::emit(SExpr e, std::string& out, const std::string& ind) {
+  auto it = names_.find(e);
+  if (it != names_.end()) return it->second;
+  std::string text;
+  if (e->kind == SKind::kConst) {
+    text = const_str(e);
+  } else if (e->kind == SKind::kLoad) {
+    int prod = p_.buffers[e->buffer].producer;
+    auto r = reduced_.find(prod);
+    auto s = stage_value_.find(prod);
+    if (prod >= 0 && r != reduced_.end() && e->offset == store_.at(prod)) {
+      text = r->second;
+    } else if (prod >= 0 && s != stage_value_.end() && e->offset == store_.at(prod)) {
+      text = s->second;
+    } else {
+      SINTER_INTERNAL_ASSERT(!local_[e->buffer], "codegen: a kernel-local buffer is read from memory");
+      text = load_str(p_.buffers[e->buffer].dtype, fmt::format("{}[{}]", buf(e->buffer), idx(e->offset)));
+    }
+  } else {
+    std::vector<std::string> args;
+    std::vector<CType> types;
+    for (SExpr a : e->args) {
+      args.push_back(emit(a, out, ind));
+      types.push_back(a->type);
+    }
+    text = op_str(e->op, e->type, args, types);
+  }
+  if (e->kind == SKind::kConst) return names_[e] = text;
+  std::string name = fmt::format("t{}", tmp_++);
+  out += fmt::format("{}const {} {} = {};\n", ind, inductor::ctype_name(e->type), name, text);
+  return names_[e] = name;
+}
+
+void KernelWriter::store(const LoopNode& n, const std::string& value, std::string& out, const std::string& ind) {
+  if (local_[n.out]) return;
+  const Buffer& b = p_.buffers[n.out];
+  out += fmt::format("{}{}[{}] = {};\n", ind, buf(n.out), idx(store_.at(n.id)), store_str(b.dtype, value));
+}
+
+std::string KernelWriter::unravel(const std::vector<LoopDim>& dims, const std::string& flat,
+                                  const std::string& ind) {
+  std::string out;
+  if (dims.empty()) return out;
+  if (dims.size() == 1) return fmt::format("{}const sn_i64 {} = {};\n", ind, var(dims[0].var), flat);
+  out += fmt::format("{}sn_i64 rem_ = {};\n", ind, flat);
+  for (size_t j = dims.size(); j-- > 1;) {
+    std::string sz = idx(dims[j].size);
+    out += fmt::format("{}const sn_i64 {} = rem_ % {};\n{}rem_ /= {};\n", ind, var(dims[j].var), sz, ind, sz);
+  }
+  out += fmt::format("{}const sn_i64 {} = rem_;\n", ind, var(dims[0].var));
+  return out;
+}
+
+void KernelWriter::emit_pointwise_stage(const Stage& st, std::string& out, const std::string& ind) {
+  const LoopNode& f = p_.nodes[st.nodes.front()];
+  size_t outer = k_.outer.size();
+  std::vector<LoopDim> dims;
+  for (size_t d = outer; d < f.domain.size(); ++d) dims.push_back({static_cast<int>(d), f.domain[d]});
+  dims = coalesce(dims, st.nodes);
+  for (int id : st.nodes) {
+    body_[id] = subst(p_.nodes[id].body);
+    store_[id] = subst_index(p_.nodes[id].store_offset);
+  }
+  std::string in = ind;
+  for (size_t j = 0; j < dims.size(); ++j) {
+    if (j + 1 == dims.size()) out += in + "#pragma omp simd\n";
+    out += fmt::format("{}for (sn_i64 {} = 0; {} < {}; ++{}) {{\n", in, var(dims[j].var), var(dims[j].var),
+                       idx(dims[j].size), var(dims[j].var));
+    in += "  ";
+  }
+  names_.clear();
+  for (int id : st.nodes) {
+    out += fmt::format("{}// {}\n", in, p_.nodes[id].origin);
+    std::string v = emit(body_[id], out, in);
+    store(p_.nodes[id], v, out, in);
+    stage_value_[id] = v;
+  }
+  for (size_t j = 0; j < dims.size(); ++j) {
+    in.resize(in.size() - 2);
+    out += in + "}\n";
+  }
+  names_.clear();
+  stage_value_.clear();
+}
+
+void KernelWriter::emit_reduction_stage(const Stage& st, std::string& out, const std::string& ind) {
+  const LoopNode& f = p_.nodes[st.nodes.front()];
+  size_t outer = k_.outer.size();
+  std::vector<LoopDim> dims;
+  for (size_t d = outer; d < f.domain.size(); ++d) dims.push_back({static_cast<int>(d), f.domain[d]});
+  dims = coalesce(dims, st.nodes);
+  if (dims.empty()) dims.push_back({static_cast<int>(f.domain.size()), sym::make_const(1)});
+  for (int id : st.nodes) {
+    body_[id] = subst(p_.nodes[id].body);
+    store_[id] = subst_index(p_.nodes[id].store_offset);
+  }
+  for (int id : st.nodes) {
+    const LoopNode& n = p_.nodes[id];
+    const char* t = inductor::ctype_name(n.body->type);
+    out += fmt::format("{}// {}: {} over {}\n", ind, n.origin, n.reduce_op, idx(product(dims)));
+    out += fmt::format("{}{} acc{}[{}];\n{}for (int j = 0; j < {}; ++j) acc{}[j] = {};\n", ind, t, id, kLanes, ind,
+                       kLanes, id, reduce_init(n.reduce_op, n.body->type));
+  }
+  std::string in = ind;
+  for (size_t j = 0; j + 1 < dims.size(); ++j) {
+    out += fmt::format("{}for (sn_i64 {} = 0; {} < {}; ++{}) {{\n", in, var(dims[j].var), var(dims[j].var),
+                       idx(dims[j].size), var(dims[j].var));
+    in += "  ";
+  }
+  const LoopDim& last = dims.back();
+  std::string n_name = fmt::format("n{}", st.nodes.front());
+  out += fmt::format("{}const sn_i64 {} = {};\n{}sn_i64 i{} = 0;\n", in, n_name, idx(last.size), in, n_name);
+  // Vector body: kLanes independent accumulators, one per lane.
+  out += fmt::format("{}for (; i{} + {} <= {}; i{} += {}) {{\n{}  #pragma omp simd\n{}  for (int j = 0; j < {}; ++j) {{\n",
+                     in, n_name, kLanes, n_name, n_name, kLanes, in, in, kLanes);
+  std::string body_ind = in + "    ";
+  out += fmt::format("{}const sn_i64 {} = i{} + j;\n", body_ind, var(last.var), n_name);
+  names_.clear();
+  for (int id : st.nodes) {
+    std::string v = emit(body_[id], out, body_ind);
+    out += fmt::format("{}acc{}[j] = {};\n", body_ind, id, reduce_combine(p_.nodes[id].reduce_op, fmt::format("acc{}[j]", id), v));
+  }
+  out += in + "  }\n" + in + "}\n";
+  // Scalar tail.
+  out += fmt::format("{}for (; i{} < {}; ++i{}) {{\n", in, n_name, n_name, n_name);
+  body_ind = in + "  ";
+  out += fmt::format("{}const sn_i64 {} = i{};\n", body_ind, var(last.var), n_name);
+  names_.clear();
+  for (int id : st.nodes) {
+    std::string v = emit(body_[id], out, body_ind);
+    out += fmt::format("{}acc{}[0] = {};\n", body_ind, id, reduce_combine(p_.nodes[id].reduce_op, fmt::format("acc{}[0]", id), v));
+  }
+  out += in + "}\n";
+  names_.clear();
+  for (size_t j = 0; j + 1 < dims.size(); ++j) {
+    in.resize(in.size() - 2);
+    out += in + "}\n";
+  }
+  for (int id : st.nodes) {
+    const LoopNode& n = p_.nodes[id];
+    const char* t = inductor::ctype_name(n.body->type);
+    std::string r = fmt::format("r{}", id);
+    out += fmt::format("{}{} {} = acc{}[0];\n{}for (int j = 1; j < {}; ++j) {} = {};\n", ind, t, r, id, ind, kLanes, r,
+                       reduce_combine(n.reduce_op, r, fmt::format("acc{}[j]", id)));
+    if (n.reduce_op == "mean")
+      out += fmt::format("{}{} = {} / ({}){};\n", ind, r, r, t, idx(product(dims)));
+    store(n, r, out, ind);
+    reduced_[id] = r;
+  }
+}
+
+std::string KernelWriter::write(KernelInfo& info) {
+  int nv = 0;
+  for (int id : k_.nodes) nv = std::max(nv, static_cast<int>(p_.nodes[id].domain.size()) + 1);
+  for (int v = 0; v < nv; ++v) var_names_.push_back(var(v));
+  std::string body;
+  std::string ind = "  ";
+  if (k_.rows) {
+    std::vector<LoopDim> outer;
+    for (size_t d = 0; d < k_.outer.size(); ++d) outer.push_back({static_cast<int>(d), k_.outer[d]});
+    body += ind + "for (sn_i64 o_ = begin; o_ < end; ++o_) {\n";
+    body += unravel(outer, "o_", ind + "  ");
+    for (const Stage& st : k_.stages) {
+      if (st.reduction) emit_reduction_stage(st, body, ind + "  ");
+      else emit_pointwise_stage(st, body, ind + "  ");
+    }
+    body += ind + "}\n";
+    info.total = product(outer);
+    ExprPtr work = sym::make_const(1);
+    const LoopNode& f = p_.nodes[k_.nodes.front()];
+    for (size_t d = k_.outer.size(); d < f.domain.size(); ++d) work = sym::make_mul(work, f.domain[d]);
+    info.work = work;
+  } else {
+    // Flat pointwise: [begin, end) counts elements of the whole (coalesced) domain; each row segment is one
+    // vectorised inner loop.
+    const LoopNode& f = p_.nodes[k_.nodes.front()];
+    std::vector<LoopDim> dims;
+    for (size_t d = 0; d < f.domain.size(); ++d) dims.push_back({static_cast<int>(d), f.domain[d]});
+    ExprPtr total = product(dims);
+    dims = coalesce(dims, k_.stages[0].nodes);
+    for (int id : k_.nodes) {
+      body_[id] = subst(p_.nodes[id].body);
+      store_[id] = subst_index(p_.nodes[id].store_offset);
+    }
+    if (dims.empty()) dims.push_back({nv - 1 < 0 ? 0 : nv - 1, sym::make_const(1)});
+    const LoopDim& last = dims.back();
+    std::vector<LoopDim> outer(dims.begin(), dims.end() - 1);
+    body += fmt::format("{}const sn_i64 inner_ = {};\n", ind, idx(last.size));
+    body += fmt::format("{}for (sn_i64 pos_ = begin; pos_ < end;) {{\n", ind);
+    std::string in = ind + "  ";
+    body += fmt::format("{}const sn_i64 row_ = pos_ / inner_;\n", in);
+    body += fmt::format("{}const sn_i64 lo_ = pos_ - row_ * inner_;\n", in);
+    body += fmt::format("{}const sn_i64 hi_ = sn_imin(inner_, end - row_ * inner_);\n", in);
+    body += unravel(outer, "row_", in);
+    body += in + "#pragma omp simd\n";
+    body += fmt::format("{}for (sn_i64 {} = lo_; {} < hi_; ++{}) {{\n", in, var(last.var), var(last.var), var(last.var));
+    names_.clear();
+    for (int id : k_.nodes) {
+      body += fmt::format("{}  // {}\n", in, p_.nodes[id].origin);
+      std::string v = emit(body_[id], body, in + "  ");
+      store(p_.nodes[id], v, body, in + "  ");
+      stage_value_[id] = v;
+    }
+    body += in + "}\n";
+    body += in + "pos_ = (row_ + 1) * inner_;\n";
+    body += ind + "}\n";
+    info.total = total;
+    info.work = sym::make_const(1);
+    info.row_elems = f.domain.empty() ? sym::make_const(1) : f.domain.back();
+  }
+  // Header: comments, then buffers and symbols as locals.
+  std::string head = fmt::format("// {}: {} node(s){}\n", k_.name, k_.nodes.size(),
+                                 k_.epilogue_of >= 0 ? ", a GEMM epilogue" : "");
+  for (int id : k_.nodes) head += fmt::format("//   node {}: {}\n", id, p_.nodes[id].origin);
+  head += fmt::format("extern \"C\" void {}(void* args_, sn_i64 begin, sn_i64 end) {{\n", k_.name);
+  head += "  const sn_kargs* a_ = (const sn_kargs*)args_;\n";
+  for (int s = 0; s < p_.num_symbols; ++s) head += fmt::format("  const sn_i64 s{} = a_->syms[{}];\n", s, s);
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    const Buffer& b = p_.buffers[buffers_[i]];
+    head += fmt::format("  {}* __restrict__ b{} = ({}*)a_->bufs[{}];  // {}\n", storage_type(b.dtype), i,
+                        storage_type(b.dtype), i, b.name);
+  }
+  info.symbol = k_.name;
+  info.buffers = buffers_;
+  return head + body + "}\n";
+}
+
+}  // namespace
+
+GeneratedCode generate(LoopProgram& program, const inductor::Schedule& schedule, int max_units) {
+  GeneratedCode g;
+  std::vector<bool> local(program.buffers.size(), false);
+  for (const Kernel& k : schedule.kernels)
+    for (int b : k.local_buffers) local[b] = true;
+  std::vector<std::string> fns;
+  for (const Kernel& k : schedule.kernels) {
+    KernelInfo info;
+    if (k.kind == Kernel::Kind::kLoops) {
+      KernelWriter w(program, k, local);
+      fns.push_back(w.write(info));
+    }
+    g.kernels.push_back(std::move(info));
+  }
+  if (fns.empty()) return g;
+  size_t units = std::clamp<size_t>(static_cast<size_t>(max_units), 1, fns.size());
+  std::vector<std::string> parts(units);
+  // Contiguous groups of similar length keep related kernels together in one file.
+  size_t total = 0;
+  for (const std::string& f : fns) total += f.size();
+  size_t target = total / units + 1, u = 0, acc = 0;
+  for (const std::string& f : fns) {
+    if (acc >= target && u + 1 < units) {
+      ++u;
+      acc = 0;
+    }
+    parts[u] += f + "\n";
+    acc += f.size();
+  }
+  for (std::string& part : parts) {
+    if (part.empty()) continue;
+    g.units.push_back(std::string(prelude()) + kPreamble + "\n" + part);
+  }
+  return g;
+}
+
+}  // namespace sinter::codegen::cpp

@@ -1,0 +1,255 @@
+#include "inductor/loop_ir.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <unordered_set>
+
+#include "support/check.h"
+
+namespace sinter::inductor {
+
+ExprPtr loop_var(int k) { return sym::make_symbol(kLoopVarBase + k); }
+
+CType compute_type(DType dt) {
+  switch (dt) {
+    case kFloat32:
+    case kFloat16:
+    case kBFloat16: return CType::kF32;
+    case kFloat64: return CType::kF64;
+    case kInt64: return CType::kI64;
+    case kInt32: return CType::kI32;
+    case kInt8: return CType::kI8;
+    case kUInt8: return CType::kU8;
+    case kBool: return CType::kBool;
+  }
+  SINTER_INTERNAL_ASSERT(false, "compute_type: unknown dtype");
+  return CType::kF32;
+}
+
+bool is_float(CType t) { return t == CType::kF32 || t == CType::kF64; }
+
+const char* ctype_name(CType t) {
+  switch (t) {
+    case CType::kBool: return "bool";
+    case CType::kI8: return "sn_i8";
+    case CType::kU8: return "sn_u8";
+    case CType::kI32: return "sn_i32";
+    case CType::kI64: return "sn_i64";
+    case CType::kF32: return "float";
+    case CType::kF64: return "double";
+  }
+  return "?";
+}
+
+// ---- SPool ----
+
+static size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+static bool same(const SNode& a, const SNode& b) {
+  return a.kind == b.kind && a.type == b.type && a.op == b.op && a.args == b.args && a.buffer == b.buffer &&
+         a.offset == b.offset && (a.value == b.value || (a.value != a.value && b.value != b.value)) &&
+         a.ivalue == b.ivalue;
+}
+
+SExpr SPool::intern(SNode n) {
+  size_t h = mix(static_cast<size_t>(n.kind), static_cast<size_t>(n.type));
+  h = mix(h, std::hash<std::string>()(n.op));
+  for (SExpr a : n.args) h = mix(h, std::hash<const void*>()(a));
+  h = mix(h, static_cast<size_t>(n.buffer + 1));
+  h = mix(h, std::hash<const void*>()(n.offset.get()));
+  h = mix(h, n.value == n.value ? std::hash<double>()(n.value) : 7);
+  h = mix(h, std::hash<int64_t>()(n.ivalue));
+  n.hash = h;
+  auto [lo, hi] = table_.equal_range(h);
+  for (auto it = lo; it != hi; ++it)
+    if (same(*it->second, n)) return it->second;
+  nodes_.push_back(std::move(n));
+  const SNode* p = &nodes_.back();
+  table_.emplace(h, p);
+  return p;
+}
+
+SExpr SPool::load(int buffer, ExprPtr offset, CType type) {
+  SNode n;
+  n.kind = SKind::kLoad;
+  n.type = type;
+  n.buffer = buffer;
+  n.offset = std::move(offset);
+  return intern(std::move(n));
+}
+
+SExpr SPool::constant(double v, CType type) {
+  if (!is_float(type)) return iconstant(static_cast<int64_t>(v), type);
+  SNode n;
+  n.kind = SKind::kConst;
+  n.type = type;
+  n.value = v;
+  return intern(std::move(n));
+}
+
+SExpr SPool::iconstant(int64_t v, CType type) {
+  if (is_float(type)) return constant(static_cast<double>(v), type);
+  SNode n;
+  n.kind = SKind::kConst;
+  n.type = type;
+  n.ivalue = type == CType::kBool ? (v != 0) : v;
+  return intern(std::move(n));
+}
+
+SExpr SPool::op(std::string name, std::vector<SExpr> args, CType type) {
+  SNode n;
+  n.kind = SKind::kOp;
+  n.type = type;
+  n.op = std::move(name);
+  n.args = std::move(args);
+  return intern(std::move(n));
+}
+
+static void walk(SExpr root, std::unordered_set<SExpr>& seen, const std::function<void(SExpr)>& f) {
+  std::vector<SExpr> stack{root};
+  while (!stack.empty()) {
+    SExpr e = stack.back();
+    stack.pop_back();
+    if (!seen.insert(e).second) continue;
+    f(e);
+    for (SExpr a : e->args) stack.push_back(a);
+  }
+}
+
+int dag_size(SExpr root) {
+  std::unordered_set<SExpr> seen;
+  walk(root, seen, [](SExpr) {});
+  return static_cast<int>(seen.size());
+}
+
+void collect_loads(SExpr root, std::vector<SExpr>& loads) {
+  std::unordered_set<SExpr> seen;
+  walk(root, seen, [&](SExpr e) {
+    if (e->kind == SKind::kLoad) loads.push_back(e);
+  });
+}
+
+// ---- program ----
+
+int LoopProgram::add_buffer(Buffer b) {
+  b.id = static_cast<int>(buffers.size());
+  if (b.name.empty()) b.name = fmt::format("buf{}", b.id);
+  buffers.push_back(std::move(b));
+  return buffers.back().id;
+}
+
+static std::string dims_str(const std::vector<ExprPtr>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + sym::to_string(dims[i]);
+  return "[" + s + "]";
+}
+
+std::string LoopProgram::str() const {
+  std::string s;
+  for (const Buffer& b : buffers) {
+    const char* kind = b.kind == BufferKind::kInput ? "input" : b.kind == BufferKind::kConstant ? "constant" : "buffer";
+    s += fmt::format("{} {}: {}{} strides {}\n", kind, b.name, dtype_name(b.dtype), dims_str(b.sizes), dims_str(b.strides));
+  }
+  for (const LoopNode& n : nodes) {
+    const char* kind = n.kind == LoopKind::kPointwise ? "pointwise" : n.kind == LoopKind::kReduction ? "reduction" : "extern";
+    if (n.kind == LoopKind::kExtern) {
+      std::string outs;
+      for (int o : n.outs) outs += (outs.empty() ? "" : ", ") + buffers[o].name;
+      s += fmt::format("node {}: extern {}{} -> {}  # {}\n", n.id, op_name(n.op), n.gemm ? " (gemm)" : "", outs, n.origin);
+    } else {
+      s += fmt::format("node {}: {} {} outer {} {} -> {} (dag {})  # {}\n", n.id, kind, dims_str(n.domain),
+                       n.num_outer, n.reduce_op, buffers[n.out].name, dag_size(n.body), n.origin);
+    }
+  }
+  return s;
+}
+
+std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_names) {
+  using sym::Kind;
+  switch (e->kind()) {
+    case Kind::kConst: return fmt::format("{}LL", e->value());
+    case Kind::kSymbol: {
+      int64_t id = e->symbol_id();
+      if (is_loop_var(id)) {
+        int k = loop_var_index(id);
+        SINTER_INTERNAL_ASSERT(k < static_cast<int>(var_names.size()), "index_str: loop variable {} unnamed", k);
+        return var_names[k];
+      }
+      return fmt::format("s{}", id);
+    }
+    case Kind::kAdd: {
+      std::string s = "(";
+      for (size_t i = 0; i < e->args().size(); ++i) s += (i ? " + " : "") + index_str(e->args()[i], var_names);
+      if (e->value() != 0) s += fmt::format(" + {}LL", e->value());
+      return s + ")";
+    }
+    case Kind::kMul: {
+      std::string s = e->value() == 1 ? "(" : fmt::format("({}LL", e->value());
+      for (size_t i = 0; i < e->args().size(); ++i)
+        s += (i || e->value() != 1 ? " * " : "") + index_str(e->args()[i], var_names);
+      return s + ")";
+    }
+    // Index arithmetic only divides non-negative values, where C's / and % agree with Python's // and %.
+    case Kind::kFloorDiv:
+      return fmt::format("({} / {})", index_str(e->args()[0], var_names), index_str(e->args()[1], var_names));
+    case Kind::kMod:
+      return fmt::format("({} % {})", index_str(e->args()[0], var_names), index_str(e->args()[1], var_names));
+    case Kind::kMin:
+    case Kind::kMax: {
+      std::string s = index_str(e->args()[0], var_names);
+      const char* f = e->kind() == Kind::kMin ? "sn_imin" : "sn_imax";
+      for (size_t i = 1; i < e->args().size(); ++i) s = fmt::format("{}({}, {})", f, s, index_str(e->args()[i], var_names));
+      return s;
+    }
+  }
+  return "?";
+}
+
+static bool has_loop_var(const ExprPtr& e) {
+  for (int64_t id : sym::free_symbols(e))
+    if (is_loop_var(id)) return true;
+  return false;
+}
+
+bool affine_split(const ExprPtr& e0, int nvars, std::vector<ExprPtr>& coeffs, ExprPtr& rest) {
+  ExprPtr e = sym::expand(e0);
+  coeffs.assign(nvars, sym::make_const(0));
+  rest = sym::make_const(0);
+  std::vector<ExprPtr> terms;
+  if (e->kind() == sym::Kind::kAdd) {
+    terms = e->args();
+    rest = sym::make_const(e->value());
+  } else {
+    terms = {e};
+  }
+  for (const ExprPtr& t : terms) {
+    if (!has_loop_var(t)) {
+      rest = sym::make_add(rest, t);
+      continue;
+    }
+    ExprPtr var;
+    ExprPtr coef = sym::make_const(1);
+    if (t->is_symbol()) {
+      var = t;
+    } else if (t->kind() == sym::Kind::kMul) {
+      coef = sym::make_const(t->value());
+      for (const ExprPtr& f : t->args()) {
+        if (f->is_symbol() && is_loop_var(f->symbol_id()) && !var) {
+          var = f;
+        } else if (has_loop_var(f)) {
+          return false;
+        } else {
+          coef = sym::make_mul(coef, f);
+        }
+      }
+    }
+    if (!var) return false;
+    int k = loop_var_index(var->symbol_id());
+    if (k >= nvars) return false;
+    coeffs[k] = sym::make_add(coeffs[k], coef);
+  }
+  return true;
+}
+
+}  // namespace sinter::inductor

@@ -1,0 +1,133 @@
+// The inductor's loop IR: what lowering makes of a graph and what the scheduler fuses and codegen prints.
+//
+// A LoopProgram holds buffers (real memory: graph inputs, constants, materialised intermediates, outputs) and a
+// list of loop nodes in dependency order: Pointwise (one value per element of an iteration domain), Reduction
+// (kept dims outside, reduced dims inside) and Extern (a library call or an eager kernel: GEMM, conv, attention,
+// anything without a loop form). Bodies are scalar expression DAGs (SExpr), interned so that equal
+// subexpressions are one node and codegen computes them once. Index arithmetic is symbolic (ExprPtr):
+// sizes are the graph's symbols s0, s1, ... and loop variables are symbols with ids from kLoopVarBase up, so one
+// simplifier serves both and `offset == offset` is a pointer comparison.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sinter/graph.h"
+#include "symbolic/expr.h"
+
+namespace sinter::inductor {
+
+using ::sinter::ExprPtr;
+
+inline constexpr int64_t kLoopVarBase = int64_t(1) << 40;
+ExprPtr loop_var(int k);  // the k-th loop variable of a node's domain
+inline bool is_loop_var(int64_t symbol_id) { return symbol_id >= kLoopVarBase; }
+inline int loop_var_index(int64_t symbol_id) { return static_cast<int>(symbol_id - kLoopVarBase); }
+
+// The C type a scalar is computed in (f16/bf16 compute in float and round where a buffer is written).
+enum class CType : uint8_t { kBool, kI8, kU8, kI32, kI64, kF32, kF64 };
+CType compute_type(DType dt);
+bool is_float(CType t);
+const char* ctype_name(CType t);  // "float", "sn_i64", ...
+
+enum class SKind : uint8_t { kLoad, kConst, kOp };
+struct SNode;
+using SExpr = const SNode*;
+struct SNode {
+  SKind kind = SKind::kOp;
+  CType type = CType::kF32;
+  std::string op;             // kOp: scalar op name ("add", "exp", "where", "cast", "gt", ...)
+  std::vector<SExpr> args;    // kOp
+  int buffer = -1;            // kLoad
+  ExprPtr offset;             // kLoad: element offset from the buffer's base
+  double value = 0;           // kConst (floats and bools)
+  int64_t ivalue = 0;         // kConst (integers)
+  size_t hash = 0;
+};
+
+// Interns scalar nodes: building the same expression twice gives the same pointer.
+class SPool {
+ public:
+  SExpr load(int buffer, ExprPtr offset, CType type);
+  SExpr constant(double v, CType type);
+  SExpr iconstant(int64_t v, CType type);
+  SExpr op(std::string name, std::vector<SExpr> args, CType type);
+  SExpr cast(SExpr a, CType type) { return a->type == type ? a : op("cast", {a}, type); }
+  size_t size() const { return nodes_.size(); }
+
+ private:
+  SExpr intern(SNode node);
+  std::deque<SNode> nodes_;
+  std::unordered_multimap<size_t, const SNode*> table_;
+};
+
+// The distinct nodes reachable from `root` (a recompute-cost measure).
+int dag_size(SExpr root);
+// Buffers loaded anywhere in `root`.
+void collect_loads(SExpr root, std::vector<SExpr>& loads);
+
+enum class BufferKind : uint8_t { kInput, kConstant, kIntermediate };
+struct Buffer {
+  int id = -1;
+  std::string name;  // "x", "buf3"
+  BufferKind kind = BufferKind::kIntermediate;
+  DType dtype = kFloat32;
+  std::vector<ExprPtr> sizes, strides;  // the layout it is allocated (or given) with; offsets count from its base
+  int graph_input = -1;                 // kInput: position among the graph's inputs
+  Tensor constant;                      // kConstant
+  int producer = -1;                    // kIntermediate: the loop node that writes it
+};
+
+enum class LoopKind : uint8_t { kPointwise, kReduction, kExtern };
+
+// A tensor argument of an extern: a strided view of a buffer.
+struct BufferView {
+  int buffer = -1;
+  std::vector<ExprPtr> sizes, strides;
+  ExprPtr offset;
+};
+
+struct LoopNode {
+  int id = -1;
+  LoopKind kind = LoopKind::kPointwise;
+  std::string origin;  // the graph nodes it came from ("%5 = gelu(%4)"), printed as comments
+  // Pointwise / Reduction: the iteration domain. Loop variable k walks domain[k]. A reduction's first
+  // `num_outer` dims are kept (its output has one value per outer index) and the rest are reduced.
+  std::vector<ExprPtr> domain;
+  int num_outer = 0;
+  SExpr body = nullptr;   // the value computed per point
+  int out = -1;           // the buffer written
+  ExprPtr store_offset;   // where (a function of the outer variables for a reduction, of all for pointwise)
+  std::string reduce_op;  // "sum", "mean", "prod", "amax", "amin"
+  // Extern: `op` run on `args` whose tensors are views of buffers (tensor_args[i] for the i-th tensor met while
+  // walking args in order, lists included); `gemm` marks the row-blocked GEMM form whose epilogue can fuse.
+  OpId op{};
+  Args args;
+  std::vector<BufferView> tensor_args;
+  std::vector<int> outs;  // output buffers (allocated by the extern's kernel)
+  bool gemm = false;      // out[M, N] = A[M, K] @ B[K, N] (tensor_args 0 and 1), rows blockable
+};
+
+struct LoopProgram {
+  std::vector<Buffer> buffers;
+  std::vector<LoopNode> nodes;
+  std::vector<BufferView> outputs;  // the graph's outputs, as views of buffers
+  std::shared_ptr<sym::ShapeEnv> shape_env;
+  SPool pool;
+  int num_symbols = 0;  // symbol ids in use are < num_symbols
+
+  int add_buffer(Buffer b);
+  std::string str() const;  // a readable dump (tests, logs)
+};
+
+// The C-like text of an index expression: loop variables print via `var_name`, symbols as s<id>.
+std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_names);
+
+// Splits an index expression into coefficients of the loop variables [0, nvars) and a rest without them.
+// False when a loop variable appears other than linearly (inside //, %, Min, Max or a product of two).
+bool affine_split(const ExprPtr& e, int nvars, std::vector<ExprPtr>& coeffs, ExprPtr& rest);
+
+}  // namespace sinter::inductor

@@ -1,0 +1,605 @@
+#include "inductor/lower.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "inductor/lower_pointwise.h"
+#include "ops/op_table.h"
+#include "support/check.h"
+#include "support/log.h"
+#include "symbolic/shape_env.h"
+
+namespace sinter::inductor {
+namespace {
+
+ExprPtr ex(const SymInt& s) { return s.is_symbolic() ? s.expr() : sym::make_const(s.hint()); }
+std::vector<ExprPtr> exs(const SymIntList& l) {
+  std::vector<ExprPtr> r;
+  for (const SymInt& s : l) r.push_back(ex(s));
+  return r;
+}
+ExprPtr c0() { return sym::make_const(0); }
+
+std::vector<ExprPtr> dense_strides(const std::vector<ExprPtr>& sizes) {
+  std::vector<ExprPtr> st(sizes.size());
+  ExprPtr acc = sym::make_const(1);
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = acc;
+    acc = sym::make_mul(acc, sizes[i]);
+  }
+  return st;
+}
+
+std::string origin_of(const Node& n) { return fmt::format("%{} = {}", n.id, n.op_name()); }
+
+}  // namespace
+
+// Implementation of lower(); one instance per call.
+class Lowerer final : public PointwiseContext {
+ public:
+  Lowerer(const Graph& g, const LowerOptions& o) : g_(g), opt_(o) {
+    p_.shape_env = g.shape_env();
+    if (g.shape_env()) {
+      hints_ = g.shape_env()->hints();
+      p_.num_symbols = static_cast<int>(hints_.size());
+    }
+  }
+
+  LoopProgram run();
+
+  // ---- PointwiseContext ----
+  SExpr load_arg(const Tensor& t, const std::vector<ExprPtr>& out_sizes, const std::vector<ExprPtr>& idx) override {
+    int v = value_id(t);
+    const LValue& L = values_[v];
+    size_t r = out_sizes.size(), ra = L.sizes.size();
+    std::vector<ExprPtr> aidx(ra);
+    for (size_t j = 0; j < ra; ++j) aidx[j] = L.sizes[j]->is_const(1) ? c0() : idx[j + r - ra];
+    return load(v, aidx);
+  }
+  SPool& pool() override { return p_.pool; }
+
+ private:
+  struct LValue {
+    std::vector<ExprPtr> sizes;
+    DType dtype = kFloat32;
+    int buffer = -1;  // >= 0: a strided view of this buffer
+    std::vector<ExprPtr> strides;
+    ExprPtr offset;
+    bool meta_layout = true;  // the strides/offset are the graph meta's (so a view's meta applies)
+    std::function<SExpr(const std::vector<ExprPtr>&)> fn;  // lazy
+    std::map<std::vector<ExprPtr>, SExpr> memo;
+  };
+
+  int value_id(const Tensor& t) const {
+    auto it = value_of_.find(t.impl());
+    SINTER_INTERNAL_ASSERT(it != value_of_.end(), "inductor lower: a value used before it is defined");
+    return it->second;
+  }
+  int add_value(const Tensor& proxy, LValue v) {
+    values_.push_back(std::move(v));
+    int id = static_cast<int>(values_.size()) - 1;
+    value_of_[proxy.impl()] = id;
+    return id;
+  }
+  int64_t hint(const ExprPtr& e) const { return sym::evaluate(*e, hints_); }
+
+  SExpr load(int v, const std::vector<ExprPtr>& idx) {
+    LValue& L = values_[v];
+    if (L.buffer >= 0) {
+      ExprPtr off = L.offset;
+      for (size_t d = 0; d < idx.size(); ++d)
+        if (!L.sizes[d]->is_const(1)) off = sym::make_add(off, sym::make_mul(idx[d], L.strides[d]));
+      return p_.pool.load(L.buffer, off, compute_type(L.dtype));
+    }
+    auto it = L.memo.find(idx);
+    if (it != L.memo.end()) return it->second;
+    SExpr r = L.fn(idx);
+    values_[v].memo.emplace(idx, r);
+    return r;
+  }
+
+  // Whether `strides` lay `sizes` out densely without overlap (so a buffer can be allocated with them).
+  bool dense_layout(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
+    std::vector<int> perm = memory_order(sizes, strides);
+    ExprPtr expect = sym::make_const(1);
+    for (size_t j = perm.size(); j-- > 0;) {
+      int d = perm[j];
+      if (sizes[d]->is_const(1)) continue;
+      if (sym::expand(strides[d]) != sym::expand(expect)) return false;
+      expect = sym::make_mul(expect, sizes[d]);
+    }
+    return true;
+  }
+  // Dims from the largest stride to the smallest (the order a loop nest should walk them).
+  std::vector<int> memory_order(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
+    std::vector<int> perm(sizes.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int>(i);
+    std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) {
+      if (sizes[a]->is_const(1) || sizes[b]->is_const(1)) return false;
+      return hint(strides[a]) > hint(strides[b]);
+    });
+    return perm;
+  }
+
+  // Stores a lazy value into a new buffer laid out like `layout` when that is dense, else contiguously.
+  void materialize(int v, const std::vector<ExprPtr>* layout, const std::string& why) {
+    if (values_[v].buffer >= 0) return;
+    std::vector<ExprPtr> sizes = values_[v].sizes;
+    bool meta = layout && dense_layout(sizes, *layout);
+    std::vector<ExprPtr> strides = meta ? *layout : dense_strides(sizes);
+    std::vector<int> perm = memory_order(sizes, strides);
+    std::vector<ExprPtr> idx(sizes.size()), domain(sizes.size());
+    for (size_t j = 0; j < perm.size(); ++j) {
+      idx[perm[j]] = loop_var(static_cast<int>(j));
+      domain[j] = sizes[perm[j]];
+    }
+    DType dt = values_[v].dtype;
+    SExpr body = p_.pool.cast(load(v, idx), compute_type(dt));
+    ExprPtr off = c0();
+    for (size_t d = 0; d < sizes.size(); ++d)
+      if (!sizes[d]->is_const(1)) off = sym::make_add(off, sym::make_mul(idx[d], strides[d]));
+    Buffer b;
+    b.dtype = dt;
+    b.sizes = sizes;
+    b.strides = strides;
+    b.producer = static_cast<int>(p_.nodes.size());
+    int bid = p_.add_buffer(std::move(b));
+    LoopNode n;
+    n.id = static_cast<int>(p_.nodes.size());
+    n.kind = LoopKind::kPointwise;
+    n.origin = origin_;
+    n.domain = domain;
+    n.num_outer = static_cast<int>(domain.size());
+    n.body = body;
+    n.out = bid;
+    n.store_offset = off;
+    p_.nodes.push_back(std::move(n));
+    SINTER_LOG(kFusion, "materialize {} as {}: {}", origin_, p_.buffers[bid].name, why);
+    LValue& L = values_[v];
+    L.buffer = bid;
+    L.strides = strides;
+    L.offset = c0();
+    L.meta_layout = meta;
+    L.fn = nullptr;
+    L.memo.clear();
+    base_[bid] = c0();
+  }
+
+  BufferView view_of(int v) {
+    const LValue& L = values_[v];
+    return BufferView{L.buffer, L.sizes, L.strides, L.offset};
+  }
+
+  void lower_input(const Node& n);
+  void lower_op(const Node& n);
+  bool lower_view(const Node& n);
+  bool lower_lazy_view(const Node& n, int in);
+  bool lower_reduction(const Node& n);
+  bool lower_gemm(const Node& n);
+  void lower_extern(const Node& n);
+  void define_lazy(const Node& n, std::function<SExpr(const std::vector<ExprPtr>&)> fn);
+  int new_buffer(const Tensor& proxy, int producer);
+
+  const Graph& g_;
+  LowerOptions opt_;
+  LoopProgram p_;
+  sym::SymbolValues hints_;
+  std::deque<LValue> values_;
+  std::unordered_map<const TensorImpl*, int> value_of_;
+  std::unordered_map<const TensorImpl*, int> uses_;
+  std::unordered_map<int, ExprPtr> base_;  // buffer -> storage offset of the tensor that defines it
+  std::deque<Tensor> products_;            // proxies of GEMM products (values the graph does not name)
+  std::string origin_;
+};
+
+int Lowerer::new_buffer(const Tensor& proxy, int producer) {
+  Buffer b;
+  b.dtype = proxy.dtype();
+  b.sizes = exs(proxy.sizes());
+  b.strides = exs(proxy.strides());
+  b.producer = producer;
+  int bid = p_.add_buffer(std::move(b));
+  base_[bid] = ex(proxy.storage_offset());
+  LValue L;
+  L.sizes = p_.buffers[bid].sizes;
+  L.dtype = proxy.dtype();
+  L.buffer = bid;
+  L.strides = p_.buffers[bid].strides;
+  L.offset = c0();
+  add_value(proxy, std::move(L));
+  return bid;
+}
+
+void Lowerer::lower_input(const Node& n) {
+  int bid = new_buffer(n.output(), -1);
+  Buffer& b = p_.buffers[bid];
+  b.name = n.name;
+  if (n.kind == NodeKind::kInput) {
+    b.kind = BufferKind::kInput;
+    b.graph_input = static_cast<int>(p_.buffers.size()) - 1;
+    int k = 0;
+    for (const Node* in : g_.input_nodes()) {
+      if (in == &n) break;
+      ++k;
+    }
+    b.graph_input = k;
+  } else {
+    b.kind = BufferKind::kConstant;
+    b.constant = n.constant;
+  }
+}
+
+void Lowerer::define_lazy(const Node& n, std::function<SExpr(const std::vector<ExprPtr>&)> fn) {
+  LValue L;
+  L.sizes = exs(n.meta().sizes);
+  L.dtype = n.meta().dtype;
+  L.fn = std::move(fn);
+  int v = add_value(n.output(), std::move(L));
+  auto u = uses_.find(n.output().impl());
+  int uses = u == uses_.end() ? 0 : u->second;
+  if (uses >= 2) {
+    std::vector<ExprPtr> idx;
+    for (size_t d = 0; d < values_[v].sizes.size(); ++d) idx.push_back(loop_var(static_cast<int>(d)));
+    int size = dag_size(load(v, idx));
+    if (size > opt_.recompute_limit) {
+      std::vector<ExprPtr> layout = exs(n.meta().strides);
+      materialize(v, &layout,
+                  fmt::format("{} users, expression of {} nodes > {} (storing is cheaper than recomputing)", uses,
+                              size, opt_.recompute_limit));
+    }
+  }
+}
+
+bool Lowerer::lower_view(const Node& n) {
+  const Schema& s = op_def(n.op).schema;
+  if (!s.is_view()) return false;
+  int in = value_id(n.args[0].tensor());
+  if (values_[in].buffer < 0 && lower_lazy_view(n, in)) return true;
+  if (values_[in].buffer < 0 || !values_[in].meta_layout) {
+    std::vector<ExprPtr> layout = exs(n.args[0].tensor().strides());
+    materialize(in, &layout, "a view the index algebra cannot follow reads it");
+  }
+  SINTER_CHECK(values_[in].meta_layout, "inductor: {} of a value whose layout differs from the graph's", n.op_name());
+  const LValue& I = values_[in];
+  int bid = I.buffer;
+  for (const Tensor& out : n.outputs) {
+    LValue L;
+    L.sizes = exs(out.sizes());
+    L.dtype = out.dtype();
+    L.buffer = bid;
+    L.strides = exs(out.strides());
+    L.offset = sym::make_sub(ex(out.storage_offset()), base_[bid]);
+    add_value(out, std::move(L));
+  }
+  return true;
+}
+
+// Views of lazy values compose index maps; the view's own meta says nothing about memory there.
+bool Lowerer::lower_lazy_view(const Node& n, int in) {
+  if (n.outputs.size() != 1) return false;
+  std::vector<ExprPtr> isz = values_[in].sizes;
+  std::vector<ExprPtr> osz = exs(n.meta().sizes);
+  int64_t r_in = static_cast<int64_t>(isz.size());
+  auto norm = [](int64_t d, int64_t rank) { return d < 0 ? d + rank : d; };
+  std::function<std::vector<ExprPtr>(const std::vector<ExprPtr>&)> map;
+  switch (n.op) {
+    case OpId::permute: {
+      std::vector<int64_t> dims = n.arg("dims").to_int_list();
+      map = [dims, r_in, norm](const std::vector<ExprPtr>& idx) {
+        std::vector<ExprPtr> o(idx.size());
+        for (size_t i = 0; i < dims.size(); ++i) o[norm(dims[i], r_in)] = idx[i];
+        return o;
+      };
+      break;
+    }
+    case OpId::transpose_int: {
+      int64_t a = norm(n.arg("dim0").to_int(), r_in), b = norm(n.arg("dim1").to_int(), r_in);
+      map = [a, b](std::vector<ExprPtr> idx) {
+        std::swap(idx[a], idx[b]);
+        return idx;
+      };
+      break;
+    }
+    case OpId::expand: {
+      size_t r = osz.size();
+      map = [isz, r](const std::vector<ExprPtr>& idx) {
+        std::vector<ExprPtr> o(isz.size());
+        for (size_t j = 0; j < isz.size(); ++j) o[j] = isz[j]->is_const(1) ? c0() : idx[j + r - isz.size()];
+        return o;
+      };
+      break;
+    }
+    case OpId::unsqueeze: {
+      int64_t d = norm(n.arg("dim").to_int(), r_in + 1);
+      map = [d](std::vector<ExprPtr> idx) {
+        idx.erase(idx.begin() + d);
+        return idx;
+      };
+      break;
+    }
+    case OpId::select_int: {
+      int64_t d = norm(n.arg("dim").to_int(), r_in);
+      SymInt index = n.arg("index").sym_int();
+      ExprPtr i = ex(index);
+      if (index.hint() < 0) i = sym::make_add(i, isz[d]);
+      map = [d, i](std::vector<ExprPtr> idx) {
+        idx.insert(idx.begin() + d, i);
+        return idx;
+      };
+      break;
+    }
+    case OpId::squeeze_dims:
+    case OpId::view: {
+      // Walks input and output dims together: equal sizes map 1:1, size-1 dims take index 0, and an input dim
+      // that is the product of several output dims (a split: [B, S, 3D] -> [B, S, 3, H, Dh]) is their row-major
+      // combination. A merge of input dims is not affine: the caller materialises instead.
+      std::vector<std::pair<int, std::vector<int>>> groups;  // input dim -> output dims
+      size_t j = 0;
+      for (size_t i = 0; i < isz.size(); ++i) {
+        if (isz[i]->is_const(1)) {
+          groups.push_back({static_cast<int>(i), {}});
+          continue;
+        }
+        while (j < osz.size() && osz[j]->is_const(1)) ++j;
+        std::vector<int> outs;
+        ExprPtr prod = sym::make_const(1);
+        while (j < osz.size() && sym::expand(prod) != sym::expand(isz[i])) {
+          prod = sym::make_mul(prod, osz[j]);
+          outs.push_back(static_cast<int>(j++));
+          if (hint(prod) > hint(isz[i])) return false;
+        }
+        if (sym::expand(prod) != sym::expand(isz[i])) return false;
+        groups.push_back({static_cast<int>(i), outs});
+      }
+      for (; j < osz.size(); ++j)
+        if (!osz[j]->is_const(1)) return false;
+      map = [groups, osz](const std::vector<ExprPtr>& idx) {
+        std::vector<ExprPtr> o(groups.size());
+        for (const auto& [i, outs] : groups) {
+          ExprPtr e = c0();
+          for (int k : outs) e = sym::make_add(sym::make_mul(e, osz[k]), idx[k]);
+          o[i] = e;
+        }
+        return o;
+      };
+      break;
+    }
+    default:
+      return false;
+  }
+  LValue L;
+  L.sizes = osz;
+  L.dtype = n.meta().dtype;
+  L.fn = [this, in, map](const std::vector<ExprPtr>& idx) { return load(in, map(idx)); };
+  add_value(n.output(), std::move(L));
+  return true;
+}
+
+bool Lowerer::lower_reduction(const Node& n) {
+  std::string_view name = n.op_name();
+  std::string op;
+  if (name == "sum" || name == "sum.dim_IntList") op = "sum";
+  else if (name == "mean" || name == "mean.dim") op = "mean";
+  else if (name == "amax") op = "amax";
+  else if (name == "amin") op = "amin";
+  else if (name == "prod" || name == "prod.dim_int") op = "prod";
+  else return false;
+  const Tensor& x = n.args[0].tensor();
+  int64_t r = x.dim();
+  std::vector<bool> reduced(r, false);
+  bool keepdim = false;
+  const Schema& s = op_def(n.op).schema;
+  int di = s.find_arg("dim"), ki = s.find_arg("keepdim");
+  if (ki >= 0) keepdim = n.args[ki].to_bool();
+  if (di < 0 || n.args[di].is_none() || (n.args[di].is_int_list() && n.args[di].int_list().empty())) {
+    reduced.assign(r, true);
+  } else if (n.args[di].is_int()) {
+    int64_t d = n.args[di].to_int();
+    reduced[d < 0 ? d + r : d] = true;
+  } else {
+    for (int64_t d : n.args[di].to_int_list()) reduced[d < 0 ? d + r : d] = true;
+  }
+  int v = value_id(x);
+  std::vector<ExprPtr> isz = values_[v].sizes;
+  std::vector<ExprPtr> domain;
+  std::vector<int> kept, red;
+  for (int64_t d = 0; d < r; ++d) (reduced[d] ? red : kept).push_back(static_cast<int>(d));
+  std::vector<ExprPtr> idx(r);
+  int k = 0;
+  for (int d : kept) {
+    idx[d] = loop_var(k++);
+    domain.push_back(isz[d]);
+  }
+  for (int d : red) {
+    idx[d] = loop_var(k++);
+    domain.push_back(isz[d]);
+  }
+  CType acc = compute_type(n.meta().dtype);
+  SExpr body = p_.pool.cast(load(v, idx), acc);
+  int node_id = static_cast<int>(p_.nodes.size());
+  int bid = new_buffer(n.output(), node_id);
+  // The output's index: kept dims walk the outer variables, reduced ones (kept with keepdim) are 0.
+  const std::vector<ExprPtr>& ost = p_.buffers[bid].strides;
+  ExprPtr off = c0();
+  int od = 0, ov = 0;
+  for (int64_t d = 0; d < r; ++d) {
+    if (reduced[d]) {
+      if (keepdim) ++od;
+      continue;
+    }
+    off = sym::make_add(off, sym::make_mul(loop_var(ov++), ost[od++]));
+  }
+  LoopNode ln;
+  ln.id = node_id;
+  ln.kind = LoopKind::kReduction;
+  ln.origin = origin_;
+  ln.domain = domain;
+  ln.num_outer = static_cast<int>(kept.size());
+  ln.body = body;
+  ln.out = bid;
+  ln.store_offset = off;
+  ln.reduce_op = op;
+  p_.nodes.push_back(std::move(ln));
+  return true;
+}
+
+// The rows of x[..., K] as one [M, K] matrix view, when its leading dims collapse.
+static bool rows_view(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides, ExprPtr& m,
+                      ExprPtr& rs) {
+  size_t r = sizes.size();
+  if (r < 2) return false;
+  m = sym::make_const(1);
+  for (size_t d = 0; d + 1 < r; ++d) m = sym::make_mul(m, sizes[d]);
+  rs = strides[r - 2];
+  for (size_t d = 0; d + 2 < r; ++d)
+    if (!sizes[d]->is_const(1) &&
+        sym::expand(strides[d]) != sym::expand(sym::make_mul(strides[d + 1], sizes[d + 1])))
+      return false;
+  return true;
+}
+
+bool Lowerer::lower_gemm(const Node& n) {
+  bool linear = n.op == OpId::linear, mm = n.op == OpId::mm, addmm = n.op == OpId::addmm,
+       matmul = n.op == OpId::matmul;
+  if (!linear && !mm && !addmm && !matmul) return false;
+  const Tensor& a = n.args[addmm ? 1 : 0].tensor();
+  const Tensor& b = n.args[addmm ? 2 : 1].tensor();
+  if (a.dtype() != kFloat32 || b.dtype() != kFloat32 || n.meta().dtype != kFloat32 || b.dim() != 2 ||
+      a.dim() < 2 || !a.is_cpu())
+    return false;
+  if ((mm || addmm) && a.dim() != 2) return false;
+  int va = value_id(a), vb = value_id(b);
+  std::vector<ExprPtr> la = exs(a.strides()), lb = exs(b.strides());
+  materialize(va, &la, "a GEMM operand");
+  materialize(vb, &lb, "a GEMM operand");
+  ExprPtr m, rs;
+  if (!rows_view(values_[va].sizes, values_[va].strides, m, rs)) return false;
+  BufferView A{values_[va].buffer, {m, values_[va].sizes.back()}, {rs, values_[va].strides.back()},
+               values_[va].offset};
+  BufferView B = view_of(vb);
+  if (linear) {  // weight [N, K] used as [K, N]
+    B.sizes = {B.sizes[1], B.sizes[0]};
+    B.strides = {B.strides[1], B.strides[0]};
+  }
+  // The product itself; bias and scaling stay lazy on top, for the scheduler to fuse as an epilogue.
+  Tensor proxy = empty_from_meta(n.meta(), false);
+  proxy.impl()->meta.strides = contiguous_strides(n.meta().sizes);
+  proxy.impl()->meta.offset = 0;
+  products_.push_back(proxy);
+  int node_id = static_cast<int>(p_.nodes.size());
+  int bid = new_buffer(products_.back(), node_id);
+  LoopNode ln;
+  ln.id = node_id;
+  ln.kind = LoopKind::kExtern;
+  ln.origin = origin_;
+  ln.op = n.op;
+  ln.gemm = true;
+  ln.tensor_args = {A, B};
+  ln.outs = {bid};
+  p_.nodes.push_back(std::move(ln));
+  int vp = value_id(products_.back());
+  CType t = CType::kF32;
+  if (linear && n.args[2].is_tensor()) {
+    const Tensor bias = n.args[2].tensor();
+    std::vector<ExprPtr> osz = exs(n.meta().sizes);
+    define_lazy(n, [this, vp, bias, osz, t](const std::vector<ExprPtr>& idx) {
+      return p_.pool.op("add", {load(vp, idx), p_.pool.cast(load_arg(bias, osz, idx), t)}, t);
+    });
+  } else if (addmm) {
+    const Tensor self = n.args[0].tensor();
+    double beta = n.arg("beta").to_double(), alpha = n.arg("alpha").to_double();
+    std::vector<ExprPtr> osz = exs(n.meta().sizes);
+    define_lazy(n, [this, vp, self, osz, t, beta, alpha](const std::vector<ExprPtr>& idx) {
+      SExpr prod = load(vp, idx);
+      if (alpha != 1) prod = p_.pool.op("mul", {prod, p_.pool.constant(alpha, t)}, t);
+      if (beta == 0) return prod;
+      SExpr s = p_.pool.cast(load_arg(self, osz, idx), t);
+      if (beta != 1) s = p_.pool.op("mul", {s, p_.pool.constant(beta, t)}, t);
+      return p_.pool.op("add", {s, prod}, t);
+    });
+  } else {
+    value_of_[n.output().impl()] = vp;
+  }
+  return true;
+}
+
+void Lowerer::lower_extern(const Node& n) {
+  SINTER_CHECK(!op_def(n.op).schema.is_inplace(), "inductor: in-place op {} in a functional graph", n.op_name());
+  LoopNode ln;
+  ln.id = static_cast<int>(p_.nodes.size());
+  ln.kind = LoopKind::kExtern;
+  ln.origin = origin_;
+  ln.op = n.op;
+  ln.args = n.args;
+  auto use = [&](const Tensor& t) {
+    int v = value_id(t);
+    std::vector<ExprPtr> layout = exs(t.strides());
+    materialize(v, &layout, fmt::format("an input of the library call {}", n.op_name()));
+    ln.tensor_args.push_back(view_of(v));
+  };
+  for (const Value& a : n.args) {
+    if (a.is_tensor()) use(a.tensor());
+    else if (a.is_tensor_list())
+      for (const Tensor& t : a.tensor_list()) use(t);
+  }
+  int node_id = static_cast<int>(p_.nodes.size());  // after the materialisations above
+  ln.id = node_id;
+  p_.nodes.push_back(std::move(ln));
+  for (const Tensor& out : n.outputs) p_.nodes[node_id].outs.push_back(new_buffer(out, node_id));
+}
+
+void Lowerer::lower_op(const Node& n) {
+  origin_ = origin_of(n);
+  if (lower_view(n)) return;
+  if (n.outputs.size() == 1 && is_lowerable_pointwise(n.op) && n.meta().device.is_cpu()) {
+    const Node* np = &n;
+    std::vector<ExprPtr> osz = exs(n.meta().sizes);
+    define_lazy(n, [this, np, osz](const std::vector<ExprPtr>& idx) { return lower_pointwise(*this, *np, osz, idx); });
+    return;
+  }
+  if (lower_reduction(n)) return;
+  if (lower_gemm(n)) return;
+  lower_extern(n);
+}
+
+LoopProgram Lowerer::run() {
+  for (const Node& n : g_.nodes()) {
+    auto count = [&](const Value& a) {
+      if (a.is_tensor()) ++uses_[a.tensor().impl()];
+      else if (a.is_tensor_list())
+        for (const Tensor& t : a.tensor_list()) ++uses_[t.impl()];
+    };
+    for (const Value& a : n.args) count(a);
+  }
+  for (const Node& n : g_.nodes()) {
+    switch (n.kind) {
+      case NodeKind::kInput:
+      case NodeKind::kConstant: lower_input(n); break;
+      case NodeKind::kOp: lower_op(n); break;
+      case NodeKind::kOutput:
+        origin_ = "output";
+        for (const Value& a : n.args) {
+          const Tensor& t = a.tensor();
+          int v = value_id(t);
+          std::vector<ExprPtr> layout = exs(t.strides());
+          materialize(v, &layout, "a graph output");
+          p_.outputs.push_back(view_of(v));
+        }
+        break;
+    }
+  }
+  return std::move(p_);
+}
+
+LoopProgram lower(const Graph& graph, const LowerOptions& options) {
+  Lowerer l(graph, options);
+  return l.run();
+}
+
+}  // namespace sinter::inductor

@@ -1,0 +1,183 @@
+// Pointwise ops as scalar expressions. Each op computes in the C type of its output dtype (float for f16/bf16)
+// after casting its operands, as PyTorch's kernels do; comparisons compute in the promoted operand type; weak
+// scalars take the type of the tensor they meet.
+#include <set>
+#include <string>
+
+#include "inductor/lower.h"
+#include "inductor/lower_pointwise.h"
+#include "ops/op_table.h"
+#include "ops/shape_util.h"
+#include "support/check.h"
+
+namespace sinter::inductor {
+namespace {
+
+// Unary rows whose schema name is also the scalar op codegen prints.
+const std::set<std::string, std::less<>>& unary_ops() {
+  static const std::set<std::string, std::less<>> s = {
+      "abs",   "neg",   "sign",  "sqrt",    "rsqrt",   "exp",        "exp2",        "expm1",    "log",
+      "log2",  "log10", "log1p", "sin",     "cos",     "tan",        "asin",        "acos",     "atan",
+      "sinh",  "cosh",  "tanh",  "asinh",   "acosh",   "atanh",      "sigmoid",     "relu",     "silu",
+      "mish",  "erf",   "erfc",  "floor",   "ceil",    "round",      "trunc",       "frac",     "reciprocal",
+      "square", "logical_not", "bitwise_not", "isnan", "isinf",      "isfinite",    "hardsigmoid", "hardswish",
+      "selu",  "signbit"};
+  return s;
+}
+
+const std::set<std::string, std::less<>>& other_ops() {
+  static const std::set<std::string, std::less<>> s = {
+      "gelu",      "softplus",  "leaky_relu", "elu",        "celu",        "hardtanh",    "threshold",
+      "add",       "sub",       "rsub",       "mul",        "div",         "fmod",        "remainder",
+      "eq",        "ne",        "lt",         "le",         "gt",          "ge",          "bitwise_and",
+      "bitwise_or", "bitwise_xor", "floor_divide", "pow",   "atan2",       "maximum",     "minimum",
+      "logical_and", "logical_or", "logical_xor", "hypot",  "copysign",    "where",       "clamp",
+      "lerp",      "addcmul",   "addcdiv",    "masked_fill", "_to_copy",   "clone"};
+  return s;
+}
+
+bool bool_result(std::string_view name) {
+  return name == "isnan" || name == "isinf" || name == "isfinite" || name == "signbit" || name == "logical_not";
+}
+
+struct Builder {
+  PointwiseContext& cx;
+  const Node& n;
+  const std::vector<ExprPtr>& osz;
+  const std::vector<ExprPtr>& idx;
+  CType out;
+
+  SPool& p() { return cx.pool(); }
+  CType arg_type(int i) {
+    const Value& v = n.args[i];
+    if (v.is_tensor()) return compute_type(v.tensor().dtype());
+    return out;
+  }
+  // Argument i (tensor or scalar) as type t.
+  SExpr arg(int i, CType t) {
+    const Value& v = n.args[i];
+    if (v.is_tensor()) return p().cast(cx.load_arg(v.tensor(), osz, idx), t);
+    Scalar s = v.is_scalar() ? v.scalar() : v.is_double() ? Scalar(v.to_double()) : Scalar(v.to_int());
+    if (s.is_floating()) return p().constant(s.to_double(), t);
+    return p().iconstant(s.to_int(), t);
+  }
+  SExpr k(double v) { return p().constant(v, out); }
+  SExpr op(const char* name, std::vector<SExpr> a) { return p().op(name, std::move(a), out); }
+  SExpr op(const char* name, std::vector<SExpr> a, CType t) { return p().op(name, std::move(a), t); }
+  double scal(std::string_view name) { return n.arg(name).to_double(); }
+  // x * alpha, leaving it alone when alpha is 1.
+  SExpr scaled(SExpr x, std::string_view alpha_name) {
+    const Value& a = n.arg(alpha_name);
+    Scalar s = a.scalar();
+    if (s.to_double() == 1) return x;
+    return op("mul", {x, s.is_floating() ? k(s.to_double()) : p().iconstant(s.to_int(), out)});
+  }
+};
+
+}  // namespace
+
+bool is_lowerable_pointwise(OpId id) {
+  const Schema& s = op_def(id).schema;
+  if (s.is_view() || s.is_inplace() || s.returns.size() != 1) return false;
+  if (unary_ops().count(s.name)) return true;
+  if (!other_ops().count(s.name)) return false;
+  if (s.name == "div" && (s.overload == "Tensor_mode" || s.overload == "Scalar_mode")) return true;
+  if (s.name == "pow" && s.overload == "Scalar") return false;
+  return true;
+}
+
+SExpr lower_pointwise(PointwiseContext& cx, const Node& n, const std::vector<ExprPtr>& out_sizes,
+                      const std::vector<ExprPtr>& idx) {
+  const Schema& s = op_def(n.op).schema;
+  const std::string& name = s.name;
+  Builder b{cx, n, out_sizes, idx, compute_type(n.meta().dtype)};
+  CType t = b.out;
+  if (unary_ops().count(name)) {
+    if (bool_result(name)) {
+      CType at = name == "logical_not" ? CType::kBool : b.arg_type(0);
+      return b.op(name.c_str(), {b.arg(0, at)}, CType::kBool);
+    }
+    return b.op(name.c_str(), {b.arg(0, t)});
+  }
+  if (name == "gelu") return b.op(n.arg("approximate").str_value() == "tanh" ? "gelu_tanh" : "gelu", {b.arg(0, t)});
+  if (name == "softplus") {
+    SExpr x = b.arg(0, t), beta = b.k(b.scal("beta")), bx = b.op("mul", {x, beta});
+    SExpr soft = b.op("div", {b.op("log1p", {b.op("exp", {bx})}), beta});
+    return b.op("where", {b.op("gt", {bx, b.k(b.scal("threshold"))}, CType::kBool), x, soft});
+  }
+  if (name == "leaky_relu") {
+    SExpr x = b.arg(0, t);
+    return b.op("where", {b.op("gt", {x, b.k(0)}, CType::kBool), x, b.op("mul", {x, b.k(b.scal("negative_slope"))})});
+  }
+  if (name == "elu") {
+    SExpr x = b.arg(0, t);
+    double alpha = b.scal("alpha"), scale = b.scal("scale"), in_scale = b.scal("input_scale");
+    SExpr neg = b.op("mul", {b.op("expm1", {b.op("mul", {x, b.k(in_scale)})}), b.k(alpha * scale)});
+    return b.op("where", {b.op("gt", {x, b.k(0)}, CType::kBool), b.op("mul", {x, b.k(scale)}), neg});
+  }
+  if (name == "celu") {
+    SExpr x = b.arg(0, t);
+    double alpha = b.scal("alpha");
+    SExpr neg = b.op("mul", {b.op("expm1", {b.op("div", {x, b.k(alpha)})}), b.k(alpha)});
+    return b.op("where", {b.op("gt", {x, b.k(0)}, CType::kBool), x, neg});
+  }
+  if (name == "hardtanh")
+    return b.op("clamp_hi", {b.op("clamp_lo", {b.arg(0, t), b.arg(1, t)}), b.arg(2, t)});
+  if (name == "threshold") {
+    SExpr x = b.arg(0, t);
+    return b.op("where", {b.op("gt", {x, b.arg(1, t)}, CType::kBool), x, b.arg(2, t)});
+  }
+  if (name == "add" || name == "sub") return b.op(name.c_str(), {b.arg(0, t), b.scaled(b.arg(1, t), "alpha")});
+  if (name == "rsub") return b.op("sub", {b.arg(1, t), b.scaled(b.arg(0, t), "alpha")});
+  if (name == "mul" || name == "atan2" || name == "maximum" || name == "minimum" || name == "hypot" ||
+      name == "copysign" || name == "fmod" || name == "remainder" || name == "bitwise_and" ||
+      name == "bitwise_or" || name == "bitwise_xor")
+    return b.op(name.c_str(), {b.arg(0, t), b.arg(1, t)});
+  if (name == "floor_divide") return b.op("div_floor", {b.arg(0, t), b.arg(1, t)});
+  if (name == "div") {
+    int mi = s.find_arg("rounding_mode");
+    std::string mode = mi >= 0 && !n.args[mi].is_none() ? n.args[mi].str_value() : "";
+    const char* o = mode == "trunc" ? "div_trunc" : mode == "floor" ? "div_floor" : "div";
+    return b.op(o, {b.arg(0, t), b.arg(1, t)});
+  }
+  if (name == "eq" || name == "ne" || name == "lt" || name == "le" || name == "gt" || name == "ge") {
+    CType ct = compute_type(result_type_of(n.args, {0, 1}));
+    return b.op(name.c_str(), {b.arg(0, ct), b.arg(1, ct)}, CType::kBool);
+  }
+  if (name == "logical_and" || name == "logical_or" || name == "logical_xor")
+    return b.op(name.c_str(), {b.arg(0, CType::kBool), b.arg(1, CType::kBool)}, CType::kBool);
+  if (name == "pow") {
+    const Value& e = n.args[1];
+    if (!e.is_tensor() && is_float(t)) {
+      double v = e.to_double();
+      SExpr x = b.arg(0, t);
+      if (v == 2) return b.op("mul", {x, x});
+      if (v == 1) return x;
+      if (v == 0.5) return b.op("sqrt", {x});
+      if (v == -1) return b.op("reciprocal", {x});
+      if (v == 3) return b.op("mul", {b.op("mul", {x, x}), x});
+    }
+    return b.op("pow", {b.arg(0, t), b.arg(1, t)});
+  }
+  if (name == "where") return b.op("where", {b.arg(0, CType::kBool), b.arg(1, t), b.arg(2, t)});
+  if (name == "masked_fill") return b.op("where", {b.arg(1, CType::kBool), b.arg(2, t), b.arg(0, t)});
+  if (name == "clamp") {
+    SExpr x = b.arg(0, t);
+    if (!n.args[1].is_none()) x = b.op("clamp_lo", {x, b.arg(1, t)});
+    if (!n.args[2].is_none()) x = b.op("clamp_hi", {x, b.arg(2, t)});
+    return x;
+  }
+  if (name == "lerp") {
+    SExpr a = b.arg(0, t), e = b.arg(1, t), w = b.arg(2, t);
+    return b.op("add", {a, b.op("mul", {w, b.op("sub", {e, a})})});
+  }
+  if (name == "addcmul" || name == "addcdiv") {
+    SExpr r = b.op(name == "addcmul" ? "mul" : "div", {b.arg(1, t), b.arg(2, t)});
+    return b.op("add", {b.arg(0, t), b.scaled(r, "value")});
+  }
+  if (name == "_to_copy" || name == "clone") return b.arg(0, t);
+  SINTER_INTERNAL_ASSERT(false, "inductor: no scalar form for {}", n.op_name());
+  return nullptr;
+}
+
+}  // namespace sinter::inductor

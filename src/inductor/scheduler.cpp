@@ -1,0 +1,288 @@
+#include "inductor/scheduler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "support/log.h"
+#include "symbolic/shape_env.h"
+
+namespace sinter::inductor {
+namespace {
+
+bool same_dims(const std::vector<ExprPtr>& a, size_t an, const std::vector<ExprPtr>& b, size_t bn) {
+  if (an != bn) return false;
+  for (size_t i = 0; i < an; ++i)
+    if (a[i] != b[i] && sym::expand(a[i]) != sym::expand(b[i])) return false;
+  return true;
+}
+
+class Scheduler {
+ public:
+  explicit Scheduler(const LoopProgram& p) : p_(p), producer_kernel_(p.buffers.size(), -1) {
+    if (p.shape_env) hints_ = p.shape_env->hints();
+  }
+  Schedule run();
+
+ private:
+  double numel(const std::vector<ExprPtr>& dims, size_t n) const {
+    double r = 1;
+    for (size_t i = 0; i < n; ++i) {
+      try {
+        r *= static_cast<double>(sym::evaluate(*dims[i], hints_));
+      } catch (const Error&) {
+        r *= 64;
+      }
+    }
+    return r;
+  }
+  double bytes(int buffer) const {
+    const Buffer& b = p_.buffers[buffer];
+    return numel(b.sizes, b.sizes.size()) * static_cast<double>(element_size(b.dtype));
+  }
+  // Whether node `n` may join kernel `k`; `why` says why not, `score` what it saves.
+  bool fits(const Kernel& k, const LoopNode& n, std::string& why, double& score);
+  void decide(const std::string& text) {
+    s_.decisions.push_back(text);
+    SINTER_LOG(kFusion, "{}", text);
+  }
+  void close_kernel();
+  void bind_epilogues();
+  void build_stages(Kernel& k);
+  void find_local_buffers();
+
+  const LoopProgram& p_;
+  sym::SymbolValues hints_;
+  Schedule s_;
+  std::vector<int> producer_kernel_;  // buffer -> kernel index
+  int open_ = -1;
+};
+
+bool Scheduler::fits(const Kernel& k, const LoopNode& n, std::string& why, double& score) {
+  const LoopNode& first = p_.nodes[k.nodes.front()];
+  bool red = n.kind == LoopKind::kReduction;
+  size_t outer = k.rows ? k.outer.size() : first.domain.size();
+  if (!k.rows) {
+    if (!red && !same_dims(n.domain, n.domain.size(), first.domain, first.domain.size())) {
+      why = "different iteration domains";
+      return false;
+    }
+    if (red) {
+      outer = static_cast<size_t>(n.num_outer);
+      if (outer >= first.domain.size() || !same_dims(n.domain, outer, first.domain, outer)) {
+        why = "the reduction's kept dims are not a prefix of the kernel's domain";
+        return false;
+      }
+      if (numel(n.domain, outer) < 2 && numel(first.domain, first.domain.size()) > 65536) {
+        why = "a full reduction would serialise a parallel pointwise kernel (lost parallelism)";
+        return false;
+      }
+    }
+  } else {
+    if (n.domain.size() < outer || !same_dims(n.domain, outer, k.outer, outer) ||
+        (red && static_cast<size_t>(n.num_outer) != outer)) {
+      why = "its domain does not start with the kernel's outer dims";
+      return false;
+    }
+  }
+  std::vector<SExpr> loads;
+  collect_loads(n.body, loads);
+  score = 0;
+  for (SExpr l : loads) {
+    int pk = producer_kernel_[l->buffer];
+    if (pk != open_) continue;
+    const LoopNode& prod = p_.nodes[p_.buffers[l->buffer].producer];
+    bool ok;
+    if (prod.kind == LoopKind::kReduction || !k.rows) {
+      ok = l->offset == prod.store_offset;
+    } else {
+      std::vector<ExprPtr> ca, cb;
+      ExprPtr ra, rb;
+      int nv = static_cast<int>(std::max(n.domain.size(), prod.domain.size()));
+      ok = affine_split(l->offset, nv, ca, ra) && affine_split(prod.store_offset, nv, cb, rb) && ra == rb;
+      for (size_t v = 0; ok && v < outer; ++v) ok = ca[v] == cb[v];
+    }
+    if (!ok) {
+      why = fmt::format("it reads {} outside the row (or element) the kernel computes", p_.buffers[l->buffer].name);
+      return false;
+    }
+    score += bytes(l->buffer);
+  }
+  return true;
+}
+
+void Scheduler::close_kernel() {
+  if (open_ < 0) return;
+  Kernel& k = s_.kernels[open_];
+  if (!k.rows) k.outer = p_.nodes[k.nodes.front()].domain;
+  open_ = -1;
+}
+
+Schedule Scheduler::run() {
+  for (const LoopNode& n : p_.nodes) {
+    if (n.kind == LoopKind::kExtern) {
+      close_kernel();
+      Kernel k;
+      k.kind = Kernel::Kind::kExtern;
+      k.nodes = {n.id};
+      k.name = fmt::format("extern{}", s_.kernels.size());
+      s_.kernels.push_back(std::move(k));
+      for (int b : n.outs) producer_kernel_[b] = static_cast<int>(s_.kernels.size()) - 1;
+      continue;
+    }
+    std::string why;
+    double score = 0;
+    if (open_ >= 0 && fits(s_.kernels[open_], n, why, score)) {
+      Kernel& k = s_.kernels[open_];
+      if (n.kind == LoopKind::kReduction && !k.rows) {
+        k.rows = true;
+        k.outer.assign(n.domain.begin(), n.domain.begin() + n.num_outer);
+      }
+      k.nodes.push_back(n.id);
+      producer_kernel_[n.out] = open_;
+      decide(fmt::format("fuse node {} ({}) into {}: same outer domain, score {:.0f} bytes not re-read", n.id,
+                         n.origin, k.name, score));
+      continue;
+    }
+    if (open_ >= 0)
+      decide(fmt::format("refuse node {} ({}) in {}: {}", n.id, n.origin, s_.kernels[open_].name, why));
+    close_kernel();
+    Kernel k;
+    k.nodes = {n.id};
+    k.name = fmt::format("kernel{}", s_.kernels.size());
+    if (n.kind == LoopKind::kReduction) {
+      k.rows = true;
+      k.outer.assign(n.domain.begin(), n.domain.begin() + n.num_outer);
+    }
+    s_.kernels.push_back(std::move(k));
+    open_ = static_cast<int>(s_.kernels.size()) - 1;
+    producer_kernel_[n.out] = open_;
+  }
+  close_kernel();
+  bind_epilogues();
+  for (Kernel& k : s_.kernels)
+    if (k.kind == Kernel::Kind::kLoops) build_stages(k);
+  find_local_buffers();
+  return std::move(s_);
+}
+
+void Scheduler::bind_epilogues() {
+  for (size_t i = 1; i < s_.kernels.size(); ++i) {
+    Kernel& k = s_.kernels[i];
+    Kernel& g = s_.kernels[i - 1];
+    if (k.kind != Kernel::Kind::kLoops || g.kind != Kernel::Kind::kExtern || !p_.nodes[g.nodes[0]].gemm) continue;
+    const LoopNode& gemm = p_.nodes[g.nodes[0]];
+    const Buffer& out = p_.buffers[gemm.outs[0]];
+    size_t r = out.sizes.size();
+    bool shape_ok = k.rows ? same_dims(k.outer, k.outer.size(), out.sizes, r - 1)
+                           : same_dims(k.outer, k.outer.size(), out.sizes, r);
+    std::string why = shape_ok ? "" : "it does not walk the GEMM's output rows";
+    for (int id : k.nodes) {
+      if (!why.empty()) break;
+      std::vector<SExpr> loads;
+      collect_loads(p_.nodes[id].body, loads);
+      for (SExpr l : loads) {
+        if (l->buffer != out.id) continue;
+        std::vector<ExprPtr> c;
+        ExprPtr rest;
+        bool ok = affine_split(l->offset, static_cast<int>(p_.nodes[id].domain.size()), c, rest) && rest->is_const(0);
+        for (size_t v = 0; ok && v + 1 < r; ++v) ok = c[v] == out.strides[v] || out.sizes[v]->is_const(1);
+        if (!ok) {
+          why = "it reads the GEMM's output outside the row it computes";
+          break;
+        }
+      }
+    }
+    if (why.empty()) {
+      k.epilogue_of = static_cast<int>(i) - 1;
+      g.epilogue = static_cast<int>(i);
+      decide(fmt::format("fuse {} into {} as its epilogue: applied to each block of rows right after it is "
+                         "computed, score {:.0f} bytes not re-read",
+                         k.name, g.name, bytes(out.id)));
+    } else {
+      decide(fmt::format("refuse {} as epilogue of {}: {}", k.name, g.name, why));
+    }
+  }
+}
+
+void Scheduler::build_stages(Kernel& k) {
+  size_t outer = k.outer.size();
+  if (!k.rows) {
+    k.stages.push_back(Stage{k.nodes, false});
+    return;
+  }
+  for (int id : k.nodes) {
+    const LoopNode& n = p_.nodes[id];
+    bool red = n.kind == LoopKind::kReduction;
+    bool join = false;
+    if (!k.stages.empty() && k.stages.back().reduction == red) {
+      const Stage& st = k.stages.back();
+      const LoopNode& f = p_.nodes[st.nodes.front()];
+      join = same_dims(std::vector<ExprPtr>(n.domain.begin() + outer, n.domain.end()), n.domain.size() - outer,
+                       std::vector<ExprPtr>(f.domain.begin() + outer, f.domain.end()), f.domain.size() - outer);
+      std::vector<SExpr> loads;
+      collect_loads(n.body, loads);
+      for (SExpr l : loads) {
+        for (int other : st.nodes) {
+          const LoopNode& o = p_.nodes[other];
+          if (o.out != l->buffer) continue;
+          if (red || l->offset != o.store_offset) join = false;  // needs the whole stage done first
+        }
+      }
+    }
+    if (join) k.stages.back().nodes.push_back(id);
+    else k.stages.push_back(Stage{{id}, red});
+  }
+}
+
+void Scheduler::find_local_buffers() {
+  std::unordered_map<int, int> stage_of;  // node -> stage index within its kernel
+  std::vector<int> kernel_of(p_.nodes.size(), -1);
+  for (size_t ki = 0; ki < s_.kernels.size(); ++ki) {
+    const Kernel& k = s_.kernels[ki];
+    for (int id : k.nodes) kernel_of[id] = static_cast<int>(ki);
+    for (size_t si = 0; si < k.stages.size(); ++si)
+      for (int id : k.stages[si].nodes) stage_of[id] = static_cast<int>(si);
+  }
+  std::vector<bool> local(p_.buffers.size(), true);
+  for (const Buffer& b : p_.buffers)
+    if (b.kind != BufferKind::kIntermediate || b.producer < 0 || p_.nodes[b.producer].kind == LoopKind::kExtern)
+      local[b.id] = false;
+  for (const BufferView& v : p_.outputs) local[v.buffer] = false;
+  for (const LoopNode& n : p_.nodes) {
+    if (n.kind == LoopKind::kExtern) {
+      for (const BufferView& v : n.tensor_args) local[v.buffer] = false;
+      continue;
+    }
+    std::vector<SExpr> loads;
+    collect_loads(n.body, loads);
+    for (SExpr l : loads) {
+      if (!local[l->buffer]) continue;
+      const LoopNode& prod = p_.nodes[p_.buffers[l->buffer].producer];
+      bool ok = kernel_of[prod.id] == kernel_of[n.id] && l->offset == prod.store_offset &&
+                (prod.kind == LoopKind::kReduction || stage_of[prod.id] == stage_of[n.id]);
+      if (!ok) local[l->buffer] = false;
+    }
+  }
+  for (Kernel& k : s_.kernels)
+    for (int id : k.nodes)
+      if (p_.nodes[id].kind != LoopKind::kExtern && local[p_.nodes[id].out]) k.local_buffers.push_back(p_.nodes[id].out);
+}
+
+}  // namespace
+
+int Schedule::launches() const {
+  int n = 0;
+  for (const Kernel& k : kernels)
+    if (k.epilogue_of < 0) ++n;
+  return n;
+}
+
+Schedule schedule(const LoopProgram& program) {
+  Scheduler s(program);
+  return s.run();
+}
+
+}  // namespace sinter::inductor

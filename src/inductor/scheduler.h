@@ -1,0 +1,47 @@
+// The fusion scheduler: loop nodes -> kernels. Target-neutral: a kernel is an iteration domain (outer dims run
+// in parallel; each stage loops over its own inner dims) holding fused node bodies, or one library call. Every
+// decision, taken or refused, is logged on the `fusion` channel with its reason and score.
+//
+// Rules (greedy over the nodes in order, which is a topological order):
+// - vertical and horizontal: a pointwise or reduction node joins the open kernel when its domain starts with the
+//   kernel's outer dims and everything it reads from nodes of that kernel lies in the same outer row (a
+//   reduction's result is read at its own output index; a stored row is read within the row);
+// - a reduction turns a pointwise-only kernel into a row kernel (its prologue and epilogue then share rows:
+//   layer norm, softmax); it is refused when that would leave no parallelism where there was some;
+// - an extern closes the open kernel; the kernel right after a row-blockable GEMM becomes its epilogue when it
+//   walks the GEMM's output rows and reads the GEMM's output only in the row it computes.
+// Score = bytes of memory traffic a fusion saves (a buffer neither written nor read back), for the logs.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "inductor/loop_ir.h"
+
+namespace sinter::inductor {
+
+struct Stage {
+  std::vector<int> nodes;  // loop nodes computed in one inner loop nest (or one reduction loop)
+  bool reduction = false;
+};
+
+struct Kernel {
+  enum class Kind : uint8_t { kLoops, kExtern } kind = Kind::kLoops;
+  std::vector<int> nodes;         // in order
+  std::vector<ExprPtr> outer;     // kLoops: dims walked in parallel (every node's domain starts with them)
+  bool rows = false;              // kLoops: has a reduction, so outer rows are fixed; else flat pointwise
+  std::vector<Stage> stages;      // kLoops
+  int epilogue_of = -1;           // kLoops: index of the GEMM kernel that runs this one per row block
+  int epilogue = -1;              // kExtern GEMM: index of its epilogue kernel
+  std::vector<int> local_buffers; // buffers written and read only inside this kernel (never stored)
+  std::string name;               // "kernel3"
+};
+
+struct Schedule {
+  std::vector<Kernel> kernels;
+  std::vector<std::string> decisions;  // "fuse node 3 into kernel1: ... (score 4.2 MB)"
+  int launches() const;               // kernels run per call (an epilogue runs inside its GEMM)
+};
+
+Schedule schedule(const LoopProgram& program);
+
+}  // namespace sinter::inductor

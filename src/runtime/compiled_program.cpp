@@ -1,0 +1,241 @@
+#include "runtime/compiled_program.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ops/blas.h"
+#include "ops/dispatch.h"
+#include "sinter/ops.h"
+#include "support/check.h"
+#include "support/log.h"
+#include "tensor/thread_pool.h"
+
+namespace sinter::runtime {
+
+using inductor::Buffer;
+using inductor::BufferKind;
+using inductor::BufferView;
+using inductor::Kernel;
+using inductor::LoopKind;
+using inductor::LoopNode;
+using ::sinter::ExprPtr;
+
+namespace {
+
+struct KernelArgs {  // matches `struct sn_kargs` in the generated preamble
+  void** bufs;
+  const int64_t* syms;
+};
+
+// A view of `base`'s storage (`offset` counts from base's first element), built without dispatch.
+Tensor make_view(const Tensor& base, const SymIntList& sizes, const SymIntList& strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = base.storage();
+  impl->meta = TensorMeta{sizes, strides, SymInt(base.storage_offset().hint() + offset), base.dtype(), base.device()};
+  return Tensor(std::move(impl));
+}
+
+}  // namespace
+
+struct CompiledProgram::Run {
+  std::vector<int64_t> syms;
+  std::vector<Tensor> bufs;
+  int64_t ev(const ExprPtr& e) const { return sym::evaluate(*e, syms); }
+  SymIntList evs(const std::vector<ExprPtr>& es) const {
+    SymIntList r;
+    for (const ExprPtr& e : es) r.push_back(SymInt(ev(e)));
+    return r;
+  }
+  Tensor view(const BufferView& v) const {
+    const Tensor& base = bufs.at(v.buffer);
+    SINTER_INTERNAL_ASSERT(base.defined(), "compiled graph: buffer {} used before it is made", v.buffer);
+    return make_view(base, evs(v.sizes), evs(v.strides), ev(v.offset));
+  }
+};
+
+CompiledProgram::CompiledProgram(inductor::LoopProgram program, inductor::Schedule schedule,
+                                 codegen::cpp::GeneratedCode code, std::shared_ptr<SharedLibrary> library)
+    : program_(std::move(program)), schedule_(std::move(schedule)), code_(std::move(code)),
+      library_(std::move(library)) {
+  for (const codegen::cpp::KernelInfo& k : code_.kernels)
+    fns_.push_back(k.symbol.empty() ? nullptr : reinterpret_cast<KernelFn>(library_->symbol(k.symbol)));
+  bind_symbols();
+  plan_lifetimes();
+}
+
+void CompiledProgram::bind_symbols() {
+  std::vector<bool> bound(program_.num_symbols, false);
+  for (const Buffer& b : program_.buffers) {
+    if (b.kind != BufferKind::kInput) continue;
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::vector<ExprPtr>& dims = pass == 0 ? b.sizes : b.strides;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        const ExprPtr& e = dims[d];
+        if (!e->is_symbol() || inductor::is_loop_var(e->symbol_id())) continue;
+        int64_t s = e->symbol_id();
+        if (s >= program_.num_symbols || bound[s]) continue;
+        bound[s] = true;
+        bindings_.push_back({b.graph_input, static_cast<int>(d), pass == 1, s});
+      }
+    }
+  }
+}
+
+void CompiledProgram::plan_lifetimes() {
+  size_t nk = schedule_.kernels.size(), nb = program_.buffers.size();
+  std::vector<int> kernel_of_node(program_.nodes.size(), -1);
+  // An epilogue runs inside its GEMM's step: its uses count there.
+  auto step = [&](int k) { return schedule_.kernels[k].epilogue_of >= 0 ? schedule_.kernels[k].epilogue_of : k; };
+  for (size_t k = 0; k < nk; ++k)
+    for (int id : schedule_.kernels[k].nodes) kernel_of_node[id] = static_cast<int>(k);
+  std::vector<bool> local(nb, false), keep(nb, false);
+  for (const Kernel& k : schedule_.kernels)
+    for (int b : k.local_buffers) local[b] = true;
+  for (const BufferView& v : program_.outputs) keep[v.buffer] = true;
+  std::vector<int> last(nb, -1);
+  allocs_.assign(nk, {});
+  frees_.assign(nk, {});
+  for (const LoopNode& n : program_.nodes) {
+    int s = step(kernel_of_node[n.id]);
+    if (n.kind == LoopKind::kExtern) {
+      for (const BufferView& v : n.tensor_args) last[v.buffer] = std::max(last[v.buffer], s);
+      if (n.gemm) allocs_[s].push_back(n.outs[0]);
+      continue;
+    }
+    if (!local[n.out]) allocs_[s].push_back(n.out);
+    std::vector<inductor::SExpr> loads;
+    inductor::collect_loads(n.body, loads);
+    for (inductor::SExpr l : loads) last[l->buffer] = std::max(last[l->buffer], s);
+  }
+  for (size_t b = 0; b < nb; ++b)
+    if (last[b] >= 0 && !keep[b] && program_.buffers[b].kind == BufferKind::kIntermediate) frees_[last[b]].push_back(b);
+}
+
+void CompiledProgram::allocate(Run& r, int b) const {
+  const Buffer& buf = program_.buffers[b];
+  r.bufs[b] = empty_from_meta(TensorMeta{r.evs(buf.sizes), r.evs(buf.strides), 0, buf.dtype, kCPU});
+}
+
+void CompiledProgram::run_loops(Run& r, int k) const {
+  const codegen::cpp::KernelInfo& info = code_.kernels[k];
+  std::vector<void*> ptrs;
+  for (int b : info.buffers) ptrs.push_back(r.bufs[b].data_ptr());
+  KernelArgs args{ptrs.data(), r.syms.data()};
+  int64_t total = r.ev(info.total), work = std::max<int64_t>(1, r.ev(info.work));
+  int64_t grain = std::max<int64_t>(1, kGrainElementwise / work);
+  parallel_for_raw(0, total, grain, reinterpret_cast<RangeFn>(fns_[k]), &args);
+}
+
+// out[M, N] = A[M, K] @ B[K, N] by blocks of rows, single-threaded OpenBLAS per block, each block followed by the
+// epilogue kernel on the same rows while they are still in cache.
+void CompiledProgram::run_gemm(Run& r, int k) const {
+  const Kernel& kernel = schedule_.kernels[k];
+  const LoopNode& n = program_.nodes[kernel.nodes[0]];
+  Tensor a = r.view(n.tensor_args[0]), b = r.view(n.tensor_args[1]);
+  const Tensor& c = r.bufs[n.outs[0]];
+  int64_t m = a.size(0).hint(), kk = a.size(1).hint(), nn = b.size(1).hint();
+  bool ta, tb;
+  int64_t lda, ldb;
+  if (!blas::blas_layout(m, kk, a.stride(0).hint(), a.stride(1).hint(), ta, lda)) {
+    a = a.contiguous();
+    blas::blas_layout(m, kk, kk, 1, ta, lda);
+  }
+  if (!blas::blas_layout(kk, nn, b.stride(0).hint(), b.stride(1).hint(), tb, ldb)) {
+    b = b.contiguous();
+    blas::blas_layout(kk, nn, nn, 1, tb, ldb);
+  }
+  const float* ap = a.data_ptr<float>();
+  const float* bp = b.data_ptr<float>();
+  float* cp = c.data_ptr<float>();
+  int64_t a_rs = a.stride(0).hint();
+  int threads = get_num_threads();
+  if (kernel.epilogue < 0 || m < 4 * threads) {
+    blas::Gemm<float> g;
+    g.m = m, g.n = nn, g.k = kk, g.a = ap, g.a_rs = a.stride(0).hint(), g.a_cs = a.stride(1).hint();
+    g.b = bp, g.b_rs = b.stride(0).hint(), g.b_cs = b.stride(1).hint(), g.c = cp, g.c_rs = nn;
+    blas::gemm(g);
+    if (kernel.epilogue >= 0) run_loops(r, kernel.epilogue);
+    return;
+  }
+  const int e = kernel.epilogue;
+  const codegen::cpp::KernelInfo& info = code_.kernels[e];
+  std::vector<void*> ptrs;
+  for (int buf : info.buffers) ptrs.push_back(r.bufs[buf].data_ptr());
+  KernelArgs args{ptrs.data(), r.syms.data()};
+  int64_t scale = info.row_elems ? r.ev(info.row_elems) : 1;
+  KernelFn epilogue = fns_[e];
+  int64_t block = std::max<int64_t>(8, (m + 4 * threads - 1) / (4 * threads));
+  parallel_for(0, m, block, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; i += block) {
+      int64_t i1 = std::min(r1, i + block);
+      blas::gemm_serial(ta, tb, i1 - i, nn, kk, 1.0f, ap + i * a_rs, lda, bp, ldb, 0.0f, cp + i * nn, nn);
+      epilogue(&args, i * scale, i1 * scale);
+    }
+  });
+}
+
+void CompiledProgram::run_extern(Run& r, int k) const {
+  const LoopNode& n = program_.nodes[schedule_.kernels[k].nodes[0]];
+  Args args = n.args;
+  size_t t = 0;
+  for (Value& v : args) {
+    if (v.is_tensor()) {
+      v = r.view(n.tensor_args[t++]);
+    } else if (v.is_tensor_list()) {
+      std::vector<Tensor> ts;
+      for (size_t i = 0; i < v.tensor_list().size(); ++i) ts.push_back(r.view(n.tensor_args[t++]));
+      v = Value(std::move(ts));
+    } else if (v.is_int() && v.sym_int().is_symbolic()) {
+      v = Value(SymInt(r.ev(v.sym_int().expr())));
+    } else if (v.is_int_list()) {
+      SymIntList l;
+      for (const SymInt& s : v.int_list()) l.push_back(s.is_symbolic() ? SymInt(r.ev(s.expr())) : s);
+      v = Value(std::move(l));
+    }
+  }
+  std::vector<Tensor> outs = run_eager(n.op, args, Loc::current());
+  SINTER_INTERNAL_ASSERT(outs.size() == n.outs.size(), "compiled graph: {} returned {} outputs, expected {}",
+                         op_name(n.op), outs.size(), n.outs.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Buffer& b = program_.buffers[n.outs[i]];
+    SymIntList strides = r.evs(b.strides);
+    bool same = outs[i].storage_offset().hint() == 0 && outs[i].strides().size() == strides.size();
+    for (size_t d = 0; same && d < strides.size(); ++d)
+      same = outs[i].size(d).hint() <= 1 || outs[i].stride(d).hint() == strides[d].hint();
+    if (same) {
+      r.bufs[n.outs[i]] = outs[i];
+    } else {  // the rest of the program indexes this buffer with the graph's layout
+      allocate(r, n.outs[i]);
+      r.bufs[n.outs[i]].copy_(outs[i]);
+    }
+  }
+}
+
+std::vector<Tensor> CompiledProgram::run(const std::vector<Tensor>& inputs) const {
+  Run r;
+  r.syms.assign(program_.num_symbols, -1);
+  for (const Binding& b : bindings_) {
+    const Tensor& t = inputs.at(b.input);
+    r.syms[b.symbol] = (b.stride ? t.stride(b.dim) : t.size(b.dim)).hint();
+  }
+  r.bufs.resize(program_.buffers.size());
+  for (const Buffer& b : program_.buffers) {
+    if (b.kind == BufferKind::kInput) r.bufs[b.id] = inputs.at(b.graph_input);
+    else if (b.kind == BufferKind::kConstant) r.bufs[b.id] = b.constant;
+  }
+  for (size_t k = 0; k < schedule_.kernels.size(); ++k) {
+    const Kernel& kernel = schedule_.kernels[k];
+    if (kernel.epilogue_of >= 0) continue;  // ran inside its GEMM
+    for (int b : allocs_[k]) allocate(r, b);
+    if (kernel.kind == Kernel::Kind::kLoops) run_loops(r, static_cast<int>(k));
+    else if (program_.nodes[kernel.nodes[0]].gemm) run_gemm(r, static_cast<int>(k));
+    else run_extern(r, static_cast<int>(k));
+    for (int b : frees_[k]) r.bufs[b] = Tensor();
+  }
+  std::vector<Tensor> outs;
+  for (const BufferView& v : program_.outputs) outs.push_back(r.view(v));
+  return outs;
+}
+
+}  // namespace sinter::runtime
