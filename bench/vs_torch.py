@@ -315,10 +315,13 @@ def print_ratio_table(torch_rows, sinter):
         print(f"\nwarning: sinter ran with {sinter['threads']} threads, PyTorch with {torch_threads_used}")
     print(f"\nsinter ({sinter.get('sinter_commit', '?')}, {sinter.get('machine', '?')}) over PyTorch "
           f"(below 1: sinter faster)")
-    head = (f"{'workload':<16} {'sinter backend':<14} {'eager s/t':>9} {'compiled s/t':>12} "
-            f"{'sinter ms':>10} {'t.compile ms':>12} {'cold s':>7} {'t cold s':>8} {'cold s/t':>8} "
-            f"{'warm s':>7} {'t warm s':>8} {'warm s/t':>8}")
-    print(head)
+    cols = ["workload", "sinter backend", "eager s/t", "compiled s/t", "sinter ms", "t.compile ms", "cold s",
+            "t cold s", "cold s/t", "warm s", "t warm s", "warm s/t"]
+    widths = [16, 14, 9, 12, 10, 12, 9, 9, 9, 9, 9, 9]
+
+    def line(cells):
+        return " ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+    print(line(cols))
     for s in sinter.get("results", []):
         t = by_name.get(s.get("workload"))
         if t is None:
@@ -326,14 +329,15 @@ def print_ratio_table(torch_rows, sinter):
         if s.get("error"):
             print(f"{s['workload']:<16} {s.get('backend', '?'):<14} sinter failed: {s['error'][:120]}")
             continue
-        print(f"{s['workload']:<16} {s.get('backend', '?'):<14} "
-              f"{fmt(ratio(s.get('eager_ms'), t['eager_ms']), '.2f'):>9} "
-              f"{fmt(ratio(s.get('compiled_ms'), t['compiled_ms']), '.2f'):>12} "
-              f"{fmt(s.get('compiled_ms')):>10} {fmt(t['compiled_ms']):>12} "
-              f"{fmt(s.get('compile_s_cold')):>7} {fmt(t.get('compile_s_cold')):>8} "
-              f"{fmt(ratio(s.get('compile_s_cold'), t.get('compile_s_cold')), '.2f'):>8} "
-              f"{fmt(s.get('compile_s_warm'), '.4f'):>7} {fmt(t.get('compile_s_warm')):>8} "
-              f"{fmt(ratio(s.get('compile_s_warm'), t.get('compile_s_warm')), '.2f'):>8}")
+        g = lambda key, src=s: src.get(key)
+        print(line([s["workload"], s.get("backend", "?"),
+                    fmt(ratio(g("eager_ms"), t["eager_ms"]), ".3g"),
+                    fmt(ratio(g("compiled_ms"), t["compiled_ms"]), ".3g"),
+                    fmt(g("compiled_ms")), fmt(t["compiled_ms"]),
+                    fmt(g("compile_s_cold"), ".3g"), fmt(t.get("compile_s_cold"), ".3g"),
+                    fmt(ratio(g("compile_s_cold"), t.get("compile_s_cold")), ".3g"),
+                    fmt(g("compile_s_warm"), ".3g"), fmt(t.get("compile_s_warm"), ".3g"),
+                    fmt(ratio(g("compile_s_warm"), t.get("compile_s_warm")), ".3g")]))
     t = by_name.get("dynamic_mlp")
     for s in sinter.get("results", []):
         if t and s.get("workload") == "dynamic_mlp" and not s.get("error"):
