@@ -10,7 +10,7 @@ BUILD ?= build
 CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=RelWithDebInfo
 endif
 
-.PHONY: deps configure demo test bench install-test clean
+.PHONY: deps configure demo test bench install-test clean conformance onnx-data
 
 deps:
 	@bash scripts/install_deps.sh
@@ -24,7 +24,7 @@ demo: configure
 	@ninja -C $(BUILD) -j$(JOBS) sinter_cli
 	@$(BUILD)/sinter demo
 
-test: configure
+test: configure onnx-data
 	@start=$$(date +%s); ninja -C $(BUILD) -j$(JOBS) sinter_cli sinter_tests; \
 	  echo "build took $$(( $$(date +%s) - start )) s"
 	@start=$$(date +%s); \
@@ -36,6 +36,16 @@ test: configure
 bench: configure
 	@ninja -C $(BUILD) -j$(JOBS) sinter_cli
 	@$(BUILD)/sinter bench --suite eager --json bench/results/eager-cpu-$$(hostname)-$$(date +%F).json
+
+# ONNX's conformance data from the pinned onnx package (a private venv under .cache/); `make test` runs every suite
+# under aot_eager through the gtest OnnxConformance.*; `make conformance` runs everything under aot_eager and inductor.
+onnx-data:
+	@bash scripts/conformance_data.sh > /dev/null
+
+conformance: configure onnx-data
+	@ninja -C $(BUILD) -j$(JOBS) sinter_cli
+	@SINTER_CACHE_DIR=$$(mktemp -d) $(BUILD)/sinter conformance --backend aot_eager --backend inductor \
+	  --json bench/results/onnx-conformance-$$(date +%F).json
 
 clean:
 	rm -rf build build-san

@@ -19,7 +19,11 @@ int usage() {
       "  bench --suite eager [--json FILE] [--quick] [--threads N]\n"
       "                                         eager kernels against the machine's copy bandwidth and OpenBLAS\n"
       "  bench --device cpu [--json FILE] [--threads N] [--backends aot_eager,inductor] [--only NAME]\n"
-      "        [--quick]                        the workloads of WORKLOADS.md, eager against compiled\n");
+      "        [--quick]                        the workloads of WORKLOADS.md, eager against compiled\n"
+      "  run MODEL.onnx [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
+      "      [--rtol R] [--atol A]              run an ONNX model; compare with output_K.pb; time eager vs compiled\n"
+      "  conformance [--data DIR] [--suite S]... [--backend B]... [--filter F] [--json FILE] [-v] [--no-list]\n"
+      "                                         ONNX's conformance suites (data: scripts/conformance_data.sh)\n");
   return 2;
 }
 
@@ -52,6 +56,7 @@ int main(int argc, char** argv) {
       if (opt.suite == "workloads") return sinter::tools::bench_workloads(opt);
       throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, workloads)", opt.suite));
     }
+    if (cmd == "run" || cmd == "conformance") return sinter::tools::run_command(args);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {
       usage();
       return 0;

@@ -19,6 +19,22 @@ struct BenchOptions {
 std::vector<std::string> split_list(const std::string& comma_separated);  // "a,b" -> {"a", "b"}
 
 int bench_eager(const BenchOptions& options);
+// `sinter run MODEL.onnx` (tools/run.cpp).
+struct RunOptions {
+  std::string model, backend = "aot_eager", mode = "default", device = "cpu", inputs, expected;
+  int bench = 0;
+  double rtol = -1, atol = -1;  // -1: the output dtype's default
+};
+int run_onnx(const RunOptions& options);
+// `sinter conformance` (tools/run.cpp).
+struct ConformanceCliOptions {
+  std::string data_dir = ".cache/onnx-data", filter, json;
+  std::vector<std::string> suites, backends;
+  bool verbose = false, list = true, allow_failures = false;
+};
+int conformance(const ConformanceCliOptions& options);
+// Parses `run ...` / `conformance ...` (args[0] is the command) and runs it.
+int run_command(const std::vector<std::string>& args);
 int bench_workloads(const BenchOptions& options);
 int demo();
 

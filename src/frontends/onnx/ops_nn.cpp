@@ -105,8 +105,8 @@ Tensor conv_transpose(NodeCtx& c) {
     if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       int64_t target = !out_shape.empty() ? out_shape[out_shape.size() - n + i] : in[i] * strides[i];
       int64_t total = full[i] + out_pad[i] - target;
-      bool lower = auto_pad == "SAME_LOWER";
-      begin[i] = lower ? total - total / 2 : total / 2;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor division, as the ONNX spec's
+      begin[i] = auto_pad == "SAME_UPPER" ? half : total - half;
       end[i] = total - begin[i];
     } else if (auto_pad == "VALID") {
       begin[i] = end[i] = 0;
@@ -122,9 +122,13 @@ Tensor conv_transpose(NodeCtx& c) {
   if (one_d) y = squeeze(y, {2});
   std::vector<int64_t> zero(n, 0);
   y = pad_spatial(y, zero, out_pad, 0.0);
+  // Negative pads (an output_shape larger than the full result) grow the output with zeros.
+  std::vector<int64_t> grow_b(n), grow_e(n);
+  for (size_t i = 0; i < n; ++i) grow_b[i] = std::max<int64_t>(0, -begin[i]), grow_e[i] = std::max<int64_t>(0, -end[i]);
+  y = pad_spatial(y, grow_b, grow_e, 0.0);
   for (size_t i = 0; i < n; ++i) {
-    int64_t len = full[i] + out_pad[i];
-    y = slice(y, static_cast<int64_t>(2 + i), SymInt(begin[i]), SymInt(len - end[i]));
+    int64_t len = full[i] + out_pad[i] + grow_b[i] + grow_e[i];
+    y = slice(y, static_cast<int64_t>(2 + i), SymInt(std::max<int64_t>(0, begin[i])), SymInt(len - std::max<int64_t>(0, end[i])));
   }
   if (b.defined()) {
     Tensor bb = b;
@@ -196,7 +200,7 @@ Tensor pool(NodeCtx& c, PoolKind kind) {
   // ceil-mode overhang.
   Tensor ones = ones_like(slice(x, 1, SymInt(0), SymInt(1)));
   for (int64_t k = 0; k < 2; ++k) ones = slice(ones, k, SymInt(0), SymInt(1));
-  Tensor count = include_pad ? pad_spatial(pad_spatial(ones, w.begin, w.end, 1.0), std::vector<int64_t>(n, 0), extra, 0.0)
+  Tensor count = include_pad ? pad_spatial(ones, w.begin, end_all, 1.0)
                              : pad_spatial(ones, w.begin, end_all, 0.0);
   return div(sum, run(count, false));
 }
@@ -305,6 +309,9 @@ void register_nn_ops(OpTable& t) {
       Tensor x = c.in(0);
       DimList dims;
       for (int64_t k = 2; k < x.dim(); ++k) dims.push_back(k);
+      // Accumulate float32 in float64: the sum then does not depend on each channel's memory alignment
+      // (vector peeling), so equal channels stay bit-identical, as in the reference implementation.
+      if (kind == "avg" && x.dtype() == kFloat32) return std::vector<Tensor>{cast_to(mean(cast_to(x, kFloat64), OptDims(dims), true), kFloat32)};
       if (kind == "avg") return std::vector<Tensor>{mean(x, OptDims(dims), true)};
       if (kind == "max") return std::vector<Tensor>{amax(x, dims, true)};
       double p = static_cast<double>(c.attr_int("p", 2));

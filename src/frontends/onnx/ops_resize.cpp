@@ -20,18 +20,20 @@ struct ResizeAttrs {
 double source_coord(const ResizeAttrs& a, double x, int64_t len, int64_t out, double scale, double roi_start,
                     double roi_end) {
   const std::string& m = a.coord;
+  // The spec's length_resized is len * scale, a real number when scales are given.
+  double out_f = static_cast<double>(len) * scale;
   if (m == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (m == "half_pixel_symmetric") {
     double adjustment = static_cast<double>(out) / (scale * static_cast<double>(len));
     double center = static_cast<double>(len) / 2;
     return center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
   }
-  if (m == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (m == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(len - 1) / static_cast<double>(out - 1);
+  if (m == "pytorch_half_pixel") return out_f > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (m == "align_corners") return out_f == 1 ? 0.0 : x * static_cast<double>(len - 1) / (out_f - 1);
   if (m == "asymmetric") return x / scale;
   if (m == "tf_crop_and_resize") {
     double l1 = static_cast<double>(len - 1);
-    return out > 1 ? roi_start * l1 + x * (roi_end - roi_start) * l1 / static_cast<double>(out - 1)
+    return out_f > 1 ? roi_start * l1 + x * (roi_end - roi_start) * l1 / (out_f - 1)
                    : 0.5 * (roi_start + roi_end) * l1;
   }
   throw Error(fmt::format("Resize: unknown coordinate_transformation_mode '{}'", m));

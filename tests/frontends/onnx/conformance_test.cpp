@@ -1,0 +1,58 @@
+// ONNX's own conformance suites under aot_eager (all of them) and a fixed subset under inductor. The data comes
+// from the pinned onnx package (scripts/conformance_data.sh; `make test` installs it); without it these tests
+// skip and say so. SINTER_ONNX_DATA overrides where the data is.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "frontends/onnx/conformance.h"
+#include "sinter/compile.h"
+
+namespace sinter {
+namespace {
+namespace fs = std::filesystem;
+
+std::string data_dir() {
+  if (const char* env = std::getenv("SINTER_ONNX_DATA")) return env;
+  return (fs::path(__FILE__).parent_path().parent_path().parent_path().parent_path() / ".cache" / "onnx-data").string();
+}
+
+// Cases known to fail, each with the reason; every other case must pass or be unsupported.
+const std::set<std::string> kKnownFailures = {
+    // Logits reach ~9.5e9 (weights replaced by constants), where one float32 ulp is 1024: the reference's
+    // per-channel sums are bit-identical, ours differ by an ulp across GEMM tiles, and softmax saturates.
+    "light/test_squeezenet",
+};
+
+void run_suites(const std::string& backend, const std::vector<std::string>& suites) {
+  std::string dir = data_dir();
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "ONNX conformance data not found at " << dir
+                                           << " (run scripts/conformance_data.sh; make test does)";
+  onnx::ConformanceOptions o{.data_dir = dir, .suites = suites, .backend = backend};
+  std::vector<onnx::CaseResult> results = onnx::run_conformance(o);
+  std::cout << "ONNX conformance under " << backend << "\n" << onnx::pass_table(results, false);
+  int passed = 0;
+  for (const onnx::CaseResult& r : results) {
+    std::string id = r.suite + "/" + r.name;
+    if (r.status == onnx::CaseStatus::kPassed) ++passed;
+    if (r.status == onnx::CaseStatus::kFailed && !kKnownFailures.count(id)) ADD_FAILURE() << id << ": " << r.message;
+  }
+  EXPECT_GT(passed, 0);
+}
+
+TEST(OnnxConformance, AllSuitesUnderAotEager) { run_suites("aot_eager", {}); }
+
+// The inductor subset (documented): the operator-level PyTorch exports and the light CNNs.
+TEST(OnnxConformance, SubsetUnderInductor) {
+  try {
+    find_backend("inductor");
+  } catch (const Error& e) {
+    GTEST_SKIP() << "backend 'inductor' is not registered yet: ONNX conformance under inductor SKIPPED";
+  }
+  run_suites("inductor", {"pytorch-operator", "light"});
+}
+
+}  // namespace
+}  // namespace sinter

@@ -1,0 +1,179 @@
+// `sinter run MODEL.onnx` and `sinter conformance`: run an ONNX model (given or random inputs, outputs' statistics,
+// comparison with expected outputs, eager-versus-compiled timing), and ONNX's conformance suites.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "frontends/onnx/conformance.h"
+#include "sinter/sinter.h"
+#include "sinter/onnx.h"
+#include "tools.h"
+
+namespace sinter::tools {
+namespace fs = std::filesystem;
+
+namespace {
+
+Tensor random_input(const onnx::ValueInfo& v, Device device) {
+  SymIntList sizes;
+  for (int64_t d : v.dims) sizes.push_back(d >= 0 ? d : 1);  // unknown or named dims: 1
+  Tensor t;
+  if (is_floating(v.dtype)) t = randn(sizes, TensorOptions{.dtype = v.dtype});
+  else if (v.dtype == kBool) t = lt(rand(sizes), Scalar(0.5));
+  else t = randint(0, 10, sizes, TensorOptions{.dtype = v.dtype});
+  return device.is_cpu() ? t : t.to(device);
+}
+
+std::string stats(const Tensor& t) {
+  Tensor c = t.is_cpu() ? t : t.to(kCPU);
+  std::vector<double> v = c.to_vector<double>();
+  if (v.empty()) return "empty";
+  double lo = v[0], hi = v[0], sum = 0, sq = 0;
+  for (double x : v) lo = std::min(lo, x), hi = std::max(hi, x), sum += x, sq += x * x;
+  double mean = sum / static_cast<double>(v.size());
+  double sd = std::sqrt(std::max(0.0, sq / static_cast<double>(v.size()) - mean * mean));
+  return fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}  std {:.6g}", lo, hi, mean, sd);
+}
+
+double seconds_per_call(const std::function<std::vector<Tensor>()>& fn, int n) {
+  std::vector<double> times;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace
+
+int run_onnx(const RunOptions& o) {
+  onnx::Model model = onnx::load(o.model);
+  fmt::print("{}", model.summary());
+  Device device = parse_device(o.device);
+  std::vector<Tensor> inputs;
+  for (size_t k = 0; k < model.inputs().size(); ++k) {
+    if (!o.inputs.empty()) {
+      Tensor t = onnx::read_tensor((fs::path(o.inputs) / fmt::format("input_{}.pb", k)).string());
+      inputs.push_back(device.is_cpu() ? t : t.to(device));
+    } else {
+      inputs.push_back(random_input(model.inputs()[k], device));
+    }
+  }
+  CompileOptions copt{.backend = o.backend, .mode = parse_mode(o.mode)};
+  auto fast = compile(model, copt);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Tensor> outs = fast(inputs);
+  double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("ran under {} on {} (first call {:.3f} s)\n", o.backend, device.str(), first);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    std::string name = k < model.outputs().size() ? model.outputs()[k].name : fmt::format("#{}", k);
+    fmt::print("  output {} '{}': {}{}  {}\n", k, name, dtype_name(outs[k].dtype()), outs[k].sizes().str(), stats(outs[k]));
+  }
+  int rc = 0;
+  if (!o.expected.empty()) {
+    for (size_t k = 0; k < outs.size(); ++k) {
+      fs::path p = fs::path(o.expected) / fmt::format("output_{}.pb", k);
+      if (!fs::exists(p)) continue;
+      Tensor want = onnx::read_tensor(p.string());
+      bool half = want.dtype() == kFloat16 || want.dtype() == kBFloat16;
+      onnx::Tolerance tol{o.rtol >= 0 ? o.rtol : (half ? 1e-2 : 1e-3), o.atol >= 0 ? o.atol : (half ? 1e-2 : 1e-5)};
+      onnx::Comparison c = onnx::compare_outputs(outs[k], want, tol);
+      fmt::print("  output {} vs {}: max abs error {:.3g}, max rel error {:.3g} (rtol {:g}, atol {:g}): {}\n", k,
+                 p.filename().string(), c.max_abs_error, c.max_rel_error, tol.rtol, tol.atol,
+                 c.mismatch.empty() ? "match" : "MISMATCH: " + c.mismatch);
+      if (!c.mismatch.empty()) rc = 1;
+    }
+  }
+  if (o.bench > 0) {
+    double eager = seconds_per_call([&] { return model(inputs); }, o.bench);
+    double compiled = seconds_per_call([&] { return fast(inputs); }, o.bench);
+    fmt::print("bench ({} calls, median): eager {:.3f} ms, {} {:.3f} ms ({:.2f}x)\n", o.bench, eager * 1e3, o.backend,
+               compiled * 1e3, eager / compiled);
+  }
+  return rc;
+}
+
+int conformance(const ConformanceCliOptions& o) {
+  std::vector<std::string> backends = o.backends;
+  if (backends.empty()) backends = {"aot_eager"};
+  std::string json = "{\n\"runs\": [\n";
+  int rc = 0;
+  for (size_t b = 0; b < backends.size(); ++b) {
+    const std::string& backend = backends[b];
+    if (backend != "eager") {
+      try {
+        find_backend(backend);
+      } catch (const Error& e) {
+        fmt::print("\n*** backend '{}' is not available: SKIPPED ({})\n", backend, e.what());
+        json += fmt::format("{}{{\"backend\": \"{}\", \"skipped\": true}}", b ? ",\n" : "", backend);
+        continue;
+      }
+    }
+    onnx::ConformanceOptions co{.data_dir = o.data_dir, .suites = o.suites, .backend = backend, .filter = o.filter,
+                                .verbose = o.verbose};
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<onnx::CaseResult> results = onnx::run_conformance(co);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print("\nONNX conformance under {} ({:.1f} s)\n{}", backend, secs, onnx::pass_table(results, o.list));
+    json += (b ? ",\n" : "") + onnx::results_json(results, backend);
+    for (const auto& r : results)
+      if (r.status == onnx::CaseStatus::kFailed) rc = 1;
+  }
+  json += "]\n}\n";
+  if (!o.json.empty()) {
+    std::ofstream(o.json) << json;
+    fmt::print("wrote {}\n", o.json);
+  }
+  return o.allow_failures ? 0 : rc;
+}
+
+}  // namespace sinter::tools
+
+namespace sinter::tools {
+
+int run_command(const std::vector<std::string>& args) {
+  auto value_of = [&](size_t& i) -> std::string {
+    if (i + 1 >= args.size()) throw Error(fmt::format("{} needs a value", args[i]));
+    return args[++i];
+  };
+  if (args[0] == "run") {
+    RunOptions o;
+    for (size_t i = 1; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (a == "--backend") o.backend = value_of(i);
+      else if (a == "--mode") o.mode = value_of(i);
+      else if (a == "--device") o.device = value_of(i);
+      else if (a == "--inputs") o.inputs = value_of(i);
+      else if (a == "--expected") o.expected = value_of(i);
+      else if (a == "--bench") o.bench = std::stoi(value_of(i));
+      else if (a == "--rtol") o.rtol = std::stod(value_of(i));
+      else if (a == "--atol") o.atol = std::stod(value_of(i));
+      else if (!a.empty() && a[0] != '-' && o.model.empty()) o.model = a;
+      else throw Error(fmt::format("run: unknown option {}", a));
+    }
+    if (o.model.empty()) throw Error("run: give a model file (sinter run MODEL.onnx)");
+    return run_onnx(o);
+  }
+  ConformanceCliOptions o;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--data") o.data_dir = value_of(i);
+    else if (a == "--suite") o.suites.push_back(value_of(i));
+    else if (a == "--backend") o.backends.push_back(value_of(i));
+    else if (a == "--filter") o.filter = value_of(i);
+    else if (a == "--json") o.json = value_of(i);
+    else if (a == "-v" || a == "--verbose") o.verbose = true;
+    else if (a == "--no-list") o.list = false;
+    else if (a == "--allow-failures") o.allow_failures = true;
+    else throw Error(fmt::format("conformance: unknown option {}", a));
+  }
+  return conformance(o);
+}
+
+}  // namespace sinter::tools
