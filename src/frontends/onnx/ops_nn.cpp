@@ -61,6 +61,28 @@ Tensor pad_spatial(const Tensor& x, const std::vector<int64_t>& begin, const std
   return any ? pad(x, p, "constant", value) : x;
 }
 
+// conv3d as a sum over depth taps of 2-D convolutions, each over every output depth at once (depth folded into
+// the batch): out[:, :, d] = sum_j conv2d(x[:, :, d*sd + j*dd], w[:, :, j]).
+Tensor conv3d_by_taps(Tensor x, const Tensor& w, const Tensor& b, const Window& win, int64_t group) {
+  x = pad_spatial(x, {win.begin[0], 0, 0}, {win.end[0], 0, 0}, 0.0);
+  std::vector<int64_t> hb{win.begin[1], win.begin[2]}, he{win.end[1], win.end[2]};
+  if (hb != he) x = pad_spatial(x, {0, hb[0], hb[1]}, {0, he[0], he[1]}, 0.0), hb = he = {0, 0};
+  int64_t n = static_cast<int64_t>(x.size(0)), ch = static_cast<int64_t>(x.size(1)), depth = static_cast<int64_t>(x.size(2));
+  int64_t kd = static_cast<int64_t>(w.size(2)), sd = win.strides[0], dd = win.dilations[0];
+  int64_t out_d = (depth - (kd - 1) * dd - 1) / sd + 1;
+  Tensor acc;
+  for (int64_t j = 0; j < kd; ++j) {
+    Tensor xs = slice(x, 2, SymInt(j * dd), SymInt(j * dd + (out_d - 1) * sd + 1), sd);  // [N, C, out_d, H, W]
+    Tensor flat = reshape(contiguous(permute(xs, {0, 2, 1, 3, 4})), {n * out_d, ch, xs.size(3), xs.size(4)});
+    Tensor y = conv2d(flat, select(w, 2, j), Tensor(), SymIntList{win.strides[1], win.strides[2]}, SymIntList{hb[0], hb[1]},
+                      SymIntList{win.dilations[1], win.dilations[2]}, group);
+    acc = acc.defined() ? add(acc, y) : y;
+  }
+  Tensor y = permute(reshape(acc, {n, out_d, acc.size(1), acc.size(2), acc.size(3)}), {0, 2, 1, 3, 4});
+  if (b.defined()) y = add(y, reshape(b, {1, -1, 1, 1, 1}));
+  return contiguous(y);
+}
+
 Tensor conv(NodeCtx& c) {
   Tensor x = c.in(0), w = c.in(1);
   Tensor b = c.has(2) ? c.in(2) : Tensor();
@@ -70,7 +92,8 @@ Tensor conv(NodeCtx& c) {
   for (int64_t k = 2; k < w.dim(); ++k) kernel.push_back(static_cast<int64_t>(w.size(k)));
   Window win = window_of(c, in, kernel);
   int64_t group = c.attr_int("group", 1);
-  if (n == 0 || n > 2) c.unsupported(fmt::format("Conv with {} spatial dims (1-D and 2-D are supported)", n));
+  if (n == 0 || n > 3) c.unsupported(fmt::format("Conv with {} spatial dims (1-D, 2-D and 3-D are supported)", n));
+  if (n == 3) return conv3d_by_taps(x, w, b, win, group);
   bool symmetric = win.begin == win.end;
   SymIntList padding(win.begin.begin(), win.begin.end());
   if (!symmetric) {
@@ -296,9 +319,33 @@ Tensor gemm(NodeCtx& c) {
   return cast_to(y, c.in(0).dtype());
 }
 
+// NegativeLogLikelihoodLoss on log-probabilities [N, C, d...] and targets [N, d...].
+Tensor nll(NodeCtx& c, const Tensor& logp, const Tensor& target, const Tensor& weight) {
+  std::string red = c.attr_str("reduction", "mean");
+  Tensor t = cast_to(target, kInt64);
+  Tensor keep = ones_like(t, kBool);
+  if (c.has_attr("ignore_index")) keep = ne(t, Scalar(c.attr_int("ignore_index", 0)));
+  Tensor safe = where(keep, t, zeros_like(t));
+  Tensor picked = squeeze(gather(logp, 1, unsqueeze(safe, 1)), {1});
+  Tensor w = weight.defined() ? reshape(index_select(weight, 0, reshape(safe, {-1})), t.sizes()) : ones_like(picked);
+  w = where(keep, w, zeros_like(w));
+  Tensor loss = neg(mul(picked, w));
+  if (red == "none") return loss;
+  if (red == "sum") return sum(loss);
+  if (red != "mean") c.fail(fmt::format("unknown reduction '{}'", red));
+  return div(sum(loss), sum(w));
+}
+
 }  // namespace
 
 void register_nn_ops(OpTable& t) {
+  t["NegativeLogLikelihoodLoss"] = {[](NodeCtx& c) {
+    return std::vector<Tensor>{nll(c, c.in(0), c.in(1), c.has(2) ? c.in(2) : Tensor())};
+  }};
+  t["SoftmaxCrossEntropyLoss"] = {[](NodeCtx& c) {
+    Tensor logp = log_softmax(c.in(0), 1);
+    return std::vector<Tensor>{nll(c, logp, c.in(1), c.has(2) ? c.in(2) : Tensor()), logp};
+  }};
   t["Conv"] = {[](NodeCtx& c) { return std::vector<Tensor>{conv(c)}; }};
   t["ConvTranspose"] = {[](NodeCtx& c) { return std::vector<Tensor>{conv_transpose(c)}; }};
   t["MaxPool"] = {[](NodeCtx& c) { return std::vector<Tensor>{pool(c, PoolKind::kMax)}; }};
