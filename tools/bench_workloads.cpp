@@ -160,7 +160,8 @@ std::vector<Row> bench_one(const std::string& name, const std::vector<std::strin
       out.clear();
       std::tie(row.eager_ms, row.compiled_ms) =
           time_pair_ms([&] { (void)w.eager(); }, [&] { (void)run.call(); }, budget_ms);
-      row.peak_mb_compiled = held_mb(before) + peak_mb([&] { (void)run.call(); });
+      double held = held_mb(before);
+      row.peak_mb_compiled = held + peak_mb([&] { (void)run.call(); });
       CompileStats stats = run.stats();
       row.kernels = kernels_per_call(stats);
       row.compile_inprocess = stats.compile_seconds;
@@ -207,7 +208,8 @@ std::vector<Row> bench_dynamic_mlp(const std::vector<std::string>& backends, boo
         row.eager_ms += e;
         row.compiled_ms += c;
       }
-      row.peak_mb_compiled = held_mb(before) + peak_mb([&] { (void)compiled(largest); });
+      double held = held_mb(before);
+      row.peak_mb_compiled = held + peak_mb([&] { (void)compiled(largest); });
       CompileStats stats = compiled.stats();
       row.kernels = kernels_per_call(stats);
       row.compiles = stats.compiles;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include "bench_util.h"
 #include "tools.h"
@@ -30,20 +31,32 @@ double rel_err(const Tensor& y, const Tensor& ref) {
   return norm(y.to(kFloat64) - ref).item<double>() / norm(ref).item<double>();
 }
 
-// Eager and compiled in float32, then the same weights in float64 as the reference for both.
+// Eager and compiled in float32, then the same weights in float64 as the reference for both. A compile
+// failure is printed with the eager results (the demo goes on to the next model) and makes the demo fail.
 template <class M>
-void run(const std::string& name, M& model, const Tensor& x, const std::string& what) {
+bool run(const std::string& name, M& model, const Tensor& x, const std::string& what) {
   model.eval();
   Tensor y = model(x);
+  int64_t params = 0;
+  for (const Tensor& p : model.parameters()) params += p.numel().hint();
+  fmt::print("{}\n  {}\n  input {} -> output {}, {} parameters, {} threads\n", name, what, x.sizes().str(),
+             y.sizes().str(), params, get_num_threads());
 
   CompileOptions options;  // the default backend
   auto compiled = compile(model, options);
-  auto start = std::chrono::steady_clock::now();
-  Tensor yc = compiled(x);
-  double first_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  // Alternating eager and compiled calls, so that other load on the machine falls on both alike.
-  auto [eager_ms, compiled_ms] = time_pair_ms([&] { (void)model(x); }, [&] { (void)compiled(x); }, 300);
+  Tensor yc;
+  double first_ms = 0, eager_ms = 0, compiled_ms = 0;
+  std::string failure;
+  try {
+    auto start = std::chrono::steady_clock::now();
+    yc = compiled(x);
+    first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    // Alternating eager and compiled calls, so that other load on the machine falls on both alike.
+    std::tie(eager_ms, compiled_ms) = time_pair_ms([&] { (void)model(x); }, [&] { (void)compiled(x); }, 300);
+  } catch (const std::exception& e) {
+    failure = e.what();
+    eager_ms = time_ms([&] { (void)model(x); }, 10, 2);
+  }
   CompileStats stats = compiled.stats();
   std::optional<double> kernels = kernels_per_call(stats);
 
@@ -51,18 +64,19 @@ void run(const std::string& name, M& model, const Tensor& x, const std::string& 
   model.to(kFloat64);
   Tensor ref = model(x.to(kFloat64));
   model.to(kFloat32);
-  int64_t params = 0;
-  for (const Tensor& p : model.parameters()) params += p.numel().hint();
-  fmt::print("{}\n  {}\n  input {} -> output {}, {} parameters, {} threads\n", name, what, x.sizes().str(),
-             y.sizes().str(), params, get_num_threads());
   fmt::print("  eager:    {:8.3f} ms per call, relative error vs float64: {:.2e}\n", eager_ms,
              rel_err(y, ref));
+  if (!failure.empty()) {
+    fmt::print("  compiled (backend '{}'): FAILED: {}\n\n", options.backend, failure);
+    return false;
+  }
   fmt::print("  compiled: {:8.3f} ms per call, relative error vs float64: {:.2e}   (backend '{}')\n",
              compiled_ms, rel_err(yc, ref), options.backend);
   fmt::print(
       "  speedup {:.2f}x, kernels per call: {}, compile {:.3g} s ({} graph{}), first call {:.1f} ms\n\n",
       eager_ms / compiled_ms, kernels ? fmt::format("{:g}", *kernels) : "not reported by this backend",
       stats.compile_seconds, stats.compiles, stats.compiles == 1 ? "" : "s", first_ms);
+  return true;
 }
 
 }  // namespace
@@ -75,15 +89,15 @@ int demo() {
       CompileOptions{}.backend);
   GptBlock block(256, 8);
   Tensor x = randn({2, 128, 256});
-  run("GPT block", block, x,
-      "pre-LN: x + proj(causal_sdpa(qkv(ln1(x)))); x + fc2(gelu(fc1(ln2(x)))), D 256, 8 heads");
+  bool ok = run("GPT block", block, x,
+                "pre-LN: x + proj(causal_sdpa(qkv(ln1(x)))); x + fc2(gelu(fc1(ln2(x)))), D 256, 8 heads");
   SmallCnn cnn(32);
-  run("ResNet block + head", cnn, randn({4, 32, 28, 28}).contiguous(kChannelsLast),
-      "relu(x + bn2(conv3x3(relu(bn1(conv3x3(x)))))) -> avgpool -> linear, C 32, 28x28, channels-last");
+  ok &= run("ResNet block + head", cnn, randn({4, 32, 28, 28}).contiguous(kChannelsLast),
+            "relu(x + bn2(conv3x3(relu(bn1(conv3x3(x)))))) -> avgpool -> linear, C 32, 28x28, channels-last");
 
   fmt::print("sinter::explain(block, x) for the GPT block:\n");
   fmt::print("{}\n", explain(block, x).str());
-  return 0;
+  return ok ? 0 : 1;
 }
 
 }  // namespace sinter::tools
