@@ -18,6 +18,8 @@ int usage() {
       "  demo                                   run the built-in transformer block and CNN, with timings\n"
       "  bench --suite eager [--json FILE] [--quick] [--threads N]\n"
       "                                         eager kernels against the machine's copy bandwidth and OpenBLAS\n"
+      "  bench --suite overhead [--json FILE] [--quick]\n"
+      "                                         host overhead per compiled call (10/50/200 tiny ops)\n"
       "  bench --device cpu [--json FILE] [--threads N] [--backends aot_eager,inductor] [--only NAME]\n"
       "        [--quick]                        the workloads of WORKLOADS.md, eager against compiled\n"
       "  run MODEL.onnx [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
@@ -53,8 +55,9 @@ int main(int argc, char** argv) {
         else throw sinter::Error(fmt::format("unknown option {}", args[i]));
       }
       if (opt.suite == "eager") return sinter::tools::bench_eager(opt);
+      if (opt.suite == "overhead") return sinter::tools::bench_overhead(opt);
       if (opt.suite == "workloads") return sinter::tools::bench_workloads(opt);
-      throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, workloads)", opt.suite));
+      throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads)", opt.suite));
     }
     if (cmd == "run" || cmd == "conformance") return sinter::tools::run_command(args);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {

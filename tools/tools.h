@@ -19,6 +19,8 @@ struct BenchOptions {
 std::vector<std::string> split_list(const std::string& comma_separated);  // "a,b" -> {"a", "b"}
 
 int bench_eager(const BenchOptions& options);
+int bench_overhead(const BenchOptions& options);  // --suite overhead (bench_overhead.cpp)
+
 // `sinter run MODEL.onnx` (tools/run.cpp).
 struct RunOptions {
   std::string model, backend = "aot_eager", mode = "default", device = "cpu", inputs, expected;

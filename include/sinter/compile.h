@@ -48,6 +48,11 @@
 namespace sinter {
 
 enum class Mode : uint8_t { kDefault, kReduceOverhead, kMaxAutotune };
+// kAuto: static first; a dimension (or integer argument) that changes between calls becomes symbolic on the
+// recompile it causes. kAlways: every dimension and integer argument starts symbolic. kNever: all specialised.
+// Under every policy sizes 0 and 1 are specialised (as in PyTorch: broadcasting and contiguity depend on them),
+// so a call with batch size 1 gets its own entry even under kAlways: a function called with batches 1 and 7
+// compiles twice, once for 1 and once for every size >= 2.
 enum class Dynamic : uint8_t { kAuto, kAlways, kNever };
 Mode parse_mode(std::string_view name);  // "default", "reduce-overhead", "max-autotune"; Error otherwise
 

@@ -198,7 +198,8 @@ struct ConvPadding {
 };
 
 // Shared by Conv1d, Conv2d and ConvTranspose2d (PyTorch's _ConvNd). Sizes are given as one number or one per
-// spatial dim. padding_mode: "zeros", "reflect" or "replicate" ("zeros" only for the transposed form).
+// spatial dim. padding_mode: "zeros", "reflect", "replicate" or "circular" ("zeros" only for the transposed
+// form).
 struct ConvNd : Module {
   std::string extra_repr() const override;
   void reset_parameters();
@@ -216,6 +217,10 @@ struct ConvNd : Module {
          const DimList& output_padding);
   // The input padded explicitly for reflect/replicate modes (zeros mode returns it unchanged).
   Tensor pad_input(const Tensor& input) const;
+  Tensor pad_circular(const Tensor& input, const SymIntList& pads) const;
+  const char* layer_name() const {
+    return transposed ? "ConvTranspose2d" : kernel_size.size() == 1 ? "Conv1d" : "Conv2d";
+  }
   bool explicit_padding() const { return padding_mode != "zeros"; }
   sinter::Padding padding_enum() const { return padding_string == "same" ? kSame : kValid; }
 };
@@ -461,14 +466,17 @@ struct Sequential : ModuleList {
 
 // ---- attention ----
 // torch.nn.MultiheadAttention with packed input projections: in_proj_weight [3E, E], in_proj_bias [3E],
-// out_proj (a Linear E -> E). Inputs are (L, N, E) — (N, L, E) with batch_first — or unbatched (L, E).
+// out_proj (a Linear E -> E). With kdim or vdim other than embed_dim (keys and values of other widths) the
+// projections are separate, as in PyTorch: q_proj_weight [E, E], k_proj_weight [E, kdim], v_proj_weight
+// [E, vdim], and in_proj_weight is undefined. Inputs are (L, N, E) — (N, L, E) with batch_first — or unbatched
+// (L, E); key is (S, N, kdim), value (S, N, vdim).
 // key_padding_mask (N, S): true / -inf drops a key. attn_mask (L, S) or (N * num_heads, L, S): bool (true =
 // not allowed) or float (added). is_causal is a hint that attn_mask is causal and, as in PyTorch, needs
 // attn_mask. Returns (output, weights); weights (averaged over heads unless average_attn_weights is off) only
 // when need_weights, else undefined. Without need_weights the output comes from scaled_dot_product_attention.
 struct MultiheadAttention : Module {
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
-                     bool batch_first = false);
+                     bool batch_first = false, std::optional<int64_t> kdim = {}, std::optional<int64_t> vdim = {});
   using Module::forward;  // keeps the one-tensor form visible (it throws: attention takes query, key, value)
   std::tuple<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const Tensor& key_padding_mask = {}, bool need_weights = false,
@@ -478,10 +486,12 @@ struct MultiheadAttention : Module {
                                         const Tensor& key_padding_mask = {}, bool need_weights = false,
                                         const Tensor& attn_mask = {}, bool is_causal = false,
                                         bool average_attn_weights = true, Loc loc = Loc::current());
-  int64_t embed_dim, num_heads, head_dim;
+  int64_t embed_dim, num_heads, head_dim, kdim, vdim;
   double dropout;
   bool batch_first;
   Tensor in_proj_weight, in_proj_bias;
+  Tensor q_proj_weight, k_proj_weight, v_proj_weight;  // defined only when kdim or vdim differs from embed_dim
+  bool same_embed_dims() const { return kdim == embed_dim && vdim == embed_dim; }
   Linear out_proj;
 };
 

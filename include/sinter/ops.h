@@ -2,6 +2,7 @@
 // Every function takes the caller's source location as its last, defaulted argument: errors name that line.
 // Each one is a thin wrapper over the op table's dispatch point (src/ops/api_*.cpp).
 #pragma once
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -37,7 +38,9 @@ SINTER_DECLARE_UNARY(relu6)
 Tensor gelu(const Tensor& self, const std::string& approximate = "none", Loc loc = Loc::current());
 Tensor softplus(const Tensor& self, const Scalar& beta = 1, const Scalar& threshold = 20, Loc loc = Loc::current());
 Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope = 0.01, Loc loc = Loc::current());
-Tensor elu(const Tensor& self, const Scalar& alpha = 1, Loc loc = Loc::current());
+// elu(x) = scale * (x > 0 ? x : alpha * (exp(x * input_scale) - 1)); selu is elu with fixed alpha and scale.
+Tensor elu(const Tensor& self, const Scalar& alpha = 1, const Scalar& scale = 1, const Scalar& input_scale = 1,
+           Loc loc = Loc::current());
 Tensor celu(const Tensor& self, const Scalar& alpha = 1.0, Loc loc = Loc::current());
 Tensor hardtanh(const Tensor& self, const Scalar& min_val = -1, const Scalar& max_val = 1, Loc loc = Loc::current());
 Tensor threshold(const Tensor& self, const Scalar& threshold, const Scalar& value, Loc loc = Loc::current());
@@ -155,6 +158,9 @@ Tensor as_strided(const Tensor& self, const SymIntList& size, const SymIntList& 
 std::vector<Tensor> split(const Tensor& self, const SymInt& split_size, int64_t dim = 0, Loc loc = Loc::current());
 std::vector<Tensor> split(const Tensor& self, const SymIntList& split_sizes, int64_t dim = 0,
                           Loc loc = Loc::current());
+// Braces are always a list of sizes (split(x, {2, 3}), split(x, {4})), as in PyTorch.
+std::vector<Tensor> split(const Tensor& self, std::initializer_list<SymInt> split_sizes, int64_t dim = 0,
+                          Loc loc = Loc::current());
 std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim = 0, Loc loc = Loc::current());
 std::vector<Tensor> unbind(const Tensor& self, int64_t dim = 0, Loc loc = Loc::current());
 Tensor contiguous(const Tensor& self, MemoryFormat memory_format = MemoryFormat::kContiguous,
@@ -166,6 +172,11 @@ Tensor sum(const Tensor& self, OptDType dtype = {}, Loc loc = Loc::current());
 Tensor sum(const Tensor& self, const OptDims& dim, bool keepdim = false, OptDType dtype = {}, Loc loc = Loc::current());
 Tensor mean(const Tensor& self, OptDType dtype = {}, Loc loc = Loc::current());
 Tensor mean(const Tensor& self, const OptDims& dim, bool keepdim = false, OptDType dtype = {},
+            Loc loc = Loc::current());
+// Braced dims (sum(x, {0, 1}), mean(x, {-1}, true)) for the functions whose dim is optional; {} is every dim.
+Tensor sum(const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim = false, OptDType dtype = {},
+           Loc loc = Loc::current());
+Tensor mean(const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim = false, OptDType dtype = {},
             Loc loc = Loc::current());
 Tensor prod(const Tensor& self, OptDType dtype = {}, Loc loc = Loc::current());
 Tensor prod(const Tensor& self, int64_t dim, bool keepdim = false, OptDType dtype = {}, Loc loc = Loc::current());
@@ -182,6 +193,10 @@ Tensor var(const Tensor& self, const OptDims& dim = {}, const OptScalar& correct
            Loc loc = Loc::current());
 Tensor std(const Tensor& self, const OptDims& dim = {}, const OptScalar& correction = {}, bool keepdim = false,
            Loc loc = Loc::current());
+Tensor var(const Tensor& self, std::initializer_list<int64_t> dim, const OptScalar& correction = {},
+           bool keepdim = false, Loc loc = Loc::current());
+Tensor std(const Tensor& self, std::initializer_list<int64_t> dim, const OptScalar& correction = {},
+           bool keepdim = false, Loc loc = Loc::current());
 Tensor norm(const Tensor& self, const OptScalar& p = 2, const DimList& dim = {}, bool keepdim = false,
             Loc loc = Loc::current());
 Tensor logsumexp(const Tensor& self, const DimList& dim, bool keepdim = false, Loc loc = Loc::current());

@@ -1,6 +1,8 @@
 // The umbrella header: everything a user of sinter includes.
 #pragma once
+#include "sinter/compile.h"
 #include "sinter/error.h"
+#include "sinter/graph.h"
 #include "sinter/nn.h"
 #include "sinter/ops.h"
 #include "sinter/symint.h"

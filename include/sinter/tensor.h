@@ -171,6 +171,7 @@ class Tensor {
                     Loc loc = Loc::current()) const;
   std::vector<Tensor> split(const SymInt& split_size, int64_t dim = 0, Loc loc = Loc::current()) const;
   std::vector<Tensor> split(const SymIntList& sizes, int64_t dim = 0, Loc loc = Loc::current()) const;
+  std::vector<Tensor> split(std::initializer_list<SymInt> sizes, int64_t dim = 0, Loc loc = Loc::current()) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0, Loc loc = Loc::current()) const;
   std::vector<Tensor> unbind(int64_t dim = 0, Loc loc = Loc::current()) const;
   Tensor operator[](int64_t index) const;  // select(0, index)
@@ -242,8 +243,11 @@ class Tensor {
   Tensor min(Loc loc = Loc::current()) const;
   Tensor argmax(std::optional<int64_t> dim = {}, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor argmin(std::optional<int64_t> dim = {}, bool keepdim = false, Loc loc = Loc::current()) const;
-  Tensor var(const DimList& dim = {}, bool keepdim = false, double correction = 1, Loc loc = Loc::current()) const;
-  Tensor std(const DimList& dim = {}, bool keepdim = false, double correction = 1, Loc loc = Loc::current()) const;
+  // As torch.var(input, dim, correction, keepdim): correction defaults to 1 (Bessel's); an empty dim is every dim.
+  Tensor var(const DimList& dim = {}, const std::optional<Scalar>& correction = {}, bool keepdim = false,
+             Loc loc = Loc::current()) const;
+  Tensor std(const DimList& dim = {}, const std::optional<Scalar>& correction = {}, bool keepdim = false,
+             Loc loc = Loc::current()) const;
   Tensor softmax(int64_t dim, Loc loc = Loc::current()) const;
   Tensor log_softmax(int64_t dim, Loc loc = Loc::current()) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value, Loc loc = Loc::current()) const;

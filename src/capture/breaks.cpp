@@ -68,9 +68,9 @@ std::vector<Tensor> Engine::State::run_segment(Segment& seg) {
   if (!entry) {
     auto start = std::chrono::steady_clock::now();
     // Copies: the recorded graph's proxies are about to become the user's real tensors.
-    auto fresh = std::make_shared<SegmentEntry>(SegmentEntry{copy_graph(seg.graph), std::move(aliasing), {}});
+    auto fresh = std::make_shared<SegmentEntry>(SegmentEntry{seg.graph.clone(), std::move(aliasing), {}});
     bool fell_back = false;
-    fresh->program = compile_program(copy_graph(seg.graph), seg.inputs, options, &fell_back);
+    fresh->program = compile_program(seg.graph.clone(), seg.inputs, options, &fell_back);
     SINTER_LOG(kGuards, "segment {}: reused by calls that record the same graph with the same input aliasing",
                seg.index);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -91,7 +91,7 @@ ExplainOutput Engine::explain(std::vector<CallArg> args, const Invoke& invoke) {
     out.graphs.push_back(print_graph(seg.graph));
     out.ops_per_graph.push_back(seg.graph.num_ops());
     if (seg.one_off) return interpret(seg.graph, seg.inputs);
-    Program p = compile_program(copy_graph(seg.graph), seg.inputs, s.options);
+    Program p = compile_program(seg.graph.clone(), seg.inputs, s.options);
     out.compile_seconds += p.compile_seconds;
     return run_program(p, seg.inputs);
   };

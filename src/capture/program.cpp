@@ -71,13 +71,6 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   return p;
 }
 
-Graph copy_graph(const Graph& g) {
-  Graph copy = g.clone();
-  std::vector<Tensor> to = copy.inputs(), from = g.inputs();
-  for (size_t i = 0; i < to.size(); ++i) to[i].impl()->wrapped_number = from[i].impl()->wrapped_number;
-  return copy;
-}
-
 std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outs = p.fn(inputs);
   SINTER_CHECK(outs.size() == static_cast<size_t>(p.num_outputs) + p.write_backs.size(),

@@ -29,9 +29,6 @@ struct Program {
 // options.fallback logs and compiles with aot_eager instead (`fell_back` is set then).
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
                         bool* fell_back = nullptr);
-// A deep copy of a recorded graph with its own proxies (clone() leaves the inputs' wrapped-number flags
-// behind; this copies them too).
-Graph copy_graph(const Graph& g);
 // Runs the program on real inputs (in graph input order) and returns the user's outputs.
 std::vector<Tensor> run_program(const Program& program, const std::vector<Tensor>& inputs);
 

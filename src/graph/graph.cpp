@@ -81,8 +81,14 @@ Graph Graph::clone() const {
     copy->constant = n->constant;
     copy->loc = n->loc;
     for (const Value& v : n->args) copy->args.push_back(graph_detail::map_tensors(v, remap));
-    for (size_t k = 0; k < n->outputs.size(); ++k)
-      copy->outputs.push_back(make_proxy(n->outputs[k].meta(), n->id, static_cast<int>(k), g.serial_));
+    for (size_t k = 0; k < n->outputs.size(); ++k) {
+      const TensorImpl& from = *n->outputs[k].impl();
+      Tensor proxy = make_proxy(from.meta, n->id, static_cast<int>(k), g.serial_);
+      // A wrapped number (a host value fed to the graph) promotes like a weak scalar: the copy must too.
+      proxy.impl()->wrapped_number = from.wrapped_number;
+      proxy.impl()->requires_grad = from.requires_grad;
+      copy->outputs.push_back(std::move(proxy));
+    }
     g.nodes_.push_back(std::move(copy));
   }
   return g;
@@ -178,6 +184,8 @@ std::vector<Tensor> Graph::insert_op(int pos, OpId op, Args args, const Loc& loc
     normalize_args(def, args);
     for (size_t i = 0; i < args.size(); ++i) {
       graph_detail::for_each_tensor(args[i], [&](const Tensor& t) {
+        // The message is only formatted on failure: this runs for every argument of every recorded op.
+        if (contains(t) && trace_of(t)->node < pos) return;
         std::string what = fmt::format("argument '{}'", def.schema.args[i].name);
         check_value(t, what);
         SINTER_CHECK(trace_of(t)->node < pos, "{} is defined after the point where the op is inserted", what);
@@ -194,8 +202,15 @@ std::vector<Tensor> Graph::insert_op(int pos, OpId op, Args args, const Loc& loc
   node->op = op;
   node->args = std::move(args);
   node->loc = loc;
-  for (size_t k = 0; k < metas.size(); ++k)
-    node->outputs.push_back(make_proxy(metas[k].meta(), pos, static_cast<int>(k), serial_));
+  node->outputs.reserve(metas.size());
+  for (size_t k = 0; k < metas.size(); ++k) {
+    // run_meta made fresh data-less tensors (except an in-place op's, which is its argument): they become
+    // the proxies themselves instead of being copied into new ones.
+    if (def.schema.is_inplace() || metas[k].impl()->trace || metas[k].impl_ptr().use_count() != 1)
+      node->outputs.push_back(make_proxy(metas[k].meta(), pos, static_cast<int>(k), serial_));
+    else
+      node->outputs.push_back(graph_detail::adopt_as_proxy(std::move(metas[k]), pos, static_cast<int>(k), serial_));
+  }
   return insert_node(pos, std::move(node)).outputs;
 }
 

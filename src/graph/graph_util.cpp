@@ -121,6 +121,11 @@ Tensor make_proxy(const TensorMeta& meta, int node, int output, uint64_t serial)
   return t;
 }
 
+Tensor adopt_as_proxy(Tensor fresh, int node, int output, uint64_t serial) {
+  fresh.impl()->trace = std::make_shared<TraceState>(TraceState{node, output, serial});
+  return fresh;
+}
+
 Value map_tensors(const Value& v, const std::function<Tensor(const Tensor&)>& fn) {
   if (v.is_tensor()) return v.tensor().defined() ? Value(fn(v.tensor())) : v;
   if (v.is_tensor_list()) {

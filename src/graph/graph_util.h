@@ -35,6 +35,8 @@ std::string meta_str(const TensorMeta& m);
 
 // A data-less tensor of `meta` standing for output `output` of node `node` of graph `serial`.
 Tensor make_proxy(const TensorMeta& meta, int node, int output, uint64_t serial);
+// Makes a fresh data-less tensor (held nowhere else) the proxy of output `output` of node `node`.
+Tensor adopt_as_proxy(Tensor fresh, int node, int output, uint64_t serial);
 // The proxy's trace when it is one, else null.
 inline const TraceState* trace_of(const Tensor& t) { return t.defined() ? t.impl()->trace.get() : nullptr; }
 

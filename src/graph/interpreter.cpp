@@ -15,45 +15,50 @@ using graph_detail::trace_of;
 
 class Interpreter {
  public:
-  explicit Interpreter(const Graph& g) : g_(g), values_(g.num_nodes()) {}
+  // Values live in one flat array: node n's outputs start at first_[n] (a per-node vector would cost an
+  // allocation per node and call, which the per-call overhead of graph breaks pays on every op).
+  explicit Interpreter(const Graph& g) : g_(g), first_(g.num_nodes() + 1, 0) {
+    for (const Node& n : g_.nodes()) first_[n.id + 1] = first_[n.id] + static_cast<int>(n.outputs.size());
+    values_.resize(first_.back());
+  }
 
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) {
     bind_inputs(inputs);
     // The last node that uses each value; values nobody uses are dropped as soon as they are made.
-    std::vector<std::vector<int>> last_use(g_.num_nodes());
-    for (const Node& n : g_.nodes()) last_use[n.id].assign(n.outputs.size(), -1);
+    std::vector<int> last_use(first_.back(), -1);
     for (const Node& n : g_.nodes()) {
       graph_detail::for_each_tensor(n.args, [&](const Tensor& t) {
         SINTER_CHECK(g_.contains(t), "interpret: node {} uses a tensor that is not a value of this graph", n.id);
-        last_use[trace_of(t)->node][trace_of(t)->output] = n.id;
+        last_use[slot(t)] = n.id;
       });
     }
     std::vector<Tensor> result;
+    Args args;
     for (const Node& n : g_.nodes()) {
       switch (n.kind) {
         case NodeKind::kInput: break;  // bound above
-        case NodeKind::kConstant: values_[n.id] = {n.constant}; break;
+        case NodeKind::kConstant: values_[first_[n.id]] = n.constant; break;
         case NodeKind::kOutput:
           for (const Value& v : n.args) result.push_back(lookup(v.tensor()));
           return result;
         case NodeKind::kOp: {
-          Args args;
+          args.clear();
           args.reserve(n.args.size());
           for (const Value& v : n.args) args.push_back(substitute(v));
           std::vector<Tensor> outs = run_eager(n.op, args, n.loc);
           SINTER_CHECK(outs.size() == n.outputs.size(), "interpret: {} returned {} outputs, the graph records {}",
                        n.op_name(), outs.size(), n.outputs.size());
-          values_[n.id] = std::move(outs);
+          for (size_t k = 0; k < outs.size(); ++k) values_[first_[n.id] + k] = std::move(outs[k]);
           break;
         }
       }
       // Free what this node was the last to read, and what nobody reads.
       graph_detail::for_each_tensor(n.args, [&](const Tensor& t) {
-        const TraceState* tr = trace_of(t);
-        if (last_use[tr->node][tr->output] == n.id) values_[tr->node][tr->output] = Tensor();
+        int s = slot(t);
+        if (last_use[s] == n.id) values_[s] = Tensor();
       });
-      for (size_t k = 0; k < values_[n.id].size() && k < last_use[n.id].size(); ++k)
-        if (last_use[n.id][k] < 0) values_[n.id][k] = Tensor();
+      for (int s = first_[n.id]; s < first_[n.id + 1]; ++s)
+        if (last_use[s] < 0) values_[s] = Tensor();
     }
     throw Error("interpret: the graph has no output node");
   }
@@ -71,17 +76,18 @@ class Interpreter {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
       const TensorMeta& m = nodes[i]->meta();
-      std::string who = fmt::format("interpret: input '{}' (#{})", nodes[i]->name, i);
-      SINTER_CHECK(t.defined(), "{} is an undefined tensor", who);
-      SINTER_CHECK(t.dtype() == m.dtype, "{} must be {}, got {}", who, dtype_name(m.dtype), dtype_name(t.dtype()));
-      SINTER_CHECK(t.device() == m.device, "{} must be on {}, got {}", who, m.device.str(), t.device().str());
-      SINTER_CHECK(t.dim() == static_cast<int64_t>(m.sizes.size()), "{} must have {} dims ({}), got {} dims {}", who,
-                   m.sizes.size(), graph_detail::meta_str(m), t.dim(), t.sizes().str());
+      // Formatted only when a check fails (SINTER_CHECK evaluates its message arguments lazily).
+      auto who = [&] { return fmt::format("interpret: input '{}' (#{})", nodes[i]->name, i); };
+      SINTER_CHECK(t.defined(), "{} is an undefined tensor", who());
+      SINTER_CHECK(t.dtype() == m.dtype, "{} must be {}, got {}", who(), dtype_name(m.dtype), dtype_name(t.dtype()));
+      SINTER_CHECK(t.device() == m.device, "{} must be on {}, got {}", who(), m.device.str(), t.device().str());
+      SINTER_CHECK(t.dim() == static_cast<int64_t>(m.sizes.size()), "{} must have {} dims ({}), got {} dims {}",
+                   who(), m.sizes.size(), graph_detail::meta_str(m), t.dim(), t.sizes().str());
       for (size_t d = 0; d < m.sizes.size(); ++d) {
         const SymInt& want = m.sizes[d];
         int64_t got = t.sizes()[d].hint();
         if (!want.is_symbolic()) {
-          SINTER_CHECK(want.hint() == got, "{} dim {} must be {}, got {} (sizes {})", who, d, want.hint(), got,
+          SINTER_CHECK(want.hint() == got, "{} dim {} must be {}, got {} (sizes {})", who(), d, want.hint(), got,
                        t.sizes().str());
         } else if (want.expr()->is_symbol()) {
           int64_t id = want.expr()->symbol_id();
@@ -95,14 +101,14 @@ class Interpreter {
             bound_[id] = true;
             sources_[id] = fmt::format("input '{}' dim {}", nodes[i]->name, d);
           } else {
-            SINTER_CHECK(symbols_[id] == got, "{} dim {} is s{}, which is {} (from {}), but got {}", who, d, id,
+            SINTER_CHECK(symbols_[id] == got, "{} dim {} is s{}, which is {} (from {}), but got {}", who(), d, id,
                          symbols_[id], sources_[id], got);
           }
         } else {
           compound.push_back({i, d});
         }
       }
-      values_[nodes[i]->id] = {t};
+      values_[first_[nodes[i]->id]] = t;
     }
     for (const Deferred& c : compound) {
       const SymInt& want = nodes[c.input]->meta().sizes[c.dim];
@@ -136,15 +142,21 @@ class Interpreter {
     return graph_detail::map_tensors(v, [&](const Tensor& t) { return lookup(t); });
   }
 
-  const Tensor& lookup(const Tensor& proxy) {
+  int slot(const Tensor& proxy) const {
     const TraceState* tr = trace_of(proxy);
-    const Tensor& t = values_[tr->node][tr->output];
-    SINTER_INTERNAL_ASSERT(t.defined(), "interpret: value of node {} was freed before its last use", tr->node);
+    return first_[tr->node] + tr->output;
+  }
+
+  const Tensor& lookup(const Tensor& proxy) {
+    const Tensor& t = values_[slot(proxy)];
+    SINTER_INTERNAL_ASSERT(t.defined(), "interpret: value of node {} was freed before its last use",
+                           trace_of(proxy)->node);
     return t;
   }
 
   const Graph& g_;
-  std::vector<std::vector<Tensor>> values_;  // per node, per output: the real tensors
+  std::vector<int> first_;     // per node: the slot of its first output in values_
+  std::vector<Tensor> values_;  // per slot: the real tensor
   std::vector<int64_t> symbols_;             // symbol id -> value
   std::vector<bool> bound_;
   std::vector<std::string> sources_;  // where each symbol's value came from, for messages

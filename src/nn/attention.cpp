@@ -32,10 +32,12 @@ std::string shape_str(const std::vector<int64_t>& v) { return fmt::format("[{}]"
 }  // namespace
 
 MultiheadAttention::MultiheadAttention(int64_t embed, int64_t heads, double dropout_, bool has_bias,
-                                       bool first)
+                                       bool first, std::optional<int64_t> kdim_, std::optional<int64_t> vdim_)
     : embed_dim(embed),
       num_heads(heads),
       head_dim(0),
+      kdim(kdim_.value_or(embed)),
+      vdim(vdim_.value_or(embed)),
       dropout(dropout_),
       batch_first(first),
       out_proj(embed, embed, has_bias) {
@@ -45,11 +47,21 @@ MultiheadAttention::MultiheadAttention(int64_t embed, int64_t heads, double drop
                embed, heads);
   SINTER_CHECK(dropout >= 0 && dropout <= 1, "MultiheadAttention: dropout must be between 0 and 1, got {}",
                dropout);
+  check_size(kdim, "kdim", "MultiheadAttention");
+  check_size(vdim, "vdim", "MultiheadAttention");
   head_dim = embed / heads;
-  in_proj_weight = register_parameter("in_proj_weight", empty({3 * embed, embed}));
+  // Registration order is PyTorch's, so state_dict keys come in its order.
+  if (same_embed_dims()) {
+    in_proj_weight = register_parameter("in_proj_weight", empty({3 * embed, embed}));
+    init::xavier_uniform_(in_proj_weight);
+  } else {
+    q_proj_weight = register_parameter("q_proj_weight", empty({embed, embed}));
+    k_proj_weight = register_parameter("k_proj_weight", empty({embed, kdim}));
+    v_proj_weight = register_parameter("v_proj_weight", empty({embed, vdim}));
+    for (Tensor* w : {&q_proj_weight, &k_proj_weight, &v_proj_weight}) init::xavier_uniform_(*w);
+  }
   in_proj_bias = register_parameter("in_proj_bias", has_bias ? zeros({3 * embed}) : Tensor());
   register_module("out_proj", out_proj);
-  init::xavier_uniform_(in_proj_weight);
   if (out_proj.bias.defined()) init::zeros_(out_proj.bias);
 }
 
@@ -80,13 +92,16 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, cons
   const int64_t S = k.sizes()[0].guard_int(), H = num_heads;
   SINTER_CHECK_AT(at, E == embed_dim,
                   "MultiheadAttention: was expecting embedding dimension of {}, but got {}", embed_dim, E);
-  SINTER_CHECK_AT(at, k.sizes().hints() == v.sizes().hints(),
-                  "MultiheadAttention: key shape {} does not match value shape {}", key.sizes().str(),
+  SINTER_CHECK_AT(at, k.sizes()[0] == v.sizes()[0] && k.sizes()[1] == v.sizes()[1],
+                  "MultiheadAttention: key's sequence and batch dims {} do not match value's {}", key.sizes().str(),
                   value.sizes().str());
   SINTER_CHECK_AT(
-      at, k.sizes()[1] == N && k.sizes()[2] == E,
-      "MultiheadAttention: key of shape {} does not fit query of shape {} (batch {}, embedding {})",
-      key.sizes().str(), query.sizes().str(), N, E);
+      at, k.sizes()[1] == N && k.sizes()[2] == kdim,
+      "MultiheadAttention: key of shape {} does not fit query of shape {} (batch {}, key embedding {})",
+      key.sizes().str(), query.sizes().str(), N, kdim);
+  SINTER_CHECK_AT(at, v.sizes()[2] == vdim,
+                  "MultiheadAttention: value of shape {} does not have the value embedding {}", value.sizes().str(),
+                  vdim);
 
   // Masks: is_causal is only a hint about attn_mask, as in PyTorch.
   SINTER_CHECK_AT(
@@ -125,11 +140,12 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, cons
 
   // Input projections: one GEMM for self-attention, three otherwise (the same values either way).
   Tensor qp, kp, vp;
-  if (query.is_same(key) && key.is_same(value)) {
+  if (same_embed_dims() && query.is_same(key) && key.is_same(value)) {
     auto parts = linear(q, in_proj_weight, in_proj_bias, at).chunk(3, -1);
     qp = parts[0], kp = parts[1], vp = parts[2];
   } else {
-    auto w = in_proj_weight.chunk(3, 0);
+    std::vector<Tensor> w = same_embed_dims() ? in_proj_weight.chunk(3, 0)
+                                              : std::vector<Tensor>{q_proj_weight, k_proj_weight, v_proj_weight};
     std::vector<Tensor> b(3);
     if (in_proj_bias.defined()) b = in_proj_bias.chunk(3, 0);
     qp = linear(q, w[0], b[0], at), kp = linear(k, w[1], b[1], at), vp = linear(v, w[2], b[2], at);

@@ -56,7 +56,7 @@ std::string Softplus::extra_repr() const {
 }
 
 ELU::ELU(double alpha_) : alpha(alpha_) {}
-Tensor ELU::forward(const Tensor& input) { return elu(input, alpha, call_site()); }
+Tensor ELU::forward(const Tensor& input) { return elu(input, alpha, 1, 1, call_site()); }
 std::string ELU::extra_repr() const { return "alpha=" + py_float(alpha); }
 
 Flatten::Flatten(int64_t start, int64_t end) : start_dim(start), end_dim(end) {}

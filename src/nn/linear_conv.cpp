@@ -60,9 +60,10 @@ ConvNd::ConvNd(int nd, bool is_transposed, int64_t in, int64_t out, const DimLis
   for (int64_t k : kernel_size) check_size(k, "kernel_size", layer);
   for (int64_t s : stride) check_size(s, "stride", layer);
   for (int64_t d : dilation) check_size(d, "dilation", layer);
-  SINTER_CHECK(padding_mode == "zeros" || padding_mode == "reflect" || padding_mode == "replicate",
-               "{}: padding_mode must be one of \"zeros\", \"reflect\", \"replicate\", got \"{}\"", layer,
-               padding_mode);
+  SINTER_CHECK(padding_mode == "zeros" || padding_mode == "reflect" || padding_mode == "replicate" ||
+                   padding_mode == "circular",
+               "{}: padding_mode must be one of \"zeros\", \"reflect\", \"replicate\", \"circular\", got \"{}\"",
+               layer, padding_mode);
   SINTER_CHECK(!transposed || padding_mode == "zeros", "{}: only \"zeros\" padding mode is supported", layer);
   if (!padding_.mode.empty()) {
     SINTER_CHECK(!transposed, "{}: padding must be numbers, got \"{}\"", layer, padding_.mode);
@@ -107,7 +108,33 @@ Tensor ConvNd::pad_input(const Tensor& input) const {
     pads.push_back(left);
     pads.push_back(right);
   }
+  if (padding_mode == "circular") return pad_circular(input, pads);
   return pad(input, pads, padding_mode, std::nullopt, call_site());
+}
+
+Tensor ConvNd::pad_circular(const Tensor& input, const SymIntList& pads) const {
+  // Each spatial dim wraps around: the last `left` entries go in front, the first `right` ones behind (as
+  // PyTorch's _pad_circular); made of narrow + cat, so capture records it like any other op.
+  const Loc at = call_site();
+  const int64_t spatial = static_cast<int64_t>(kernel_size.size());
+  SINTER_CHECK_AT(at, input.dim() == spatial + 1 || input.dim() == spatial + 2,
+                  "{}: expected a {}-D or {}-D input for circular padding, got {}-D", layer_name(), spatial + 1,
+                  spatial + 2, input.dim());
+  Tensor x = input;
+  for (int64_t i = 0; i < spatial; ++i) {
+    const int64_t dim = x.dim() - 1 - i;
+    const SymInt size = x.sizes()[dim];
+    const SymInt left = pads[2 * i], right = pads[2 * i + 1];
+    SINTER_CHECK_AT(at, left <= size && right <= size,
+                    "{}: circular padding ({}, {}) of dim {} (size {}) would wrap around more than once",
+                    layer_name(), left.hint(), right.hint(), dim, size.hint());
+    std::vector<Tensor> parts;
+    if (left.hint() > 0) parts.push_back(x.narrow(dim, size - left, left, at));
+    parts.push_back(x);
+    if (right.hint() > 0) parts.push_back(x.narrow(dim, 0, right, at));
+    if (parts.size() > 1) x = cat(parts, dim, at);
+  }
+  return x;
 }
 
 std::string ConvNd::extra_repr() const {

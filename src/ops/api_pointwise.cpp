@@ -31,8 +31,8 @@ Tensor softplus(const Tensor& self, const Scalar& beta, const Scalar& threshold,
 Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope, Loc loc) {
   return dispatch1(OpId::leaky_relu, {self, negative_slope}, loc);
 }
-Tensor elu(const Tensor& self, const Scalar& alpha, Loc loc) {
-  return dispatch1(OpId::elu, {self, alpha, Scalar(1), Scalar(1)}, loc);  // scale, input_scale
+Tensor elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale, Loc loc) {
+  return dispatch1(OpId::elu, {self, alpha, scale, input_scale}, loc);
 }
 Tensor celu(const Tensor& self, const Scalar& alpha, Loc loc) {
   return dispatch1(OpId::celu, {self, alpha}, loc);

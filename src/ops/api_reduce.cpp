@@ -13,6 +13,11 @@ TensorPair pair(OpId op, Args args, const Loc& loc) {
   return {outs[0], outs[1]};
 }
 
+// Braced dims: {} means every dim, as an empty list does in PyTorch.
+OptDims braced_dims(std::initializer_list<int64_t> dim) {
+  return dim.size() == 0 ? OptDims() : OptDims(DimList(std::vector<int64_t>(dim)));
+}
+
 }  // namespace
 
 // ---- reductions ----
@@ -20,7 +25,13 @@ Tensor sum(const Tensor& self, OptDType dtype, Loc loc) { return dispatch1(OpId:
 Tensor sum(const Tensor& self, const OptDims& dim, bool keepdim, OptDType dtype, Loc loc) {
   return dispatch1(OpId::sum_dim_IntList, {self, dim, keepdim, dtype}, loc);
 }
+Tensor sum(const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim, OptDType dtype, Loc loc) {
+  return sum(self, braced_dims(dim), keepdim, dtype, loc);
+}
 Tensor mean(const Tensor& self, OptDType dtype, Loc loc) { return dispatch1(OpId::mean, {self, dtype}, loc); }
+Tensor mean(const Tensor& self, std::initializer_list<int64_t> dim, bool keepdim, OptDType dtype, Loc loc) {
+  return mean(self, braced_dims(dim), keepdim, dtype, loc);
+}
 Tensor mean(const Tensor& self, const OptDims& dim, bool keepdim, OptDType dtype, Loc loc) {
   return dispatch1(OpId::mean_dim, {self, dim, keepdim, dtype}, loc);
 }
@@ -53,6 +64,14 @@ Tensor var(const Tensor& self, const OptDims& dim, const OptScalar& correction, 
 }
 Tensor std(const Tensor& self, const OptDims& dim, const OptScalar& correction, bool keepdim, Loc loc) {
   return dispatch1(OpId::std_correction, {self, dim, correction, keepdim}, loc);
+}
+Tensor var(const Tensor& self, std::initializer_list<int64_t> dim, const OptScalar& correction, bool keepdim,
+           Loc loc) {
+  return var(self, braced_dims(dim), correction, keepdim, loc);
+}
+Tensor std(const Tensor& self, std::initializer_list<int64_t> dim, const OptScalar& correction, bool keepdim,
+           Loc loc) {
+  return std(self, braced_dims(dim), correction, keepdim, loc);
 }
 Tensor norm(const Tensor& self, const OptScalar& p, const DimList& dim, bool keepdim, Loc loc) {
   return dispatch1(OpId::norm_ScalarOpt_dim, {self, p, dim, keepdim}, loc);

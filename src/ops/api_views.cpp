@@ -112,6 +112,9 @@ std::vector<Tensor> split(const Tensor& self, const SymInt& split_size, int64_t 
 std::vector<Tensor> split(const Tensor& self, const SymIntList& split_sizes, int64_t dim, Loc loc) {
   return dispatch(OpId::split_with_sizes, {self, split_sizes, dim}, loc);
 }
+std::vector<Tensor> split(const Tensor& self, std::initializer_list<SymInt> split_sizes, int64_t dim, Loc loc) {
+  return split(self, SymIntList(split_sizes), dim, loc);
+}
 std::vector<Tensor> chunk(const Tensor& self, int64_t chunks, int64_t dim, Loc loc) {
   return dispatch(OpId::chunk, {self, chunks, dim}, loc);
 }

@@ -84,6 +84,9 @@ std::vector<Tensor> Tensor::split(const SymInt& split_size, int64_t dim, Loc loc
 std::vector<Tensor> Tensor::split(const SymIntList& sizes, int64_t dim, Loc loc) const {
   return sinter::split(*this, sizes, dim, loc);
 }
+std::vector<Tensor> Tensor::split(std::initializer_list<SymInt> sizes, int64_t dim, Loc loc) const {
+  return sinter::split(*this, SymIntList(sizes), dim, loc);
+}
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim, Loc loc) const {
   return sinter::chunk(*this, chunks, dim, loc);
 }
@@ -255,11 +258,11 @@ Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim, Loc loc) const {
 Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim, Loc loc) const {
   return sinter::argmin(*this, dim, keepdim, loc);
 }
-Tensor Tensor::var(const DimList& dim, bool keepdim, double correction, Loc loc) const {
-  return sinter::var(*this, all_if_empty(dim), Scalar(correction), keepdim, loc);
+Tensor Tensor::var(const DimList& dim, const std::optional<Scalar>& correction, bool keepdim, Loc loc) const {
+  return sinter::var(*this, all_if_empty(dim), correction, keepdim, loc);
 }
-Tensor Tensor::std(const DimList& dim, bool keepdim, double correction, Loc loc) const {
-  return sinter::std(*this, all_if_empty(dim), Scalar(correction), keepdim, loc);
+Tensor Tensor::std(const DimList& dim, const std::optional<Scalar>& correction, bool keepdim, Loc loc) const {
+  return sinter::std(*this, all_if_empty(dim), correction, keepdim, loc);
 }
 Tensor Tensor::softmax(int64_t dim, Loc loc) const { return sinter::softmax(*this, dim, std::nullopt, loc); }
 Tensor Tensor::log_softmax(int64_t dim, Loc loc) const {

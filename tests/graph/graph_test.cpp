@@ -119,6 +119,23 @@ TEST(Graph, CloneIsIndependent) {
   verify(moved);
 }
 
+TEST(Graph, CloneKeepsWrappedNumberAndRequiresGrad) {
+  Graph g;
+  Tensor x = g.add_input("x", meta({}));
+  Tensor s = g.add_input("s", TensorMeta{{}, {}, 0, kFloat64, kCPU});
+  s.impl()->wrapped_number = true;
+  x.impl()->requires_grad = true;
+  EXPECT_EQ(g.add_op1(OpId::mul_Tensor, {x, s}).dtype(), kFloat32);
+  Graph c = g.clone();
+  EXPECT_FALSE(c.inputs()[0].impl()->wrapped_number);
+  EXPECT_TRUE(c.inputs()[0].requires_grad());
+  EXPECT_TRUE(c.inputs()[1].impl()->wrapped_number);
+  // A wrapped float64 number keeps a 0-dim float32 tensor float32 (a plain 0-dim float64 would not), in the
+  // copy as in the original.
+  EXPECT_EQ(c.node(2).meta().dtype, kFloat32);
+  EXPECT_EQ(c.add_op1(OpId::mul_Tensor, {c.inputs()[0], c.inputs()[1]}).dtype(), kFloat32);
+}
+
 TEST(Graph, SymbolicShapesUseTheGraphsShapeEnv) {
   auto env = std::make_shared<sym::ShapeEnv>();
   SymInt s0 = env->create_symbol(6);

@@ -73,7 +73,7 @@ TEST(NnLayers, ConvolutionsMatchFunctionalOps) {
   EXPECT_ERROR(nn::Conv2d(4, 4, 3, 2, "same"), "not supported for strided convolutions");
   EXPECT_ERROR(nn::Conv2d(4, 4, 3, 1, "full"), "invalid padding string \"full\"");
   EXPECT_ERROR(nn::Conv2d(4, 4, {3, 3, 3}), "kernel_size must be one number or 2 numbers");
-  EXPECT_ERROR(nn::Conv2d(4, 4, 3, 1, 0, 1, 1, true, "circular"), "padding_mode must be one of");
+  EXPECT_ERROR(nn::Conv2d(4, 4, 3, 1, 0, 1, 1, true, "wrap"), "padding_mode must be one of");
   EXPECT_ERROR(nn::ConvTranspose2d(4, 4, 3, 1, 0, 1), "output padding must be smaller");
 }
 
