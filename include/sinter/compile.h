@@ -57,7 +57,7 @@ enum class Dynamic : uint8_t { kAuto, kAlways, kNever };
 Mode parse_mode(std::string_view name);  // "default", "reduce-overhead", "max-autotune"; Error otherwise
 
 struct CompileOptions {
-  std::string backend = "aot_eager";  // "eager" | "aot_eager" | a registered backend
+  std::string backend = "inductor";  // "inductor" (generated kernels) | "aot_eager" | "eager" | a registered one
   Mode mode = Mode::kDefault;
   Dynamic dynamic = Dynamic::kAuto;
   bool fullgraph = false;   // a graph break throws GraphBreakError instead of splitting the function
@@ -81,7 +81,22 @@ void mark_dynamic(const Tensor& t, int64_t dim, DynamicRange range = {});
 
 // ---- backends ----
 // A compiled graph: given the graph's inputs (real tensors, in Graph::inputs() order), returns its outputs.
-using CompiledGraph = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+// Any such callable converts to one; a backend may also say how many kernels one call launches.
+class CompiledGraph {
+ public:
+  using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+  CompiledGraph() = default;
+  template <class F>
+    requires(std::is_constructible_v<Fn, F> && !std::is_same_v<std::decay_t<F>, CompiledGraph>)
+  CompiledGraph(F fn, int kernels = -1) : fn_(std::move(fn)), kernels_(kernels) {}
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const { return fn_(inputs); }
+  explicit operator bool() const { return static_cast<bool>(fn_); }
+  int kernels() const { return kernels_; }  // launched per call (generated loop nests + library calls); -1: unknown
+
+ private:
+  Fn fn_;
+  int kernels_ = -1;
+};
 // A backend compiles a captured (functional) graph; `example_inputs` are real tensors matching its inputs.
 using Backend = std::function<CompiledGraph(const Graph& graph, const std::vector<Tensor>& example_inputs)>;
 void register_backend(const std::string& name, Backend backend);
@@ -100,6 +115,9 @@ struct CompileStats {
   int eager_fallbacks = 0;  // calls run eagerly (recompile limit reached, or a backend failure with fallback)
   int graph_breaks = 0;     // breaks seen while capturing
   double compile_seconds = 0;
+  // Kernels one call launches with the most recently compiled entry (its graphs summed when the function has
+  // breaks); -1 when the backend does not say (eager, aot_eager).
+  int kernels_per_call = -1;
   std::vector<RecompileEvent> recompile_reasons;
   Mode mode = Mode::kDefault;  // as given in the options (recorded; takes effect with GPU/inductor backends)
   std::string str() const;

@@ -47,7 +47,8 @@ Backend inductor_backend() {
                    "CUDA tensors)",
                    in->name, in->meta().device.str());
     auto program = compile_for_cpu(graph, passes::PassContext{});
-    return [program](const std::vector<Tensor>& inputs) { return program->run(inputs); };
+    return CompiledGraph([program](const std::vector<Tensor>& inputs) { return program->run(inputs); },
+                         program->launches());
   };
 }
 

@@ -80,6 +80,11 @@ std::vector<Tensor> Engine::State::run_segment(Segment& seg) {
     ++stats.compiles;
     if (fell_back) ++stats.eager_fallbacks;
     stats.compile_seconds += seconds;
+    // Per call: every segment runs once, so the latest compile of each segment index adds up.
+    kernels_by_segment[seg.index] = fresh->program.fn.kernels();
+    stats.kernels_per_call = 0;
+    for (const auto& [index, k] : kernels_by_segment)
+      stats.kernels_per_call = (k < 0 || stats.kernels_per_call < 0) ? -1 : stats.kernels_per_call + k;
     entry = fresh;
   }
   return run_program(entry->program, seg.inputs);

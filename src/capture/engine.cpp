@@ -106,6 +106,7 @@ void Engine::reset() {
   s.limit_logged = false;
   s.segments.clear();
   s.segments_per_index.clear();
+  s.kernels_by_segment.clear();
 }
 
 std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke) {
@@ -208,6 +209,7 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
     ++s.stats.compiles;
     if (fell_back) ++s.stats.eager_fallbacks;
     s.stats.compile_seconds += seconds_since(start);
+    s.stats.kernels_per_call = entry->program.fn.kernels();
   }
   return run_entry(*entry, args, flat);
 }

@@ -64,6 +64,7 @@ struct Engine::State {
   };
   std::unordered_multimap<uint64_t, std::shared_ptr<const SegmentEntry>> segments;
   std::map<int, int> segments_per_index;
+  std::map<int, int> kernels_by_segment;  // kernels per call of the latest compile at each segment position
 
   // Whole-function capture of one call (capture.cpp). `runner` runs segments if the function breaks.
   WholeCapture capture_whole(const std::vector<CallArg>& args, const std::vector<Tensor>& flat,

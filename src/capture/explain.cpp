@@ -42,8 +42,9 @@ std::string CompileStats::str() const {
   std::string out = fmt::format(
       "compiles: {}, guard hits: {}, recompiles: {}, eager fallbacks: {}, graph breaks: {}, compile time: "
       "{:.3f} s, "
-      "mode: {}\n",
-      compiles, guard_hits, recompiles, eager_fallbacks, graph_breaks, compile_seconds, mode_name(mode));
+      "mode: {}{}\n",
+      compiles, guard_hits, recompiles, eager_fallbacks, graph_breaks, compile_seconds, mode_name(mode),
+      kernels_per_call >= 0 ? fmt::format(", kernels per call: {}", kernels_per_call) : "");
   for (size_t i = 0; i < recompile_reasons.size(); ++i)
     out += fmt::format("  recompile {}: {}\n", i + 1, recompile_reasons[i].reason);
   return out;

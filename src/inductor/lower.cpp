@@ -118,12 +118,11 @@ class Lowerer final : public PointwiseContext {
   }
   // Dims from the largest stride to the smallest (the order a loop nest should walk them).
   std::vector<int> memory_order(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
-    std::vector<int> perm(sizes.size());
-    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int>(i);
-    std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) {
-      if (sizes[a]->is_const(1) || sizes[b]->is_const(1)) return false;
-      return hint(strides[a]) > hint(strides[b]);
-    });
+    // Size-1 dims (whose strides mean nothing) go first; the others by decreasing stride, ties in dim order.
+    std::vector<int> perm, ones;
+    for (size_t i = 0; i < sizes.size(); ++i) (sizes[i]->is_const(1) ? ones : perm).push_back(static_cast<int>(i));
+    std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) { return hint(strides[a]) > hint(strides[b]); });
+    perm.insert(perm.begin(), ones.begin(), ones.end());
     return perm;
   }
 
@@ -561,6 +560,14 @@ void Lowerer::lower_op(const Node& n) {
     const Node* np = &n;
     std::vector<ExprPtr> osz = exs(n.meta().sizes);
     define_lazy(n, [this, np, osz](const std::vector<ExprPtr>& idx) { return lower_pointwise(*this, *np, osz, idx); });
+    return;
+  }
+  if ((n.op == OpId::full || n.op == OpId::zeros || n.op == OpId::ones) && n.meta().device.is_cpu()) {
+    Scalar v = n.op == OpId::full ? n.arg("fill_value").scalar() : Scalar(n.op == OpId::ones ? 1 : 0);
+    CType t = compute_type(n.meta().dtype);
+    define_lazy(n, [this, v, t](const std::vector<ExprPtr>&) {
+      return v.is_floating() ? p_.pool.constant(v.to_double(), t) : p_.pool.iconstant(v.to_int(), t);
+    });
     return;
   }
   if (lower_reduction(n)) return;

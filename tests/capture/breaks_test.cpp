@@ -25,7 +25,7 @@ TEST(CaptureBreaks, ItemFedBackDoesNotRecompilePerValue) {
     double s = x.sum().item<double>();
     return (x * s - s) / (s + 1.5);
   };
-  auto c = compile(f);
+  auto c = compile(f, {.backend = "aot_eager"});
   for (uint64_t i = 0; i < 10; ++i) {
     Tensor x = rnd({4, 3}, i + 1);
     EXPECT_TRUE(st::equal(c(x), f(x))) << i;
@@ -42,7 +42,7 @@ TEST(CaptureBreaks, BranchOnDataFollowsEachCall) {
     if (bool(y.sum() > 0)) return y.relu() + 1;
     return y.neg().exp();
   };
-  auto c = compile(f);
+  auto c = compile(f, {.backend = "aot_eager"});
   for (uint64_t i = 0; i < 12; ++i) {
     Tensor x = rnd({5}, i + 1);
     EXPECT_TRUE(st::equal(c(x), f(x))) << i;
@@ -155,7 +155,7 @@ TEST(CaptureBreaks, RandomOpsAcrossABreakMatchEager) {
     return dropout(x, 0.25, true) * s + randn({3});
   };
   Tensor x = rnd({3}, 1);
-  auto c = compile(f);
+  auto c = compile(f, {.backend = "aot_eager"});
   for (int i = 0; i < 3; ++i) {
     manual_seed(100 + i);
     Tensor want = f(x);

@@ -110,15 +110,19 @@ TEST(CaptureEngine, VerifyCaptureCatchesAChangedCapturedVariable) {
 
 TEST(CaptureEngine, EightThreadsWithDifferentShapes) {
   auto f = [](const Tensor& x) { return softmax(x * 2 + 1, -1).sum({0}); };
-  for (Dynamic d : {Dynamic::kAuto, Dynamic::kNever}) {
-    auto c = compile(f, {.dynamic = d, .recompile_limit = 64});
+  // aot_eager must match exactly; the inductor (generated kernels, one compiled program shared by the threads)
+  // within float32 tolerance.
+  for (auto [backend, d] : {std::pair{"aot_eager", Dynamic::kAuto}, std::pair{"aot_eager", Dynamic::kNever},
+                            std::pair{"inductor", Dynamic::kAuto}}) {
+    bool exact = std::string(backend) == "aot_eager";
+    auto c = compile(f, {.backend = backend, .dynamic = d, .recompile_limit = 64});
     std::vector<std::thread> threads;
     std::vector<int> failures(8, 0);
     for (int t = 0; t < 8; ++t) {
       threads.emplace_back([&, t] {
         for (int i = 0; i < 20; ++i) {
           Tensor x = rnd({2 + (t + i) % 5, 3 + t}, t * 100 + i);
-          if (!st::equal(c(x), f(x))) ++failures[t];
+          if (exact ? !st::equal(c(x), f(x)) : !st::close(c(x), f(x))) ++failures[t];
         }
       });
     }
@@ -235,7 +239,7 @@ TEST(CaptureEngine, EightThreadsThroughAFunctionWithBreaks) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 20; ++i) {
         Tensor x = rnd({1 + (t + i) % 4, 3}, t * 100 + i + 7);
-        if (!st::equal(c(x), f(x))) ++failures[t];
+        if (!st::close(c(x), f(x))) ++failures[t];  // the default backend (inductor): float tolerance
       }
     });
   }

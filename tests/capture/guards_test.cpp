@@ -40,7 +40,7 @@ std::string logs_of(const char* channels, F&& body) {
 
 TEST(CaptureGuards, MlpBatchSizesCompileAtMostTwiceUnderAuto) {
   Mlp mlp;
-  auto c = compile(mlp);
+  auto c = compile(mlp, {.backend = "aot_eager"});
   for (int64_t b : kBatches) {
     Tensor x = rnd({b, 16}, b);
     EXPECT_TRUE(st::equal(c(x), mlp(x))) << b;
@@ -51,7 +51,7 @@ TEST(CaptureGuards, MlpBatchSizesCompileAtMostTwiceUnderAuto) {
 
 TEST(CaptureGuards, MlpBatchSizesCompileOnceUnderAlways) {
   Mlp mlp;
-  auto c = compile(mlp, {.dynamic = Dynamic::kAlways});
+  auto c = compile(mlp, {.backend = "aot_eager", .dynamic = Dynamic::kAlways});
   for (size_t i = 1; i < kBatches.size(); ++i) {
     Tensor x = rnd({kBatches[i], 16}, i);
     EXPECT_TRUE(st::equal(c(x), mlp(x))) << kBatches[i];
@@ -158,7 +158,7 @@ TEST(CaptureGuards, IntegersBecomeSymbolicAfterTheyChange) {
 
 TEST(CaptureGuards, MarkDynamicDeclaresARange) {
   auto f = [](const Tensor& x) { return x.softmax(0); };
-  auto c = compile(f, {.dynamic = Dynamic::kAuto});
+  auto c = compile(f, {.backend = "aot_eager", .dynamic = Dynamic::kAuto});
   Tensor x = rnd({16, 3}, 1);
   mark_dynamic(x, 0, {.min = 2, .max = 64});
   EXPECT_TRUE(st::equal(c(x), f(x)));
@@ -178,14 +178,14 @@ TEST(CaptureGuards, MarkDynamicDeclaresARange) {
 
 TEST(CaptureGuards, EqualSizesAreNotAssumedEqual) {
   auto f = [](const Tensor& a, const Tensor& b) { return a.sum() + b.sum(); };
-  auto c = compile(f, {.dynamic = Dynamic::kAlways});
+  auto c = compile(f, {.backend = "aot_eager", .dynamic = Dynamic::kAlways});
   c(rnd({4}, 1), rnd({4}, 2));
   Tensor a = rnd({5}, 3), b = rnd({9}, 4);
   EXPECT_TRUE(st::equal(c(a, b), f(a, b)));
   EXPECT_EQ(c.stats().compiles, 1);
   // Broadcasting a + b does compare them: the guard s0 == s1 is recorded.
   auto g = [](const Tensor& a2, const Tensor& b2) { return a2 + b2; };
-  auto cg = compile(g, {.dynamic = Dynamic::kAlways});
+  auto cg = compile(g, {.backend = "aot_eager", .dynamic = Dynamic::kAlways});
   cg(rnd({4}, 1), rnd({4}, 2));
   cg(rnd({6}, 1), rnd({6}, 2));
   EXPECT_EQ(cg.stats().compiles, 1);

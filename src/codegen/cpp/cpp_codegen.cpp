@@ -110,6 +110,8 @@ SExpr KernelWriter::subst(SExpr e) {
 // Merges neighbouring loop dims that every access walks as one (stride of the outer = size * stride of the
 // inner), and drops size-1 dims, so the innermost loop is as long as the data allows.
 std::vector<LoopDim> KernelWriter::coalesce(std::vector<LoopDim> dims, const std::vector<int>& nodes) {
+  subst_.clear();  // each stage has its own inner loops
+  subst_memo_.clear();
   std::vector<ExprPtr> offsets;
   int nv = 0;
   for (int id : nodes) {
