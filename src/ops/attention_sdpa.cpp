@@ -8,6 +8,7 @@
 
 #include "ops/blas.h"
 #include "ops/linalg_util.h"
+#include "ops/reduce_math.h"
 #include "tensor/generator.h"
 
 namespace sinter {
@@ -149,15 +150,13 @@ void sdpa(const Args& args, const Tensor& y) {
           const A* mr = add_mask + m_off[b] + li * m_rs;
           for (int64_t j = 0; j < S; ++j) row[j] += mr[j * m_cs];
         }
-        A mx = -std::numeric_limits<A>::infinity();
-        for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j]);
+        // The softmax helpers of the reduction family: max and exp-sum in vector lanes.
+        A mx = reduce::lane_extreme<true>(row, S, reduce::lowest<A>(), [](A v) { return v; });
         if (mx == -std::numeric_limits<A>::infinity()) {  // every key masked: zeros, as _safe_softmax
           std::fill(row, row + S, A(0));
           continue;
         }
-        A sum = 0;
-        for (int64_t j = 0; j < S; ++j) sum += (row[j] = std::exp(row[j] - mx));
-        A inv = A(1) / sum;
+        A inv = static_cast<A>(1.0 / reduce::exp_sum<true>(row, row, S, mx));
         if (!dropout) {
           A f = inv * (p >= 1 ? A(0) : A(1));
           for (int64_t j = 0; j < S; ++j) row[j] *= f;

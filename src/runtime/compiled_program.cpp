@@ -150,7 +150,7 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
   float* cp = c.data_ptr<float>();
   int64_t a_rs = a.stride(0).hint();
   int threads = get_num_threads();
-  if (kernel.epilogue < 0 || m < 4 * threads) {
+  if (kernel.epilogue < 0 || m < 2 * threads) {
     blas::Gemm<float> g;
     g.m = m, g.n = nn, g.k = kk, g.a = ap, g.a_rs = a.stride(0).hint(), g.a_cs = a.stride(1).hint();
     g.b = bp, g.b_rs = b.stride(0).hint(), g.b_cs = b.stride(1).hint(), g.c = cp, g.c_rs = nn;
@@ -163,14 +163,37 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
   std::vector<void*> ptrs;
   for (int buf : info.buffers) ptrs.push_back(r.bufs[buf].data_ptr());
   KernelArgs args{ptrs.data(), r.syms.data()};
-  int64_t scale = info.row_elems ? r.ev(info.row_elems) : 1;
   KernelFn epilogue = fns_[e];
-  int64_t block = std::max<int64_t>(8, (m + 4 * threads - 1) / (4 * threads));
+  int64_t b_cs = b.stride(1).hint();
+  if (info.row_elems) {
+    // A flat epilogue (element-wise over [M, N]): 2-D tiles, so each task packs only its share of B; the
+    // epilogue runs on each row of a tile right after the tile is computed.
+    int64_t mb = std::min<int64_t>(m, 256), nb = std::min<int64_t>(nn, 1024);
+    auto tiles = [&] { return ((m + mb - 1) / mb) * ((nn + nb - 1) / nb); };
+    while (tiles() < 2 * threads) {
+      if (nb >= 2 * mb && nb > 128) nb = (nb / 2 + 15) / 16 * 16;
+      else if (mb > 16) mb /= 2;
+      else break;
+    }
+    int64_t tn = (nn + nb - 1) / nb;
+    parallel_for(0, tiles(), 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        int64_t i = (t / tn) * mb, j = (t % tn) * nb;
+        int64_t i1 = std::min(m, i + mb), j1 = std::min(nn, j + nb);
+        blas::gemm_serial(ta, tb, i1 - i, j1 - j, kk, 1.0f, ap + i * a_rs, lda, bp + j * b_cs, ldb, 0.0f,
+                          cp + i * nn + j, nn);
+        for (int64_t row = i; row < i1; ++row) epilogue(&args, row * nn + j, row * nn + j1);
+      }
+    });
+    return;
+  }
+  // A row epilogue (it reduces over rows, e.g. residual + layer norm): blocks of whole rows.
+  int64_t block = std::max<int64_t>(16, (m + 2 * threads - 1) / (2 * threads));
   parallel_for(0, m, block, [&](int64_t r0, int64_t r1) {
     for (int64_t i = r0; i < r1; i += block) {
       int64_t i1 = std::min(r1, i + block);
       blas::gemm_serial(ta, tb, i1 - i, nn, kk, 1.0f, ap + i * a_rs, lda, bp, ldb, 0.0f, cp + i * nn, nn);
-      epilogue(&args, i * scale, i1 * scale);
+      epilogue(&args, i, i1);
     }
   });
 }
