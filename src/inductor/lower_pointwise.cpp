@@ -123,9 +123,9 @@ SExpr lower_pointwise(PointwiseContext& cx, const Node& n, const std::vector<Exp
   }
   if (name == "hardtanh")
     return b.op("clamp_hi", {b.op("clamp_lo", {b.arg(0, t), b.arg(1, t)}), b.arg(2, t)});
-  if (name == "threshold") {
+  if (name == "threshold") {  // x <= threshold ? value : x (so NaN stays NaN)
     SExpr x = b.arg(0, t);
-    return b.op("where", {b.op("gt", {x, b.arg(1, t)}, CType::kBool), x, b.arg(2, t)});
+    return b.op("where", {b.op("le", {x, b.arg(1, t)}, CType::kBool), b.arg(2, t), x});
   }
   if (name == "add" || name == "sub") return b.op(name.c_str(), {b.arg(0, t), b.scaled(b.arg(1, t), "alpha")});
   if (name == "rsub") return b.op("sub", {b.arg(1, t), b.scaled(b.arg(0, t), "alpha")});

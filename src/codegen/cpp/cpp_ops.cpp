@@ -118,15 +118,40 @@ std::string op_str(const std::string& op, CType t, const std::vector<std::string
   if (op == "sub") return fmt::format("{} - {}", a[0], a[1]);
   if (op == "mul") return t == CType::kBool ? fmt::format("{} && {}", a[0], a[1]) : fmt::format("{} * {}", a[0], a[1]);
   if (op == "div") return fmt::format("{} / {}", a[0], a[1]);
-  if (op == "div_trunc") return flt(t) ? math("trunc", t, a[0] + " / " + a[1]) : fmt::format("{} / {}", a[0], a[1]);
-  if (op == "div_floor")
-    return flt(t) ? math("floor", t, a[0] + " / " + a[1]) : fmt::format("({})sn_ifloordiv({}, {})", T, a[0], a[1]);
-  if (op == "fmod")
-    return flt(t) ? fmt::format("__builtin_fmod{}({}, {})", f32(t) ? "f" : "", a[0], a[1])
-                  : fmt::format("{} % {}", a[0], a[1]);
-  if (op == "remainder") {
-    if (!flt(t)) return fmt::format("({})sn_imod({}, {})", T, a[0], a[1]);
-    return fmt::format("({0} - {2}({0} / {1}) * {1})", a[0], a[1], f32(t) ? "sn_floor" : "__builtin_floor");
+  // Integer division: a divisor of -1 is split off because INT_MIN / -1 (and INT_MIN % -1) traps on x86 for 32-
+  // and 64-bit operands, while PyTorch wraps (the negation is done in unsigned arithmetic to wrap without UB).
+  if (!flt(t) && (op == "div_trunc" || op == "div_floor" || op == "fmod" || op == "remainder")) {
+    std::string neg = fmt::format("({})(0ULL - (sn_u64)({}))", T, a[0]);
+    std::string q = op == "div_trunc" ? fmt::format("{} / {}", a[0], a[1])
+                    : op == "div_floor" ? fmt::format("({})sn_ifloordiv({}, {})", T, a[0], a[1])
+                    : op == "fmod"      ? fmt::format("{} % {}", a[0], a[1])
+                                        : fmt::format("({})sn_imod({}, {})", T, a[0], a[1]);
+    bool quotient = op == "div_trunc" || op == "div_floor";
+    return fmt::format("({} == -1 ? {} : {})", a[1], quotient ? neg : fmt::format("({})0", T), q);
+  }
+  if (op == "div_trunc") return math("trunc", t, a[0] + " / " + a[1]);
+  if (op == "fmod") return fmt::format("__builtin_fmod{}({}, {})", f32(t) ? "f" : "", a[0], a[1]);
+  // Floating remainder and floor division as PyTorch computes them (from fmod, so 1 // 0.1 == 9 and -1 % inf ==
+  // inf, where floor(a / b) would round the quotient first). GNU statement expressions (g++ and clang++) keep the
+  // temporaries local to the one SSA value they define.
+  if (op == "remainder")
+    return fmt::format("({{ const {0} m_ = {1}; (m_ != 0 && (({2} < 0) != (m_ < 0))) ? m_ + {2} : m_; }})", T,
+                       op_str("fmod", t, a, at), a[1]);
+  if (op == "div_floor") {
+    std::string fl = f32(t) ? "__builtin_floorf" : "__builtin_floor", cs = f32(t) ? "__builtin_copysignf" : "__builtin_copysign";
+    return fmt::format(
+        "({{ const {0} m_ = {1}; {0} d_ = ({2} - m_) / {3}; if (m_ != 0 && (({3} < 0) != (m_ < 0))) d_ -= 1; "
+        "const {0} f_ = {4}(d_); {3} == 0 ? {2} / {3} : (d_ == 0 ? {5}(0, {2} / {3}) : (d_ - f_ > {6} ? f_ + 1 : f_)); }})",
+        T, op_str("fmod", t, a, at), a[0], a[1], fl, cs, k(0.5));
+  }
+  if (op == "pow" && !flt(t)) {
+    // Integer power by squaring in wrapping 64-bit arithmetic; negative exponents give 0 except for bases 1 and -1
+    // (PyTorch's integer pow), where a double pow would lose precision above 2^53 and overflow undefinedly.
+    return fmt::format(
+        "({{ sn_u64 b_ = (sn_u64)(sn_i64)({1}), a_ = (sn_u64)(sn_i64)({0}), r_ = 1; "
+        "if ((sn_i64)b_ < 0) r_ = a_ == 1 ? 1 : (a_ == (sn_u64)-1 ? ((b_ & 1) ? (sn_u64)-1 : 1) : 0); "
+        "else for (; b_; b_ >>= 1) {{ if (b_ & 1) r_ *= a_; a_ *= a_; }} ({2})(sn_i64)r_; }})",
+        a[0], a[1], T);
   }
   if (op == "pow") return f32(t) ? fmt::format("sn_pow({}, {})", a[0], a[1]) : fmt::format("__builtin_pow({}, {})", a[0], a[1]);
   if (op == "atan2" || op == "hypot" || op == "copysign")
@@ -137,8 +162,13 @@ std::string op_str(const std::string& op, CType t, const std::vector<std::string
     if (flt(t)) return fmt::format("(({0} {2} {1} || {0} != {0}) ? {0} : {1})", a[0], a[1], cmp);
     return fmt::format("({0} {2} {1} ? {0} : {1})", a[0], a[1], cmp);
   }
-  if (op == "clamp_lo") return fmt::format("({0} < {1} ? {1} : {0})", a[0], a[1]);
-  if (op == "clamp_hi") return fmt::format("({0} > {1} ? {1} : {0})", a[0], a[1]);
+  // A NaN bound gives NaN, as PyTorch's clamp (a NaN x stays NaN because both comparisons are false).
+  if (op == "clamp_lo")
+    return flt(t) ? fmt::format("(({0} < {1} || {1} != {1}) ? {1} : {0})", a[0], a[1])
+                  : fmt::format("({0} < {1} ? {1} : {0})", a[0], a[1]);
+  if (op == "clamp_hi")
+    return flt(t) ? fmt::format("(({0} > {1} || {1} != {1}) ? {1} : {0})", a[0], a[1])
+                  : fmt::format("({0} > {1} ? {1} : {0})", a[0], a[1]);
   static const std::map<std::string, const char*> cmp = {{"eq", "=="}, {"ne", "!="}, {"lt", "<"},
                                                          {"le", "<="}, {"gt", ">"},  {"ge", ">="}};
   if (auto it = cmp.find(op); it != cmp.end()) return fmt::format("{} {} {}", a[0], it->second, a[1]);

@@ -1,0 +1,259 @@
+// The inductor's op coverage: every op it lowers natively (the pointwise table, the five reductions, views) and a
+// sample of decomposed composites, compiled and compared with eager per dtype (float32 rel err <= 1e-5, float64
+// <= 1e-12, bf16/f16 <= 1e-2, integers exact), with broadcasting, non-contiguous inputs, size-1, empty and 0-dim
+// tensors, weak scalars, NaN/inf, PyTorch's integer division semantics and symbolic sizes.
+//
+// Compile time is the cost of these tests, so each table is one graph with one output per case (one compile per
+// table and dtype); when a table fails to compile, its cases are compiled one by one to name the culprit.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "backends/backends.h"
+#include "inductor_ops_cases.h"
+#include "sinter/compile.h"
+#include "sinter/ops.h"
+#include "testing.h"
+
+namespace sinter::inductor_ops {
+namespace {
+
+using testing::random;
+using testing::random_positive;
+
+// Floating inputs of the unary and binary tables (see inductor_ops_cases.h). The last three are computed eagerly:
+// a fused kernel keeps f16/bf16 intermediates in float (by design), so floor(x * 3) may differ from eager's
+// floor(round_to_f16(x * 3)) by one; ops that are discontinuous get inputs that need no arithmetic first.
+Inputs float_inputs(const SymIntList& shape, DType dt, const SymIntList& y_shape = {}) {
+  Tensor u = random_positive(shape, kFloat64, 0.1, 1.9, 7) - 1.0;
+  Tensor x = random(shape, dt, 1);
+  return {x, random_positive(shape, dt, 0.1, 4.0, 2), u.to(dt), random(y_shape.empty() ? shape : y_shape, dt, 3),
+          x * 3, floor(x * 8) * 0.5, exp(x * 100)};
+}
+
+// Integer inputs: {a in [-10, 10), b the same without zeros, e in [0, 4)} ([0, 10) for uint8).
+Inputs int_inputs(const SymIntList& shape, DType dt, const SymIntList& b_shape = {}) {
+  Tensor a = random(shape, dt, 4);
+  Tensor b = random(b_shape.empty() ? shape : b_shape, dt, 5);
+  b = where(b == 0, scalar_tensor(3, dt), b);
+  Tensor e = remainder(random(shape, kInt64, 6), 4).to(dt);
+  return {a, b, e};
+}
+
+TEST(InductorOps, UnaryFloat32IsOneKernel) {
+  EXPECT_EQ(check_cases(unary_float_cases(), float_inputs({13, 37}, kFloat32)), 1);
+}
+
+TEST(InductorOps, UnaryOtherFloatingDtypesNonContiguous) {
+  for (DType dt : {kFloat64, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Inputs in = float_inputs({9, 21}, dt);
+    for (Tensor& t : in) t = testing::non_contiguous(t);
+    check_cases(unary_float_cases(), in);
+  }
+}
+
+TEST(InductorOps, BinaryFloat32SameShape) { check_cases(binary_float_cases(), float_inputs({11, 40}, kFloat32)); }
+
+TEST(InductorOps, BinaryFloatingBroadcastAndNonContiguous) {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    // x, p, u are [5, 1, 33]; y is [7, 33] and non-contiguous: outputs are [5, 7, 33].
+    Inputs in = float_inputs({5, 1, 33}, dt, {7, 33});
+    in[3] = testing::non_contiguous(in[3]);
+    check_cases(binary_float_cases(), in);
+  }
+}
+
+TEST(InductorOps, IntegerOpsEveryIntegerDtype) {
+  for (DType dt : testing::kIntegralDTypes) {
+    SCOPED_TRACE(dtype_name(dt));
+    check_cases(int_cases(dt), int_inputs({6, 1, 19}, dt, {4, 19}));
+  }
+}
+
+TEST(InductorOps, BoolOps) {
+  Tensor a = random({8, 13}, kBool, 1), b = random({13}, kBool, 2);
+  std::vector<Case> cases = {
+      {"logical_and", [](const Inputs& i) { return logical_and(i[0], i[1]); }},
+      {"logical_or", [](const Inputs& i) { return logical_or(i[0], i[1]); }},
+      {"logical_xor", [](const Inputs& i) { return logical_xor(i[0], i[1]); }},
+      {"logical_not", [](const Inputs& i) { return logical_not(i[0]); }},
+      {"bitwise_not", [](const Inputs& i) { return bitwise_not(i[0]); }},
+      {"bitwise_and", [](const Inputs& i) { return bitwise_and(i[0], i[1]); }},
+      {"bitwise_xor", [](const Inputs& i) { return bitwise_xor(i[0], i[1]); }},
+      {"add (or)", [](const Inputs& i) { return i[0] + i[1]; }},
+      {"mul (and)", [](const Inputs& i) { return i[0] * i[1]; }},
+      {"maximum", [](const Inputs& i) { return maximum(i[0], i[1]); }},
+      {"eq", [](const Inputs& i) { return i[0] == i[1]; }},
+      {"where", [](const Inputs& i) { return where(i[0], i[1], false); }},
+      {"+ 1 -> int64", [](const Inputs& i) { return i[0] + 1; }},
+      {"* 1.5 -> float", [](const Inputs& i) { return i[0] * 1.5; }},
+      {"to float", [](const Inputs& i) { return i[0].to(kFloat32) - 0.5; }},
+      {"sum -> int64", [](const Inputs& i) { return i[0].sum(DimList{1}); }},
+      {"isnan", [](const Inputs& i) { return isnan(i[0]); }},
+      {"sign", [](const Inputs& i) { return sign(i[0]); }},
+  };
+  check_cases(cases, {a, b});
+}
+
+TEST(InductorOps, ReductionsFloating) {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor x = random({6, 7, 45}, dt, 1), u = random_positive({6, 7, 45}, dt, 0.8, 1.2, 2);
+    check_cases(reduction_cases(), {x, u, testing::non_contiguous(x)});
+  }
+}
+
+TEST(InductorOps, ReductionsInteger) {
+  for (DType dt : {kInt64, kInt32, kInt8, kUInt8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor a = random({5, 6, 7}, dt, 1), small = remainder(random({5, 6, 7}, kInt64, 2), 3).to(dt);
+    std::vector<Case> cases = {
+        {"sum", [](const Inputs& i) { return i[0].sum(); }},
+        {"sum dim", [](const Inputs& i) { return sum(i[0], DimList{1}); }},
+        {"sum keepdim + a", [](const Inputs& i) { return sum(i[0], DimList{0, 2}, true) + i[0]; }},
+        {"prod dim", [](const Inputs& i) { return prod(i[1], 2); }},
+        {"prod", [](const Inputs& i) { return prod(i[1].narrow(0, 0, 2)); }},
+        {"amax", [](const Inputs& i) { return amax(i[0], DimList{2}); }},
+        {"amin keepdim", [](const Inputs& i) { return amin(i[0], DimList{0}, true); }},
+        {"amax all", [](const Inputs& i) { return amax(i[0]); }},
+    };
+    check_cases(cases, {a, small});
+  }
+}
+
+TEST(InductorOps, CompositesFloat32) {
+  check_cases(composite_cases(), composite_inputs(kFloat32));
+}
+
+TEST(InductorOps, CompositesOtherFloatingDtypes) {
+  for (DType dt : {kFloat64, kBFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    check_cases(composite_cases(), composite_inputs(dt));
+  }
+}
+
+TEST(InductorOps, ViewsAsIndexing) { check_cases(view_cases(), {random({4, 6, 10}, kFloat32, 1)}); }
+
+TEST(InductorOps, SizeOneEmptyAndZeroDim) {
+  Inputs in = {random({0, 7}, kFloat32, 1), random({1, 1}, kFloat32, 2), random({3, 1, 5}, kFloat32, 3),
+               scalar_tensor(0.75, kFloat32), random({4, 0, 3}, kFloat32, 4)};
+  std::vector<Case> cases = {
+      {"exp(empty)", [](const Inputs& i) { return exp(i[0]) + 1; }},
+      {"empty * [3,1,5]-ish", [](const Inputs& i) { return i[0] * i[3]; }},
+      {"sum(empty, 0)", [](const Inputs& i) { return sum(i[0], DimList{0}); }},
+      {"sum(empty)", [](const Inputs& i) { return i[0].sum(); }},
+      {"mean(empty, 0)", [](const Inputs& i) { return mean(i[0], DimList{0}); }},
+      {"prod(empty, 0)", [](const Inputs& i) { return prod(i[0], 0); }},
+      {"amax(empty, 1)", [](const Inputs& i) { return amax(i[0], DimList{1}); }},
+      {"softmax(empty)", [](const Inputs& i) { return softmax(i[0], -1); }},
+      {"sum(middle empty, 1)", [](const Inputs& i) { return sum(i[4], DimList{1}); }},
+      {"[1,1] op", [](const Inputs& i) { return sigmoid(i[1]) * 2; }},
+      {"[1,1] sum", [](const Inputs& i) { return i[1].sum(DimList{1}); }},
+      {"[1,1] + [3,1,5]", [](const Inputs& i) { return i[1] + i[2]; }},
+      {"[3,1,5] softmax dim 1", [](const Inputs& i) { return softmax(i[2], 1); }},
+      {"[3,1,5] amax dim 1", [](const Inputs& i) { return amax(i[2], DimList{1}); }},
+      {"0-dim op", [](const Inputs& i) { return tanh(i[3]) + i[3]; }},
+      {"0-dim * tensor", [](const Inputs& i) { return i[2] * i[3]; }},
+      {"sum to 0-dim", [](const Inputs& i) { return i[2].sum() * i[3]; }},
+  };
+  check_cases(cases, in);
+}
+
+TEST(InductorOps, WeakScalarsKeepTheTensorDtype) {
+  Inputs in = {random({5, 8}, kBFloat16, 1), random({5, 8}, kFloat16, 2), random({5, 8}, kInt32, 3),
+               random({5, 8}, kInt64, 4),    random({5, 8}, kUInt8, 5),   scalar_tensor(2.5, kFloat32),
+               random({5, 8}, kInt8, 6)};
+  std::vector<Case> cases = {
+      {"bf16 * 1.5 -> bf16", [](const Inputs& i) { return i[0] * 1.5; }},
+      {"bf16 + 3 -> bf16", [](const Inputs& i) { return i[0] + 3; }},
+      {"f16 / 7 -> f16", [](const Inputs& i) { return i[1] / 7; }},
+      {"bf16 * f32 0-dim -> bf16", [](const Inputs& i) { return i[0] * i[5]; }},
+      {"bf16 + f16 -> f32", [](const Inputs& i) { return i[0] + i[1]; }},
+      {"i32 * 2 -> i32", [](const Inputs& i) { return i[2] * 2; }},
+      {"i32 * 1.5 -> f32", [](const Inputs& i) { return i[2] * 1.5; }},
+      {"i64 / 4 -> f32", [](const Inputs& i) { return i[3] / 4; }},
+      {"i32 + i64 -> i64", [](const Inputs& i) { return i[2] + i[3]; }},
+      {"i32 * f32 0-dim -> f32", [](const Inputs& i) { return i[2] * i[5]; }},
+      {"u8 + (-1) wraps", [](const Inputs& i) { return i[4] + (-1); }},
+      {"u8 - 20 wraps", [](const Inputs& i) { return i[4] - 20; }},
+      {"i8 * 20 wraps", [](const Inputs& i) { return i[6] * 20; }},
+      {"i8 > 2.5", [](const Inputs& i) { return i[6] > 2.5; }},
+      {"bf16 > 0.3 (compared in float)", [](const Inputs& i) { return i[0] > 0.3; }},
+      {"where(bf16 > 0, bf16, 0.1) -> bf16", [](const Inputs& i) { return where(i[0] > 0, i[0], 0.1); }},
+      {"clamp(i32, 1.5) -> f32", [](const Inputs& i) { return clamp(i[2], 1.5); }},
+      {"pow(bf16, 2) -> bf16", [](const Inputs& i) { return pow(i[0], 2); }},
+      {"bf16 cast to i32", [](const Inputs& i) { return (i[0] * 4).to(kInt32); }},
+      {"f16 cast to bf16", [](const Inputs& i) { return i[1].to(kBFloat16) * 3; }},
+  };
+  check_cases(cases, in);
+}
+
+TEST(InductorOps, NaNAndInfPropagate) {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+    std::vector<double> xs = {nan, 1.0, -2.0, inf, -inf, 0.5, nan, -0.25, 3.0, 0.0, -inf, 2.0,
+                              1.5, nan, 0.75, -1.0, 4.0, inf, -3.0, 0.1, 0.2, -0.3, 0.4, -0.5};
+    std::vector<double> ys = {0.0, nan, nan, 1.0, 2.0, -inf, 3.0, inf, -1.0, nan, 0.5, -2.0,
+                              nan, 1.0, -0.5, 2.5, nan, 0.0, -inf, inf, 1.0, 2.0, 3.0, 4.0};
+    Inputs in = {from_vector(xs, {4, 6}, dt), from_vector(ys, {4, 6}, dt)};
+    check_cases(nan_cases(), in);
+  }
+}
+
+TEST(InductorOps, IntegerDivisionFollowsPyTorch) {
+  // Every sign combination, exact multiples, and the wrapping corner INT_MIN / -1 (which traps in C).
+  std::vector<int64_t> as = {7, -7, 7, -7, 6, -6, 0, 1, -1, 13, -13, 9}, bs = {2, 2, -2, -2, 3, -3, 5, -1, 7, -4, 4, 1};
+  for (DType dt : {kInt64, kInt32, kInt8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    std::vector<int64_t> a = as;
+    a.push_back(dt == kInt64 ? std::numeric_limits<int64_t>::min() : dt == kInt32 ? INT32_MIN : -128);
+    std::vector<int64_t> b = bs;
+    b.push_back(-1);
+    check_cases(division_cases(), {from_vector(a, {13}, dt), from_vector(b, {13}, dt)});
+  }
+}
+
+// BUG (not in the pointwise table; needs the runtime or lowering): eager integer division, floor_divide, fmod and
+// remainder by zero throw sinter::Error "ZeroDivisionError" (pointwise_binary.cpp checks the divisor before its
+// loop); the compiled kernel executes the C division and the whole process dies of SIGFPE (exit 136). Fix: check
+// integer divisors for zero before the kernels run (as eager does), or divide without trapping and raise an error
+// flag the runtime turns into sinter::Error. Enable this test when fixed.
+TEST(InductorOps, DISABLED_IntegerDivisionByZeroIsAnErrorNotACrash) {
+  Tensor a = arange(0, 8, 1, TensorOptions(kInt64)), b = zeros({8}, {.dtype = kInt64});
+  auto f = compile([](const Tensor& a, const Tensor& b) { return floor_divide(a, b) + 1; }, {.backend = "inductor"});
+  EXPECT_ERROR(f(a, b), "ZeroDivisionError");
+}
+
+TEST(InductorOps, FloatDivisionRoundingFollowsPyTorch) {
+  // 1 // 0.1 is 9 in PyTorch (and Python), not floor(1 / 0.1) = 10; -1 % inf is inf.
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> as = {1.0, -1.0, 7.5, -7.5, 7.5, -7.5, 0.3, 5.0, -1.0, 1.0, 0.0, -0.0, 2.0, 1e10};
+  std::vector<double> bs = {0.1, 0.1, 2.0, 2.0, -2.0, -2.0, 0.1, 0.5, inf, -inf, 3.0, 3.0, 0.0, 3.3};
+  for (DType dt : {kFloat32, kFloat64}) {
+    SCOPED_TRACE(dtype_name(dt));
+    check_cases(division_cases(), {from_vector(as, {14}, dt), from_vector(bs, {14}, dt)}, 0);
+  }
+}
+
+TEST(InductorOps, SymbolicSizesOneCompileForEveryShape) {
+  Probe probe;
+  std::vector<Case> cases = symbolic_cases();
+  auto all = [&cases](const std::vector<Tensor>& in) { return run_all(cases, in); };
+  auto c = compile(all, {.backend = kProbeBackend, .dynamic = Dynamic::kAlways});
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{3, 5}, {17, 9}, {64, 33}, {2, 130}}) {
+    SCOPED_TRACE(fmt::format("[{}, {}]", m, n));
+    Inputs in = {random({m, n}, kFloat32, 1), random({n}, kFloat32, 2), random({m, n}, kBFloat16, 3),
+                 random({m, n}, kInt64, 4)};
+    compare(cases, c(in), all(in));
+  }
+  EXPECT_EQ(*probe.graphs, 1);
+}
+
+}  // namespace
+}  // namespace sinter::inductor_ops
