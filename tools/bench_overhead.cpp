@@ -1,11 +1,11 @@
 // `sinter bench --suite overhead`: the host time a compiled call adds on top of the kernels it runs (issue 3
 // item 12). Graphs of 10, 50 and 200 tiny ops ([4] float adds and multiplies, so kernels cost almost nothing):
 // - without breaks: a compiled call (guard check + the compiled graph) minus the same compiled graph called
-//   directly (a backend that stashes aot_eager's compiled graph hands it to the bench). Target: at most
-//   5 us + 0.1 us per op.
+//   directly (a backend that stashes aot_eager's or the inductor's compiled graph hands it to the bench).
+//   Target: at most 5 us + 0.1 us per op.
 // - with one break (an item() in the middle): every call re-runs the host code, re-recording each op and
 //   looking its segments up by structure; a compiled call minus the same ops run eagerly back to back, divided
-//   by the ops re-recorded. Target: at most 1 us per op.
+//   by the ops re-recorded (segments run on aot_eager, so kernels are eager's). Target: at most 1 us per op.
 // Times are this thread's CPU time (the ops on [4] tensors run inline, never on the pool), the minimum over
 // several batches of the mean per call: the least disturbed by other processes on a shared machine.
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <ctime>
 #include <memory>
+#include <string>
 
 #include "bench_util.h"
 #include "sinter/compile.h"
@@ -61,6 +62,7 @@ double seconds_per_call(F&& fn, int batches) {
 }
 
 struct Row {
+  std::string backend = "aot_eager";
   int ops = 0;
   int breaks = 0;
   double eager_us = 0, direct_us = 0, compiled_us = 0;  // direct: the graph's kernels run without the engine
@@ -73,27 +75,38 @@ struct Row {
 
 int bench_overhead(const BenchOptions& opt) {
   const int batches = opt.quick ? 3 : 9;
-  // aot_eager's compiled graph for the last compile, so the bench can call it without the engine.
+  // The wrapped backend's compiled graph for the last compile, so the bench can call it without the engine.
   auto stash = std::make_shared<CompiledGraph>();
-  register_backend("bench_overhead_stash", [stash](const Graph& g, const std::vector<Tensor>& examples) {
-    *stash = find_backend("aot_eager")(g, examples);
+  auto wrapped = std::make_shared<std::string>();
+  register_backend("bench_overhead_stash", [stash, wrapped](const Graph& g, const std::vector<Tensor>& examples) {
+    *stash = find_backend(*wrapped)(g, examples);
     return *stash;
   });
   Tensor x = randn({4});
   std::vector<Row> rows;
-  for (int n : {10, 50, 200}) {
-    Row r;
-    r.ops = n;
-    auto f = [n](const Tensor& t) { return chain(t, n); };
-    auto c = compile(f, {.backend = "bench_overhead_stash"});
-    (void)c(x);
-    CompiledGraph direct = *stash;
-    std::vector<Tensor> inputs{x};
-    r.eager_us = 1e6 * seconds_per_call([&] { (void)f(x); }, batches);
-    r.direct_us = 1e6 * seconds_per_call([&] { (void)direct(inputs); }, batches);
-    r.compiled_us = 1e6 * seconds_per_call([&] { (void)c(x); }, batches);
-    if (c.stats().compiles != 1) throw Error(fmt::format("overhead bench: {} ops compiled {} times", n, c.stats().compiles));
-    rows.push_back(r);
+  for (const char* backend : {"aot_eager", "inductor"}) {
+    *wrapped = backend;
+    for (int n : {10, 50, 200}) {
+      Row r;
+      r.backend = backend;
+      r.ops = n;
+      auto f = [n](const Tensor& t) { return chain(t, n); };
+      auto c = compile(f, {.backend = "bench_overhead_stash"});
+      try {
+        (void)c(x);
+      } catch (const std::exception& e) {  // no C++ compiler for the inductor, say: report and go on
+        fmt::print("{} with {} ops: {}\n", backend, n, e.what());
+        continue;
+      }
+      CompiledGraph direct = *stash;
+      std::vector<Tensor> inputs{x};
+      r.eager_us = 1e6 * seconds_per_call([&] { (void)f(x); }, batches);
+      r.direct_us = 1e6 * seconds_per_call([&] { (void)direct(inputs); }, batches);
+      r.compiled_us = 1e6 * seconds_per_call([&] { (void)c(x); }, batches);
+      if (c.stats().compiles != 1)
+        throw Error(fmt::format("overhead bench: {} ops compiled {} times", n, c.stats().compiles));
+      rows.push_back(r);
+    }
   }
   for (int n : {10, 50, 200}) {
     Row r;
@@ -112,20 +125,20 @@ int bench_overhead(const BenchOptions& opt) {
     rows.push_back(r);
   }
 
-  fmt::print("{:<6} {:<7} {:>10} {:>11} {:>12} {:>12} {:>10} {:>10}  {}\n", "ops", "breaks", "eager us",
-             "direct us", "compiled us", "overhead us", "per op us", "target us", "");
+  fmt::print("{:<10} {:<6} {:<7} {:>10} {:>11} {:>12} {:>12} {:>10} {:>10}  {}\n", "backend", "ops", "breaks",
+             "eager us", "direct us", "compiled us", "overhead us", "per op us", "target us", "");
   std::vector<std::string> items;
   bool all_met = true;
   for (const Row& r : rows) {
     double per_op = r.breaks ? r.overhead_us() / r.ops_recorded : r.overhead_us() / r.ops;
     bool met = r.overhead_us() <= r.target_us();
     all_met = all_met && met;
-    fmt::print("{:<6} {:<7} {:>10.2f} {:>11.2f} {:>12.2f} {:>12.2f} {:>10.3f} {:>10.1f}  {}\n", r.ops, r.breaks,
-               r.eager_us, r.direct_us, r.compiled_us, r.overhead_us(), per_op, r.target_us(),
+    fmt::print("{:<10} {:<6} {:<7} {:>10.2f} {:>11.2f} {:>12.2f} {:>12.2f} {:>10.3f} {:>10.1f}  {}\n", r.backend,
+               r.ops, r.breaks, r.eager_us, r.direct_us, r.compiled_us, r.overhead_us(), per_op, r.target_us(),
                met ? "meets target" : "ABOVE TARGET");
     Json j;
     j.add("workload", fmt::format("chain{}{}", r.ops, r.breaks ? "_one_break" : ""));
-    j.add("backend", "aot_eager").add("shape", "[4] f32").add("ops", r.ops).add("breaks", r.breaks);
+    j.add("backend", r.backend).add("shape", "[4] f32").add("ops", r.ops).add("breaks", r.breaks);
     j.add("eager_us", r.eager_us);
     j.add(r.breaks ? "eager_ops_us" : "graph_direct_us", r.direct_us);
     j.add("compiled_us", r.compiled_us).add("overhead_us", r.overhead_us());

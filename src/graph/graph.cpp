@@ -202,14 +202,16 @@ std::vector<Tensor> Graph::insert_op(int pos, OpId op, Args args, const Loc& loc
   node->op = op;
   node->args = std::move(args);
   node->loc = loc;
-  node->outputs.reserve(metas.size());
-  for (size_t k = 0; k < metas.size(); ++k) {
-    // run_meta made fresh data-less tensors (except an in-place op's, which is its argument): they become
-    // the proxies themselves instead of being copied into new ones.
-    if (def.schema.is_inplace() || metas[k].impl()->trace || metas[k].impl_ptr().use_count() != 1)
-      node->outputs.push_back(make_proxy(metas[k].meta(), pos, static_cast<int>(k), serial_));
+  // run_meta made fresh data-less tensors (except an in-place op's, which is its argument): they become the
+  // proxies themselves instead of being copied into new ones (recording is on the per-call path of functions
+  // with graph breaks).
+  node->outputs = std::move(metas);
+  for (size_t k = 0; k < node->outputs.size(); ++k) {
+    Tensor& out = node->outputs[k];
+    if (def.schema.is_inplace() || out.impl()->trace || out.impl_ptr().use_count() != 1)
+      out = make_proxy(out.meta(), pos, static_cast<int>(k), serial_);
     else
-      node->outputs.push_back(graph_detail::adopt_as_proxy(std::move(metas[k]), pos, static_cast<int>(k), serial_));
+      out = graph_detail::adopt_as_proxy(std::move(out), pos, static_cast<int>(k), serial_);
   }
   return insert_node(pos, std::move(node)).outputs;
 }
@@ -226,8 +228,9 @@ Tensor Graph::add_op1(OpId op, Args args, Loc loc) {
 
 void Graph::set_outputs(std::vector<Tensor> values) {
   Args args;
+  args.reserve(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
-    check_value(values[i], fmt::format("output {}", i));
+    if (!contains(values[i])) check_value(values[i], fmt::format("output {}", i));
     args.emplace_back(std::move(values[i]));
   }
   if (has_output()) {

@@ -45,7 +45,14 @@ class Interpreter {
           args.clear();
           args.reserve(n.args.size());
           for (const Value& v : n.args) args.push_back(substitute(v));
-          std::vector<Tensor> outs = run_eager(n.op, args, n.loc);
+          std::vector<Tensor> outs;
+          if (inputs_as_recorded_ && replayable(n)) {
+            outs.reserve(n.outputs.size());
+            for (const Tensor& o : n.outputs) outs.push_back(empty_from_meta(o.meta()));
+            run_kernel_into(n.op, args, outs, n.loc);
+          } else {
+            outs = run_eager(n.op, args, n.loc);
+          }
           SINTER_CHECK(outs.size() == n.outputs.size(), "interpret: {} returned {} outputs, the graph records {}",
                        n.op_name(), outs.size(), n.outputs.size());
           for (size_t k = 0; k < outs.size(); ++k) values_[first_[n.id] + k] = std::move(outs[k]);
@@ -109,6 +116,9 @@ class Interpreter {
         }
       }
       values_[first_[nodes[i]->id]] = t;
+      inputs_as_recorded_ = inputs_as_recorded_ && t.has_storage() && !m.strides.any_symbolic() &&
+                            graph_detail::same_symints(t.strides(), m.strides) &&
+                            graph_detail::same_symints(t.sizes(), m.sizes);
     }
     for (const Deferred& c : compound) {
       const SymInt& want = nodes[c.input]->meta().sizes[c.dim];
@@ -142,6 +152,20 @@ class Interpreter {
     return graph_detail::map_tensors(v, [&](const Tensor& t) { return lookup(t); });
   }
 
+  // Whether the node's recorded output metas are what its shape rule would say now, so the kernel can write
+  // into outputs allocated from them directly: true for concrete metas of an op that makes new tensors (not
+  // a view, not in place, not data-dependent) when the inputs have the recorded layouts.
+  static bool replayable(const Node& n) {
+    const OpDef& def = op_def(n.op);
+    if ((def.flags & kDataDependent) || def.schema.is_view() || def.schema.is_inplace() || n.outputs.empty())
+      return false;
+    for (const Tensor& o : n.outputs) {
+      const TensorMeta& m = o.meta();
+      if (m.sizes.any_symbolic() || m.strides.any_symbolic()) return false;
+    }
+    return true;
+  }
+
   int slot(const Tensor& proxy) const {
     const TraceState* tr = trace_of(proxy);
     return first_[tr->node] + tr->output;
@@ -155,6 +179,7 @@ class Interpreter {
   }
 
   const Graph& g_;
+  bool inputs_as_recorded_ = true;  // every input has data and the recorded sizes and strides
   std::vector<int> first_;     // per node: the slot of its first output in values_
   std::vector<Tensor> values_;  // per slot: the real tensor
   std::vector<int64_t> symbols_;             // symbol id -> value

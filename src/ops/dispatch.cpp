@@ -219,6 +219,15 @@ std::vector<Tensor> run_eager(OpId op, const Args& args, const Loc& loc) {
   return outs;
 }
 
+void run_kernel_into(OpId op, const Args& args, std::vector<Tensor>& outs, const Loc& loc) {
+  CallScope scope(op, &args, loc);
+  const OpDef& def = op_def(op);
+  Device device = outs.empty() ? common_device(args) : outs[0].device();
+  KernelFn kernel = def.kernels[static_cast<int>(device.type)];
+  SINTER_CHECK(kernel, "{} has no {} kernel yet", def.schema.full_name(), device.str());
+  kernel(op, args, outs);
+}
+
 std::string describe_operands(const OpDef& def, const Args& args) {
   std::string out;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -38,6 +38,10 @@ inline Tensor dispatch1(OpId op, Args args, const Loc& loc) { return dispatch(op
 std::vector<Tensor> run_eager(OpId op, const Args& args, const Loc& loc);
 // Runs only the shape rule: outputs are data-less tensors.
 std::vector<Tensor> run_meta(OpId op, const Args& args);
+// run_eager without the shape rule: the kernel writes `outs`, which the caller allocated from output metas it
+// already knows (the interpreter replaying a graph's concrete recorded metas). Not for views, in-place ops or
+// data-dependent ops.
+void run_kernel_into(OpId op, const Args& args, std::vector<Tensor>& outs, const Loc& loc);
 // Fills in defaults and checks each argument's kind against the schema; throws Error on a mismatch.
 void normalize_args(const OpDef& def, Args& args);
 

@@ -152,3 +152,39 @@ TEST(GraphInterpreter, ReturnsInputsAndRepeatedValues) {
 
 }  // namespace
 }  // namespace sinter
+
+namespace sinter {
+namespace {
+
+// Concrete recorded metas let the interpreter allocate outputs itself and run the kernel without the shape
+// rule; inputs with other layouts than recorded take the full eager path, so the output layout is eager's.
+TEST(GraphInterpreter, ReplaysRecordedMetasOnlyForInputsAsRecorded) {
+  Graph g = parse_graph(
+      "graph(%x: f32[3, 4], %y: f32[3, 4]):\n"
+      "  %2 = mul.Tensor(%x, %y)  # f32[3, 4]\n"
+      "  %3 = exp(%2)  # f32[3, 4]\n"
+      "  return (%3,)\n");
+  Tensor x = random({3, 4}, kFloat32, 1), y = random({3, 4}, kFloat32, 2);
+  Tensor out = interpret(g, {x, y})[0];
+  EXPECT_TENSOR_EQ(out, exp(x * y));
+  EXPECT_EQ(out.strides().hints(), (std::vector<int64_t>{4, 1}));
+  // Transposed inputs: eager gives a column-major result; so must the interpreter.
+  Tensor xt = random({4, 3}, kFloat32, 3).t(), yt = random({4, 3}, kFloat32, 4).t();
+  Tensor eager = exp(xt * yt);
+  Tensor got = interpret(g, {xt, yt})[0];
+  EXPECT_TENSOR_EQ(got, eager);
+  EXPECT_EQ(got.strides().hints(), eager.strides().hints());
+  EXPECT_EQ(got.strides().hints(), (std::vector<int64_t>{1, 3}));
+}
+
+TEST(GraphInterpreter, KernelErrorsNameTheOpWhenReplaying) {
+  Graph g = parse_graph(
+      "graph(%x: i64[3], %y: i64[3]):\n"
+      "  %2 = div.Tensor_mode(%x, %y, rounding_mode='floor')  # i64[3]\n"
+      "  return (%2,)\n");
+  Tensor x = from_vector(std::vector<int64_t>{1, 2, 3}, {3}), y = from_vector(std::vector<int64_t>{1, 0, 1}, {3});
+  EXPECT_ERROR(interpret(g, {x, y}), "ZeroDivisionError", "div");
+}
+
+}  // namespace
+}  // namespace sinter
