@@ -218,6 +218,26 @@ TEST(InductorOps, OutputsAliasesAndExternsBetweenKernels) {
   check_cases(cases, in);
 }
 
+// Shapes big enough to be split across threads, with odd row lengths and layouts that do not coalesce, so chunk
+// boundaries fall inside rows of the flat loops and reductions' rows are shared out.
+TEST(InductorOps, LargeShapesSplitAcrossThreads) {
+  int before = get_num_threads();
+  set_num_threads(4);
+  Inputs in = {random({3001, 37}, kFloat32, 1), random({37, 3001}, kFloat32, 2).t(), random({37}, kFloat32, 3),
+               random({3001, 37}, kBFloat16, 4)};
+  std::vector<Case> cases = {
+      {"pointwise, odd rows", [](const Inputs& i) { return sigmoid(i[0]) * i[2] + 1; }},
+      {"contiguous + transposed", [](const Inputs& i) { return i[0] * i[1] - tanh(i[1]); }},
+      {"row softmax", [](const Inputs& i) { return softmax(i[0] + i[1], -1); }},
+      {"column sums", [](const Inputs& i) { return sum(i[0] * i[1], DimList{0}); }},
+      {"row amax of transposed", [](const Inputs& i) { return amax(i[1], DimList{1}); }},
+      {"bf16 layer_norm", [](const Inputs& i) { return layer_norm(i[3], {37}); }},
+      {"sum all", [](const Inputs& i) { return (i[0] * i[0]).sum(); }},
+  };
+  check_cases(cases, in);
+  set_num_threads(before);
+}
+
 TEST(InductorOps, WeakScalarsKeepTheTensorDtype) {
   Inputs in = {random({5, 8}, kBFloat16, 1), random({5, 8}, kFloat16, 2), random({5, 8}, kInt32, 3),
                random({5, 8}, kInt64, 4),    random({5, 8}, kUInt8, 5),   scalar_tensor(2.5, kFloat32),
