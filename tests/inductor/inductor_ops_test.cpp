@@ -238,6 +238,35 @@ TEST(InductorOps, LargeShapesSplitAcrossThreads) {
   set_num_threads(before);
 }
 
+// Reductions and ops with an explicit dtype argument, and scalar/0-dim operands in odd positions.
+TEST(InductorOps, DtypeArgumentsAndScalarOperands) {
+  Inputs in = {random({6, 20}, kBFloat16, 1), random({6, 20}, kInt8, 2), random({6, 20}, kBool, 3),
+               random({6, 20}, kFloat32, 4), scalar_tensor(-0.5, kFloat32), random({6, 20}, kInt32, 5)};
+  std::vector<Case> cases = {
+      {"sum(bf16, dtype f32)", [](const Inputs& i) { return sum(i[0], DimList{1}, false, kFloat32); }},
+      {"mean(bf16, dtype f64)", [](const Inputs& i) { return mean(i[0], DimList{0}, false, kFloat64); }},
+      {"sum(i8, dtype i32)", [](const Inputs& i) { return sum(i[1], DimList{1}, false, kInt32); }},
+      {"mean(i8, dtype f32)", [](const Inputs& i) { return mean(i[1], DimList{1}, false, kFloat32); }},
+      {"sum(bool)", [](const Inputs& i) { return i[2].sum(); }},
+      {"prod(i8) -> i64", [](const Inputs& i) { return prod(remainder(i[1], 3), 1); }},
+      {"softmax(bf16, dtype f32)", [](const Inputs& i) { return softmax(i[0], -1, kFloat32); }},
+      {"log_softmax(f32, dtype f64)", [](const Inputs& i) { return log_softmax(i[3], 0, kFloat64); }},
+      {"where(cond, 1.5, 2)", [](const Inputs& i) { return where(i[2], 1.5, 2); }},
+      {"where(cond, int, 0.5)", [](const Inputs& i) { return where(i[2], i[1], 0.5); }},
+      {"masked_fill 0-dim value", [](const Inputs& i) { return masked_fill(i[3], i[2], i[4]); }},
+      {"pow(int, 0.5) -> float", [](const Inputs& i) { return pow(abs(i[1]), 0.5); }},
+      {"pow(int, -1.0) -> float", [](const Inputs& i) { return pow(i[5] + 20, -1.0); }},
+      {"pow(float, 0)", [](const Inputs& i) { return pow(i[3], 0); }},
+      {"pow(float, -2)", [](const Inputs& i) { return pow(i[3], -2); }},
+      {"copysign(int, float)", [](const Inputs& i) { return copysign(i[1], i[3]); }},
+      {"atan2(int, int)", [](const Inputs& i) { return atan2(i[1], i[5]); }},
+      {"0-dim - tensor", [](const Inputs& i) { return i[4] - i[3]; }},
+      {"bf16 vs f32 compare", [](const Inputs& i) { return i[0] < i[3]; }},
+      {"i32 // f32", [](const Inputs& i) { return floor_divide(i[5], i[4]); }},
+  };
+  check_cases(cases, in);
+}
+
 TEST(InductorOps, WeakScalarsKeepTheTensorDtype) {
   Inputs in = {random({5, 8}, kBFloat16, 1), random({5, 8}, kFloat16, 2), random({5, 8}, kInt32, 3),
                random({5, 8}, kInt64, 4),    random({5, 8}, kUInt8, 5),   scalar_tensor(2.5, kFloat32),
