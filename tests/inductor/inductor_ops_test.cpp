@@ -267,6 +267,45 @@ TEST(InductorOps, DtypeArgumentsAndScalarOperands) {
   check_cases(cases, in);
 }
 
+// In-place ops on intermediates (functionalized during capture into scatters of views), then fused consumers.
+TEST(InductorOps, InPlaceOpsOnIntermediates) {
+  Inputs in = {random({6, 10}, kFloat32, 1), random({10}, kFloat32, 2), random({6, 10}, kBool, 3)};
+  std::vector<Case> cases = {
+      {"slice mul_", [](const Inputs& i) {
+         Tensor y = i[0] * 2;
+         y.slice(1, 0, 3).mul_(0.5);
+         return y + 1;
+       }},
+      {"select copy_", [](const Inputs& i) {
+         Tensor y = exp(i[0]);
+         y.select(0, 2).copy_(i[1]);
+         return y * 3;
+       }},
+      {"masked_fill_ then relu_", [](const Inputs& i) {
+         Tensor y = i[0] - 0.25;
+         y.masked_fill_(i[2], -1.0);
+         y.relu_();
+         return y.sum(DimList{1});
+       }},
+      {"transposed add_", [](const Inputs& i) {
+         Tensor y = i[0] + 0;
+         y.t().narrow(0, 1, 2).add_(10);
+         return y;
+       }},
+      {"clamp_ of stepped slice", [](const Inputs& i) {
+         Tensor y = i[0] * 3;
+         y.slice(1, 0, std::nullopt, 2).clamp_(-1, 1);
+         return tanh(y);
+       }},
+      {"zero_ a row then softmax", [](const Inputs& i) {
+         Tensor y = i[0].clone();
+         y[1].zero_();
+         return softmax(y, -1);
+       }},
+  };
+  check_cases(cases, in);
+}
+
 TEST(InductorOps, WeakScalarsKeepTheTensorDtype) {
   Inputs in = {random({5, 8}, kBFloat16, 1), random({5, 8}, kFloat16, 2), random({5, 8}, kInt32, 3),
                random({5, 8}, kInt64, 4),    random({5, 8}, kUInt8, 5),   scalar_tensor(2.5, kFloat32),
