@@ -112,6 +112,19 @@ inline T erf_(T x) {
   else return std::erf(x);
 }
 
+// gelu(x) = x * Phi(x) for float, from Abramowitz-Stegun 7.1.26's erfc evaluated on |x| only: x < 0 gives
+// 0.5 * x * erfc(|x| / sqrt2), x >= 0 gives x - 0.5 * x * erfc(x / sqrt2). One exp and one division instead of
+// erf_f's two branches (gelu is compute-bound otherwise), and no cancellation in 1 + erf for negative x. Past
+// |x| / sqrt2 = 10 erfc is 0 in float: x for positive x, x * 0 (-0, or NaN for -inf as 0.5 * x * (1 + erf) gives).
+inline float gelu_erf_f(float x) {
+  float z = std::fabs(x) * 0.70710678118654752440f;
+  float t = 1.f / (0.3275911f * z + 1.f);
+  float p = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
+  float h = 0.5f * x * (p * exp_f(-z * z));
+  float tail = select(x < 0.f, x * 0.f, x);
+  return select(z > 10.f, tail, select(x < 0.f, h, x - h));
+}
+
 // Wrapping integer arithmetic: int64 overflow is undefined in C++ and wraps in PyTorch.
 inline int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
 inline int64_t wrap_sub(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b)); }

@@ -238,7 +238,8 @@ void unary_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
       }
       return floating([](auto v) {
         using T = decltype(v);
-        return T(0.5) * v * (T(1) + pmath::erf_(v * T(0.70710678118654752440)));
+        if constexpr (std::is_same_v<T, float>) return pmath::gelu_erf_f(v);
+        else return T(0.5) * v * (T(1) + pmath::erf_(v * T(0.70710678118654752440)));
       });
     case OpId::softplus: {
       const double beta = scalar(1), threshold = scalar(2);
