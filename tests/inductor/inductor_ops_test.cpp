@@ -329,6 +329,17 @@ TEST(InductorOps, ReductionsOverDifferentDimsInOneGraph) {
   check_cases(cases, in);
 }
 
+// gelu, silu, mish, softplus, elu, hardtanh, lerp, addcmul, ... are decomposed before lowering, so the lowering's
+// own scalar forms of them only run when the decompose pass is off (SINTER_DISABLE_PASSES, read on every compile).
+TEST(InductorOps, NativeFormsOfDecomposedOpsMatchEager) {
+  setenv("SINTER_DISABLE_PASSES", "decompose", 1);
+  check_cases(unary_float_cases(), float_inputs({7, 19}, kFloat32));
+  check_cases(binary_float_cases(), float_inputs({7, 19}, kFloat32));
+  check_cases(unary_float_cases(), float_inputs({7, 19}, kBFloat16));
+  check_cases(composite_cases(), composite_inputs(kFloat32));
+  unsetenv("SINTER_DISABLE_PASSES");
+}
+
 TEST(InductorOps, WeakScalarsKeepTheTensorDtype) {
   Inputs in = {random({5, 8}, kBFloat16, 1), random({5, 8}, kFloat16, 2), random({5, 8}, kInt32, 3),
                random({5, 8}, kInt64, 4),    random({5, 8}, kUInt8, 5),   scalar_tensor(2.5, kFloat32),
@@ -467,6 +478,21 @@ TEST(InductorOps, DISABLED_SymbolicViewMergingDimsOfAComputedValue) {
     Tensor x = random({n, n + 2});
     EXPECT_CLOSE(c(x), f(x));
   }
+}
+
+// Dynamic::kAuto: the first shape compiles static, the first change of a dim recompiles with it symbolic, and every
+// later size of that dim reuses the symbolic entry.
+TEST(InductorOps, AutomaticDynamicShapesRecompileOnce) {
+  Probe probe;
+  auto f = [](const Tensor& x, const Tensor& w) { return softmax(x * 2, -1) + layer_norm(x, {24}, w) * x.sum(); };
+  auto c = compile(f, {.backend = kProbeBackend, .dynamic = Dynamic::kAuto});
+  Tensor w = random({24}, kFloat32, 9);
+  for (int64_t m : {4, 7, 30, 5}) {
+    Tensor x = random({m, 24}, kFloat32, static_cast<uint64_t>(m));
+    EXPECT_CLOSE(c(x, w), f(x, w)) << m;
+  }
+  EXPECT_EQ(*probe.graphs, 2);
+  EXPECT_EQ(c.stats().recompiles, 1);
 }
 
 // The same lowering bug reached through a decomposition: group_norm reshapes [N, C, H, W] to [N, G, -1] and back,
