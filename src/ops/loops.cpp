@@ -3,13 +3,36 @@
 #include "ops/loops.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace sinter::loops {
 
 namespace {
 
+// float -> bfloat16 bits, round to nearest even, NaN kept quiet: BFloat16::from_float without its branch (the
+// NaN test is a mask), so that the loop below vectorizes; bf16 results are written through here.
+inline uint16_t bf16_bits(float f) {
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (x >> 16) | 0x40u;
+  const uint32_t m = 0u - static_cast<uint32_t>((x & 0x7fffffffu) > 0x7f800000u);
+  return static_cast<uint16_t>((quiet & m) | (rounded & ~m));
+}
+
+SINTER_VECTOR_CLONES void float_to_bf16(const float* s, uint16_t* d, int64_t n) {
+  if (n == kChunk) {
+    for (int64_t k = 0; k < kChunk; ++k) d[k] = bf16_bits(s[k]);
+  } else {
+    for (int64_t k = 0; k < n; ++k) d[k] = bf16_bits(s[k]);
+  }
+}
+
 template <class To, class From>
 void convert_typed(const char* src, int64_t ss, char* dst, int64_t ds, int64_t n) {
+  if constexpr (std::is_same_v<To, BFloat16> && std::is_same_v<From, float>) {
+    if (ss == 4 && ds == 2)
+      return float_to_bf16(reinterpret_cast<const float*>(src), reinterpret_cast<uint16_t*>(dst), n);
+  }
   if (ss == static_cast<int64_t>(sizeof(From)) && ds == static_cast<int64_t>(sizeof(To))) {
     const From* s = reinterpret_cast<const From*>(src);
     To* d = reinterpret_cast<To*>(dst);
