@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <thread>
 
 #include "backends/backends.h"
 #include "inductor_ops_cases.h"
@@ -493,6 +494,25 @@ TEST(InductorOps, AutomaticDynamicShapesRecompileOnce) {
   }
   EXPECT_EQ(*probe.graphs, 2);
   EXPECT_EQ(c.stats().recompiles, 1);
+}
+
+// One compiled program serves calls from several user threads at once (the runtime keeps per-call state only).
+TEST(InductorOps, ConcurrentCallsFromUserThreads) {
+  auto f = [](const Tensor& x) { return softmax(x, -1) * x.amax(DimList{0}, true) + gelu(x); };
+  auto c = compile(f, {.backend = "inductor", .dynamic = Dynamic::kAlways});
+  c(random({8, 40}, kFloat32, 99));  // compile once before the threads start
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 10; ++r) {
+        Tensor x = random({8 + t, 40 + r}, kFloat32, static_cast<uint64_t>(t * 100 + r));
+        if (!testing::close(c(x), f(x))) ++bad[t];
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
+  EXPECT_EQ(c.stats().compiles, 1);
 }
 
 // The same lowering bug reached through a decomposition: group_norm reshapes [N, C, H, W] to [N, G, -1] and back,
