@@ -371,7 +371,7 @@ TEST(InductorOps, WeakScalarsKeepTheTensorDtype) {
 }
 
 TEST(InductorOps, NaNAndInfPropagate) {
-  for (DType dt : {kFloat32, kFloat64, kBFloat16}) {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
     SCOPED_TRACE(dtype_name(dt));
     const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
     std::vector<double> xs = {nan, 1.0, -2.0, inf, -inf, 0.5, nan, -0.25, 3.0, 0.0, -inf, 2.0,
