@@ -126,6 +126,28 @@ Split plan(int64_t batch, int64_t m, int64_t n, int64_t k) {
   return s;
 }
 
+// One big GEMM at a time may run on OpenBLAS's own threads: for a single large product its threads share the
+// packed panels, which beats independent tiles by 15-30% on the 16-core machine (bench/gemm_probe.cpp). The
+// thread count goes back to 1 right after, so eager kernels that call OpenBLAS inside the pool stay serial.
+std::mutex& threaded_gemm_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+template <class T>
+bool gemm_threaded(const Gemm<T>& g, bool ta, int64_t lda, bool tb, int64_t ldb) {
+  int threads = get_num_threads();
+  if (!prefers_threaded_gemm(g.batch, g.m, g.n, g.k) || threads <= 1) return false;
+  std::unique_lock<std::mutex> lock(threaded_gemm_mutex(), std::try_to_lock);
+  if (!lock.owns_lock()) return false;  // another thread runs one: split over the pool instead
+  ensure_single_threaded();
+  openblas_set_num_threads(threads);
+  serial<T>(ta, tb, g.m, g.n, g.k, g.alpha, g.a + (g.a_off ? g.a_off[0] : 0), lda,
+            g.b + (g.b_off ? g.b_off[0] : 0), ldb, g.beta, g.c, g.c_rs);
+  openblas_set_num_threads(1);
+  return true;
+}
+
 template <class T>
 void gemm_float(const Gemm<T>& g) {
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0) return;
@@ -140,6 +162,7 @@ void gemm_float(const Gemm<T>& g) {
   SINTER_INTERNAL_ASSERT(
       layout(g.m, g.k, g.a_rs, g.a_cs, ta, lda) && layout(g.k, g.n, g.b_rs, g.b_cs, tb, ldb),
       "gemm operand is not BLAS-compatible");
+  if (gemm_threaded(g, ta, lda, tb, ldb)) return;
   Split s = plan(g.batch, g.m, g.n, g.k);
   int64_t tasks = g.batch * s.splits;
   parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
@@ -166,6 +189,11 @@ void gemm_float(const Gemm<T>& g) {
 }
 
 }  // namespace
+
+bool prefers_threaded_gemm(int64_t batch, int64_t m, int64_t n, int64_t k) {
+  double flops = 2.0 * static_cast<double>(m) * n * k;
+  return batch == 1 && m >= 32 && n >= 32 && flops >= (1 << 26) && !in_parallel_region();
+}
 
 bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool& trans, int64_t& ld) {
   return layout(rows, cols, rs, cs, trans, ld);

@@ -31,6 +31,10 @@ bool blas_compatible(int64_t rows, int64_t cols, int64_t rs, int64_t cs);
 // The same test, also giving the BLAS form: transposed or not, and the leading dimension.
 bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool& trans, int64_t& ld);
 
+// Whether gemm() runs this product on OpenBLAS's own threads (one large product: its threads share packed
+// panels) rather than as independent blocks over the pool.
+bool prefers_threaded_gemm(int64_t batch, int64_t m, int64_t n, int64_t k);
+
 // Parallel over the pool. float and double call sgemm/dgemm; int64 runs a plain blocked loop (any strides).
 void gemm(const Gemm<float>& g);
 void gemm(const Gemm<double>& g);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One call on the GPU machine (H200 host, 16 cores): build, test, and time the CPU workloads side by side with
+# PyTorch. Results land in $OUT (the device tool brings them back). Usage: bash bench/run_h200.sh [part]
+#   part 1: build + tests + sinter's benches; part 2: bench/vs_torch.py against part 1's JSON (needs part 1's file
+#   copied into bench/results first, or run both in one call when time allows).
+set -u
+OUT=${OUT:-/tmp/sinter-out}
+mkdir -p "$OUT"
+PART=${1:-1}
+THREADS=${THREADS:-16}
+HOST=h200-16core
+DATE=$(date +%Y-%m-%d)
+if [ "$PART" = 1 ]; then
+  { nproc; lscpu | grep -E 'Model name|Flags' | cut -c1-300; } > "$OUT/machine.txt"
+  cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > "$OUT/cmake.log" 2>&1
+  time ninja -C build-h200 -j16 sinter_cli > "$OUT/build_cli.log" 2>&1 || { tail -50 "$OUT/build_cli.log"; exit 1; }
+  export SINTER_CACHE_DIR=$(mktemp -d)
+  build-h200/sinter bench --device cpu --threads "$THREADS" --json "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    > "$OUT/bench_cpu.log" 2>&1
+  tail -25 "$OUT/bench_cpu.log"
+  build-h200/sinter bench --suite eager --threads "$THREADS" --json "$OUT/eager-cpu-$HOST-$DATE.json" \
+    > "$OUT/bench_eager.log" 2>&1
+  build-h200/sinter bench --suite overhead --json "$OUT/overhead-cpu-$HOST-$DATE.json" > "$OUT/bench_overhead.log" 2>&1
+  tail -5 "$OUT/bench_eager.log" "$OUT/bench_overhead.log"
+  time ninja -C build-h200 -j16 sinter_tests > "$OUT/build_tests.log" 2>&1 || tail -30 "$OUT/build_tests.log"
+  SINTER_CACHE_DIR=$(mktemp -d) timeout 300 build-h200/sinter_tests --gtest_brief=1 > "$OUT/tests.log" 2>&1
+  grep -E '^\[  FAILED|PASSED|SKIPPED|ran\.' "$OUT/tests.log" | tail -20
+else
+  # Part 2: sinter's workloads and PyTorch's, side by side in one call (at most 8 files come back).
+  cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > /dev/null 2>&1
+  ninja -C build-h200 -j16 sinter_cli > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+  g++ -O2 -std=c++20 bench/gemm_probe.cpp $(pkg-config --cflags openblas 2>/dev/null) -lopenblas -lpthread \
+    -o /tmp/gemm_probe && /tmp/gemm_probe > "$OUT/gemm_probe.txt" 2>&1
+  export SINTER_CACHE_DIR=$(mktemp -d)
+  build-h200/sinter bench --device cpu --threads "$THREADS" --json "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    > "$OUT/bench_cpu.log" 2>&1
+  timeout ${TORCH_TIMEOUT:-330} python3 bench/vs_torch.py --threads "$THREADS" --sinter "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    --no-probe --json "$OUT/torch-cpu-$HOST-$DATE.json" > "$OUT/vs_torch.log" 2>&1
+  tail -30 "$OUT/vs_torch.log"; head -30 "$OUT/gemm_probe.txt"
+fi
