@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -104,6 +105,13 @@ class Lowerer final : public PointwiseContext {
     return r;
   }
 
+  // Whether two index expressions are equal for every size the guards admit (s1 and Max(1, s1) when s1 >= 2).
+  bool same(const ExprPtr& a, const ExprPtr& b) const {
+    if (a == b || sym::expand(a) == sym::expand(b)) return true;
+    if (!p_.shape_env) return false;
+    std::optional<bool> eq = p_.shape_env->statically_known(sym::Rel::kEq, a, b);
+    return eq && *eq;
+  }
   // Whether `strides` lay `sizes` out densely without overlap (so a buffer can be allocated with them).
   bool dense_layout(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
     std::vector<int> perm = memory_order(sizes, strides);
@@ -111,7 +119,7 @@ class Lowerer final : public PointwiseContext {
     for (size_t j = perm.size(); j-- > 0;) {
       int d = perm[j];
       if (sizes[d]->is_const(1)) continue;
-      if (sym::expand(strides[d]) != sym::expand(expect)) return false;
+      if (!same(strides[d], expect)) return false;
       expect = sym::make_mul(expect, sizes[d]);
     }
     return true;
@@ -348,12 +356,12 @@ bool Lowerer::lower_lazy_view(const Node& n, int in) {
         while (j < osz.size() && osz[j]->is_const(1)) ++j;
         std::vector<int> outs;
         ExprPtr prod = sym::make_const(1);
-        while (j < osz.size() && sym::expand(prod) != sym::expand(isz[i])) {
+        while (j < osz.size() && !same(prod, isz[i])) {
           prod = sym::make_mul(prod, osz[j]);
           outs.push_back(static_cast<int>(j++));
           if (hint(prod) > hint(isz[i])) return false;
         }
-        if (sym::expand(prod) != sym::expand(isz[i])) return false;
+        if (!same(prod, isz[i])) return false;
         groups.push_back({static_cast<int>(i), outs});
       }
       for (; j < osz.size(); ++j)

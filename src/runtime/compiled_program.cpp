@@ -26,7 +26,12 @@ namespace {
 struct KernelArgs {  // matches `struct sn_kargs` in the generated preamble
   void** bufs;
   const int64_t* syms;
+  int* error;  // set to 1 by a kernel that met an integer division by zero
 };
+
+void check_error(int error, const std::string& kernel) {
+  SINTER_CHECK(error == 0, "ZeroDivisionError: integer division by zero in compiled kernel {}", kernel);
+}
 
 // A view of `base`'s storage (`offset` counts from base's first element), built without dispatch.
 Tensor make_view(const Tensor& base, const SymIntList& sizes, const SymIntList& strides, int64_t offset) {
@@ -121,10 +126,12 @@ void CompiledProgram::run_loops(Run& r, int k) const {
   const codegen::cpp::KernelInfo& info = code_.kernels[k];
   std::vector<void*> ptrs;
   for (int b : info.buffers) ptrs.push_back(r.bufs[b].data_ptr());
-  KernelArgs args{ptrs.data(), r.syms.data()};
+  int error = 0;
+  KernelArgs args{ptrs.data(), r.syms.data(), &error};
   int64_t total = r.ev(info.total), work = std::max<int64_t>(1, r.ev(info.work));
   int64_t grain = std::max<int64_t>(1, kGrainElementwise / work);
   parallel_for_raw(0, total, grain, reinterpret_cast<RangeFn>(fns_[k]), &args);
+  check_error(error, info.symbol);
 }
 
 // out[M, N] = A[M, K] @ B[K, N] by blocks of rows, single-threaded OpenBLAS per block, each block followed by the
@@ -164,7 +171,8 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
   const codegen::cpp::KernelInfo& info = code_.kernels[e];
   std::vector<void*> ptrs;
   for (int buf : info.buffers) ptrs.push_back(r.bufs[buf].data_ptr());
-  KernelArgs args{ptrs.data(), r.syms.data()};
+  int error = 0;
+  KernelArgs args{ptrs.data(), r.syms.data(), &error};
   KernelFn epilogue = fns_[e];
   int64_t b_cs = b.stride(1).hint();
   if (info.row_elems) {
@@ -187,6 +195,7 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
         for (int64_t row = i; row < i1; ++row) epilogue(&args, row * nn + j, row * nn + j1);
       }
     });
+    check_error(error, info.symbol);
     return;
   }
   // A row epilogue (it reduces over rows, e.g. residual + layer norm): blocks of whole rows.
@@ -198,6 +207,7 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
       epilogue(&args, i, i1);
     }
   });
+  check_error(error, info.symbol);
 }
 
 void CompiledProgram::run_extern(Run& r, int k) const {

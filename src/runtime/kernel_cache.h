@@ -15,7 +15,7 @@
 namespace sinter::runtime {
 
 // Bump when the calling convention between generated code and the runtime changes: old entries stop matching.
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;  // 2: sn_kargs gained the error flag
 
 class SharedLibrary {  // a dlopen'ed object; dlclose on destruction
  public:

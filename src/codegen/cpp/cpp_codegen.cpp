@@ -30,7 +30,7 @@ constexpr int kLanes = 16;  // accumulators per reduction: enough independent ch
 
 // Helpers shared by every translation unit (after the prelude).
 constexpr const char* kPreamble = R"(
-struct sn_kargs { void** bufs; const sn_i64* syms; };
+struct sn_kargs { void** bufs; const sn_i64* syms; int* error; };
 static inline sn_i64 sn_imin(sn_i64 a, sn_i64 b) { return a < b ? a : b; }
 static inline sn_i64 sn_imax(sn_i64 a, sn_i64 b) { return a > b ? a : b; }
 static inline sn_i64 sn_ifloordiv(sn_i64 a, sn_i64 b) {

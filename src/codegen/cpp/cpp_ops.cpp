@@ -127,7 +127,10 @@ std::string op_str(const std::string& op, CType t, const std::vector<std::string
                     : op == "fmod"      ? fmt::format("{} % {}", a[0], a[1])
                                         : fmt::format("({})sn_imod({}, {})", T, a[0], a[1]);
     bool quotient = op == "div_trunc" || op == "div_floor";
-    return fmt::format("({} == -1 ? {} : {})", a[1], quotient ? neg : fmt::format("({})0", T), q);
+    // A zero divisor raises the kernel's error flag (the runtime throws ZeroDivisionError, as eager does)
+    // instead of executing a trapping division.
+    return fmt::format("({1} == 0 ? (a_->error[0] = 1, ({0})0) : ({1} == -1 ? {2} : {3}))", T, a[1],
+                       quotient ? neg : fmt::format("({})0", T), q);
   }
   if (op == "div_trunc") return math("trunc", t, a[0] + " / " + a[1]);
   if (op == "fmod") return fmt::format("__builtin_fmod{}({}, {})", f32(t) ? "f" : "", a[0], a[1]);
