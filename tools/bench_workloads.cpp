@@ -6,6 +6,7 @@
 // user sees: cold is the first process on an empty SINTER_CACHE_DIR (no in-memory cache, nothing warmed up),
 // warm is a second process on the same directory (the disk cache hit). Each child reports its own
 // CompileStats::compile_seconds.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -223,6 +224,31 @@ std::vector<Row> bench_dynamic_mlp(const std::vector<std::string>& backends, boo
   return rows;
 }
 
+// The generated code's vectorisation, measured: the same inductor graph compiled as usual and with the
+// compiler's vectorisers off (SINTER_CXXFLAGS reaches the kernel compiler), timed side by side.
+struct VectorCheck {
+  std::string workload;
+  double vector_ms = 0, scalar_ms = 0;
+};
+
+std::vector<VectorCheck> vector_checks(const std::vector<std::string>& names, double budget_ms) {
+  std::vector<VectorCheck> out;
+  for (const std::string& name : {"pointwise", "softmax", "ln_gelu"}) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+    Workload w = make_workload(name);
+    CompiledRun vec = w.compile(options_for("inductor"));
+    (void)vec.call();
+    setenv("SINTER_CXXFLAGS", "-fno-tree-vectorize -fno-tree-slp-vectorize -fno-openmp-simd", 1);
+    CompiledRun scalar = w.compile(options_for("inductor"));
+    (void)scalar.call();
+    unsetenv("SINTER_CXXFLAGS");
+    auto [v, sc] = time_pair_ms([&] { (void)vec.call(); }, [&] { (void)scalar.call(); }, budget_ms);
+    out.push_back({name, v, sc});
+    fmt::print("  vectorised vs scalar code, {}: {:.3f} ms vs {:.3f} ms ({:.2f}x)\n", name, v, sc, sc / v);
+  }
+  return out;
+}
+
 std::string num(double v, const char* spec = "{:.3f}") {
   return std::isnan(v) ? "-" : fmt::format(fmt::runtime(spec), v);
 }
@@ -340,6 +366,9 @@ int bench_workloads(const BenchOptions& opt) {
         name == "dynamic_mlp" ? bench_dynamic_mlp(backends, opt.quick) : bench_one(name, backends, budget_ms);
     rows.insert(rows.end(), r.begin(), r.end());
   }
+  std::vector<VectorCheck> checks;
+  if (std::find(backends.begin(), backends.end(), "inductor") != backends.end())
+    checks = vector_checks(names, budget_ms);
   remove_dir(run_cache);
   print_table(rows);
   if (!opt.json.empty()) {
@@ -353,6 +382,14 @@ int bench_workloads(const BenchOptions& opt) {
     env.add("sinter_commit", git_commit()).add("suite", "workloads");
     env.add_raw("quick", opt.quick ? "true" : "false");
     env.add_raw("results", json_array(items));
+    std::vector<std::string> vc;
+    for (const VectorCheck& c : checks) {
+      Json j;
+      j.add("workload", c.workload).add("vector_ms", c.vector_ms).add("scalar_ms", c.scalar_ms);
+      j.add("speedup", c.scalar_ms / c.vector_ms);
+      vc.push_back(j.str());
+    }
+    env.add_raw("vector_check", json_array(vc));
     write_file(opt.json, env.str());
     fmt::print("wrote {}\n", opt.json);
   }

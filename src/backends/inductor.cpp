@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "backends/backends.h"
@@ -29,7 +31,15 @@ std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, co
   codegen::cpp::GeneratedCode code = codegen::cpp::generate(program, schedule, units);
   std::shared_ptr<runtime::SharedLibrary> library;
   if (!code.units.empty()) {
-    runtime::CompiledObject obj = runtime::compile_and_load(code.units, fmt::format("graph_{}", serial++));
+    // SINTER_CXXFLAGS: extra compiler flags for generated code (part of the cache key), e.g. to compare with
+    // the vectorisers off.
+    runtime::CompileOptions flags;
+    if (const char* extra = std::getenv("SINTER_CXXFLAGS")) {
+      std::istringstream words(extra);
+      for (std::string w; words >> w;) flags.extra_flags.push_back(w);
+    }
+    runtime::CompiledObject obj =
+        runtime::compile_and_load(code.units, fmt::format("graph_{}", serial++), flags);
     library = obj.library;
     SINTER_LOG(kPerfHints, "inductor: {} kernel(s), {} launch(es) per call, code {} in {:.3f} s ({})",
         schedule.kernels.size(), schedule.launches(), obj.from == runtime::CompiledObject::From::kCompiled ? "compiled" : "loaded from cache",
