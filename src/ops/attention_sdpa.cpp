@@ -1,8 +1,9 @@
 // scaled_dot_product_attention, the math reference: softmax(q k^T * scale + mask) @ v, with a bool mask (true
 // = attend) or a float mask (added), is_causal (top-left aligned lower triangle), and dropout on the
 // probabilities from the Philox generator. Work is split over (batch item, block of query rows); each task
-// does its two GEMMs single-threaded, so the score block stays in cache. Rows whose every key is masked out
-// give zeros (PyTorch's _safe_softmax), not NaN.
+// does its two GEMMs single-threaded, so the score block stays in cache. Causal blocks compute only the keys
+// they can see. Rows whose every key is masked out give zeros (PyTorch's _safe_softmax), not NaN.
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -126,49 +127,60 @@ void sdpa(const Args& args, const Tensor& y) {
                blas::blas_layout(S, Ev, V.rs, V.cs, v_t, v_ld);
   // (An empty dim skips the GEMM before the layout matters.)
   SINTER_INTERNAL_ASSERT(ready || E == 0 || S == 0, "sdpa operands not BLAS-ready");
+  // Row blocks: a score block of about 256 KB, cut finer until there are enough blocks to balance the pool
+  // (more for causal, whose blocks differ in cost).
+  int64_t threads = get_num_threads();
   int64_t rows = std::clamp<int64_t>((1 << 16) / std::max<int64_t>(S, 1), 1, std::max<int64_t>(L, 1));
-  while (rows > 1 && B * ceil_div(L, rows) < 2 * get_num_threads()) rows = ceil_div(rows, 2);
-  int64_t blocks = ceil_div(L, rows);
+  if (causal) rows = std::min<int64_t>(rows, 64);  // finer blocks skip more of the masked triangle
+  while (rows > 1 && B * ceil_div(L, rows) < (causal ? 4 : 2) * threads) rows = ceil_div(rows, 2);
+  int64_t blocks = ceil_div(L, rows), items = B * blocks;
   A* out = y.data_ptr<A>();
-  parallel_for(0, B * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<A> scores(rows * S);
-    for (int64_t t = begin; t < end; ++t) {
-      int64_t b = t / blocks, l0 = (t % blocks) * rows, lb = std::min(rows, L - l0);
-      A* sc = scores.data();
-      blas::gemm_serial(q_t, k_t, lb, S, E, scale, Q.data + Q.off[b] + l0 * Q.rs, q_ld, K.data + K.off[b],
-                        k_ld, A(0), sc, S);
-      for (int64_t i = 0; i < lb; ++i) {
-        A* row = sc + i * S;
-        int64_t li = l0 + i;
-        if (causal)
-          for (int64_t j = li + 1; j < S; ++j) row[j] = -std::numeric_limits<A>::infinity();
-        if (bool_mask) {
-          const bool* mr = bool_mask + m_off[b] + li * m_rs;
-          for (int64_t j = 0; j < S; ++j)
-            if (!mr[j * m_cs]) row[j] = -std::numeric_limits<A>::infinity();
-        } else if (add_mask) {
-          const A* mr = add_mask + m_off[b] + li * m_rs;
-          for (int64_t j = 0; j < S; ++j) row[j] += mr[j * m_cs];
-        }
-        // The softmax helpers of the reduction family: max and exp-sum in vector lanes.
-        A mx = reduce::lane_extreme<true>(row, S, reduce::lowest<A>(), [](A v) { return v; });
-        if (mx == -std::numeric_limits<A>::infinity()) {  // every key masked: zeros, as _safe_softmax
-          std::fill(row, row + S, A(0));
-          continue;
-        }
-        A inv = static_cast<A>(1.0 / reduce::exp_sum<true>(row, row, S, mx));
-        if (!dropout) {
-          A f = inv * (p >= 1 ? A(0) : A(1));
-          for (int64_t j = 0; j < S; ++j) row[j] *= f;
-        } else {
-          uint64_t base = first + static_cast<uint64_t>((b * L + li) * S);
-          for (int64_t j = 0; j < S; ++j)
-            row[j] = philox_uniform(seed, base + j) >= p ? row[j] * inv * keep_scale : A(0);
-        }
+  // Causal (top-left aligned): row li sees keys [0, li], so a block of rows [l0, l0 + lb) needs only the first
+  // min(S, l0 + lb) keys; the rest would be exp(-inf) = 0 weights. Both GEMMs skip them.
+  auto keys_of = [&](int64_t l0, int64_t lb) { return causal ? std::min(S, l0 + lb) : S; };
+  // Item i, in decreasing cost (later row blocks first when causal); workers pull items from a shared counter,
+  // so blocks of different cost even out (the pool hands out fixed chunks).
+  std::atomic<int64_t> next{0};
+  auto run_item = [&](int64_t i, A* sc) {
+    int64_t b = i % B, blk = causal ? blocks - 1 - i / B : i / B;
+    int64_t l0 = blk * rows, lb = std::min(rows, L - l0), Sb = keys_of(l0, lb);
+    blas::gemm_serial(q_t, k_t, lb, Sb, E, scale, Q.data + Q.off[b] + l0 * Q.rs, q_ld, K.data + K.off[b], k_ld,
+                      A(0), sc, Sb);
+    for (int64_t r = 0; r < lb; ++r) {
+      A* row = sc + r * Sb;
+      int64_t li = l0 + r;
+      if (causal)
+        for (int64_t j = li + 1; j < Sb; ++j) row[j] = -std::numeric_limits<A>::infinity();
+      if (bool_mask) {
+        const bool* mr = bool_mask + m_off[b] + li * m_rs;
+        for (int64_t j = 0; j < Sb; ++j)
+          if (!mr[j * m_cs]) row[j] = -std::numeric_limits<A>::infinity();
+      } else if (add_mask) {
+        const A* mr = add_mask + m_off[b] + li * m_rs;
+        for (int64_t j = 0; j < Sb; ++j) row[j] += mr[j * m_cs];
       }
-      blas::gemm_serial(false, v_t, lb, Ev, S, A(1), sc, S, V.data + V.off[b], v_ld, A(0),
-                        out + (b * L + l0) * Ev, Ev);
+      // The softmax helpers of the reduction family: max and exp-sum in vector lanes.
+      A mx = reduce::lane_extreme<true>(row, Sb, reduce::lowest<A>(), [](A v) { return v; });
+      if (mx == -std::numeric_limits<A>::infinity()) {  // every key masked: zeros, as _safe_softmax
+        std::fill(row, row + Sb, A(0));
+        continue;
+      }
+      A inv = static_cast<A>(1.0 / reduce::exp_sum<true>(row, row, Sb, mx));
+      if (!dropout) {
+        A f = inv * (p >= 1 ? A(0) : A(1));
+        for (int64_t j = 0; j < Sb; ++j) row[j] *= f;
+      } else {
+        uint64_t base = first + static_cast<uint64_t>((b * L + li) * S);
+        for (int64_t j = 0; j < Sb; ++j)
+          row[j] = philox_uniform(seed, base + j) >= p ? row[j] * inv * keep_scale : A(0);
+      }
     }
+    blas::gemm_serial(false, v_t, lb, Ev, Sb, A(1), sc, Sb, V.data + V.off[b], v_ld, A(0),
+                      out + (b * L + l0) * Ev, Ev);
+  };
+  parallel_for(0, std::min(items, threads), 1, [&](int64_t, int64_t) {
+    std::vector<A> scores(rows * S);
+    for (int64_t i = next.fetch_add(1); i < items; i = next.fetch_add(1)) run_item(i, scores.data());
   });
 }
 
