@@ -79,6 +79,21 @@ Operand<A> operand(const Tensor& x, int64_t rank, const std::vector<int64_t>& ba
   return o;
 }
 
+// The softmax helpers of the reduction family (max and exp-sum in vector lanes), compiled also for AVX2 as the
+// softmax op is: row = exp(row - max), scaled by factor / sum when `scale`. Returns 1 / sum, or 0 when every
+// entry is -inf (row untouched).
+template <class A>
+SINTER_CLONES A softmax_row(A* row, int64_t n, bool scale, A factor) {
+  A mx = reduce::lane_extreme<true>(row, n, reduce::lowest<A>(), [](A v) { return v; });
+  if (mx == -std::numeric_limits<A>::infinity()) return A(0);
+  A inv = static_cast<A>(1.0 / reduce::exp_sum<true>(row, row, n, mx));
+  if (scale) {
+    A f = inv * factor;
+    for (int64_t j = 0; j < n; ++j) row[j] *= f;
+  }
+  return inv;
+}
+
 template <class A>
 void sdpa(const Args& args, const Tensor& y) {
   const Tensor& q = args[0].tensor();
@@ -159,17 +174,12 @@ void sdpa(const Args& args, const Tensor& y) {
         const A* mr = add_mask + m_off[b] + li * m_rs;
         for (int64_t j = 0; j < Sb; ++j) row[j] += mr[j * m_cs];
       }
-      // The softmax helpers of the reduction family: max and exp-sum in vector lanes.
-      A mx = reduce::lane_extreme<true>(row, Sb, reduce::lowest<A>(), [](A v) { return v; });
-      if (mx == -std::numeric_limits<A>::infinity()) {  // every key masked: zeros, as _safe_softmax
+      A inv = softmax_row(row, Sb, !dropout, p >= 1 ? A(0) : A(1));
+      if (inv == A(0)) {  // every key masked: zeros, as _safe_softmax
         std::fill(row, row + Sb, A(0));
         continue;
       }
-      A inv = static_cast<A>(1.0 / reduce::exp_sum<true>(row, row, Sb, mx));
-      if (!dropout) {
-        A f = inv * (p >= 1 ? A(0) : A(1));
-        for (int64_t j = 0; j < Sb; ++j) row[j] *= f;
-      } else {
+      if (dropout) {
         uint64_t base = first + static_cast<uint64_t>((b * L + li) * S);
         for (int64_t j = 0; j < Sb; ++j)
           row[j] = philox_uniform(seed, base + j) >= p ? row[j] * inv * keep_scale : A(0);
