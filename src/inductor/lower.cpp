@@ -435,12 +435,15 @@ bool Lowerer::lower_reduction(const Node& n) {
   const std::vector<ExprPtr>& ost = p_.buffers[bid].strides;
   ExprPtr off = c0();
   int od = 0, ov = 0;
+  // Size-1 dims contribute nothing, as in load(): equal positions must give equal offset expressions.
+  const std::vector<ExprPtr>& osz = p_.buffers[bid].sizes;
   for (int64_t d = 0; d < r; ++d) {
     if (reduced[d]) {
       if (keepdim) ++od;
       continue;
     }
-    off = sym::make_add(off, sym::make_mul(loop_var(ov++), ost[od++]));
+    if (!osz[od]->is_const(1)) off = sym::make_add(off, sym::make_mul(loop_var(ov), ost[od]));
+    ++ov, ++od;
   }
   LoopNode ln;
   ln.id = node_id;
