@@ -82,6 +82,22 @@ TEST(Inductor, LayerNormGeluIsOneKernel) {
   EXPECT_EQ(check(f, x, r, w, b), 1);
 }
 
+TEST(Inductor, LayerNormWithSizeOneDimsIsOneKernel) {
+  // Size-1 dims (batch 1) must index the row statistics the same way when they are stored and loaded.
+  Tensor x = random({1, 48, 96}), w = random({96}, kFloat32, 2), b = random({96}, kFloat32, 3);
+  EXPECT_EQ(check([](const Tensor& x, const Tensor& w, const Tensor& b) { return layer_norm(x, {96}, w, b); }, x, w, b),
+            1);
+}
+
+TEST(Inductor, ResidualLayerNormIsTheGemmsRowEpilogue) {
+  Tensor x = random({64, 96}), w = random({96, 96}, kFloat32, 1), b = random({96}, kFloat32, 2),
+         g = random({96}, kFloat32, 3);
+  auto f = [](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& g) {
+    return layer_norm(x + linear(x, w, b), {96}, g, b);
+  };
+  EXPECT_EQ(check(f, x, w, b, g), 1);
+}
+
 TEST(Inductor, MlpIsTwoGemmKernels) {
   Tensor x = random({64, 128}), w1 = random({512, 128}, kFloat32, 1), b1 = random({512}, kFloat32, 2),
          w2 = random({128, 512}, kFloat32, 3), b2 = random({128}, kFloat32, 4);
