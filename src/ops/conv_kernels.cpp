@@ -41,14 +41,22 @@ void valid_range(int64_t off, int64_t s, int64_t size, int64_t count, int64_t& l
   lo = std::min(lo, hi);
 }
 
-// Output rows per task: a column buffer of about 1 MB, but enough tasks to keep every thread busy.
-int64_t rows_per_block(const Geo& g, int64_t k, int64_t outer) {
-  int64_t cols = std::max<int64_t>(64, (1 << 18) / std::max<int64_t>(k, 1));
-  int64_t rows =
-      std::clamp<int64_t>(ceil_div(cols, std::max<int64_t>(g.OW, 1)), 1, std::max<int64_t>(g.OH, 1));
-  int64_t threads = get_num_threads();
-  while (rows > 1 && outer * ceil_div(g.OH, rows) < 2 * threads) rows = ceil_div(rows, 2);
-  return rows;
+// Output rows per task. `row_elems` is the buffer a task needs per output row and `halo_elems` its fixed part;
+// the buffer stays within about 1 MB (so it is still in cache when the single-threaded GEMM reads it). Among
+// those sizes, the one whose busiest thread does the fewest rows: tasks go out in rounds of `threads`, so
+// 56 rows of 8 images on 16 threads are better cut 14 + 14 + 14 + 14 (2 rounds of 14) than into 7 blocks of 9
+// (4 rounds of 9). Each task also costs about one row of overhead (GEMM setup, the halo it copies).
+int64_t rows_per_block(const Geo& g, int64_t row_elems, int64_t halo_elems, int64_t outer) {
+  int64_t OH = std::max<int64_t>(g.OH, 1), threads = get_num_threads();
+  int64_t budget = std::max<int64_t>(1 << 18, row_elems + halo_elems);
+  int64_t max_rows = std::clamp<int64_t>((budget - halo_elems) / std::max<int64_t>(row_elems, 1), 1, OH);
+  int64_t best = 1, best_cost = INT64_MAX;
+  for (int64_t r = 1; r <= max_rows; ++r) {
+    int64_t blocks = ceil_div(OH, r);
+    int64_t cost = ceil_div(outer * blocks, threads) * (r + 1);
+    if (cost <= best_cost) best = r, best_cost = cost;
+  }
+  return best;
 }
 
 // col[(c, ki, kj), pixel] for output rows [oh0, oh1) of one image's group (x points at its first channel).
@@ -83,7 +91,7 @@ void im2col_nchw(const T* x, T* col, const Geo& g, int64_t oh0, int64_t oh1) {
 template <class T>
 void conv_nchw(const T* x, const T* w, const T* bias, T* y, const Geo& g) {
   int64_t K = g.Cg * g.kh * g.kw, P = g.OH * g.OW;
-  int64_t rows = rows_per_block(g, K, g.N * g.G), blocks = ceil_div(g.OH, rows);
+  int64_t rows = rows_per_block(g, g.pointwise ? 0 : K * g.OW, 0, g.N * g.G), blocks = ceil_div(g.OH, rows);
   parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> col(g.pointwise ? 0 : K * rows * g.OW);
     for (int64_t t = begin; t < end; ++t) {
@@ -127,13 +135,42 @@ void im2col_nhwc(const T* x, T* col, const Geo& g, int64_t gi, int64_t oh0, int6
       }
 }
 
-// wt is the weight reordered to [G, kh, kw, Cg, Og].
+// xw[r, ow, (kj, c)] = x[oh0 - ph + r, ow * sw - pw + kj * dw, group channel c] for the `R` input rows that
+// output rows [oh0, oh1) of a stride-1 conv read (zeros outside the image): the im2col of the width taps only.
+// For each height tap ki, the rows (oh - oh0 + ki * dh) of this buffer are then exactly the GEMM operand of
+// output rows [oh0, oh1) and taps (ki, *, *), without the kh-fold copy of a full im2col.
+template <class T>
+void width_im2col_nhwc(const T* x, T* xw, const Geo& g, int64_t gi, int64_t oh0, int64_t R) {
+  T* d = xw;
+  for (int64_t r = 0; r < R; ++r) {
+    int64_t ih = oh0 - g.ph + r;
+    if (ih < 0 || ih >= g.H) {
+      std::fill(d, d + g.OW * g.kw * g.Cg, T(0));
+      d += g.OW * g.kw * g.Cg;
+      continue;
+    }
+    const T* row = x + ih * g.W * g.C + gi * g.Cg;
+    for (int64_t ow = 0; ow < g.OW; ++ow)
+      for (int64_t kj = 0; kj < g.kw; ++kj, d += g.Cg) {
+        int64_t iw = ow * g.sw - g.pw + kj * g.dw;
+        if (iw < 0 || iw >= g.W)
+          std::fill(d, d + g.Cg, T(0));
+        else
+          std::copy(row + iw * g.C, row + iw * g.C + g.Cg, d);
+      }
+  }
+}
+
+// wt is the weight reordered to [G, kh, kw, Cg, Og]. Stride-1 convs use the width-only im2col and one GEMM per
+// height tap (accumulating into the output); other strides a full im2col and one GEMM.
 template <class T>
 void conv_nhwc(const T* x, const T* wt, const T* bias, T* y, const Geo& g) {
-  int64_t K = g.kh * g.kw * g.Cg;
-  int64_t rows = rows_per_block(g, K, g.N * g.G), blocks = ceil_div(g.OH, rows);
+  int64_t K = g.kh * g.kw * g.Cg, Kw = g.kw * g.Cg, halo = (g.kh - 1) * g.dh;
+  bool by_taps = !g.pointwise && g.sh == 1;
+  int64_t row_elems = g.pointwise ? 0 : (by_taps ? Kw : K) * g.OW, halo_elems = by_taps ? halo * Kw * g.OW : 0;
+  int64_t rows = rows_per_block(g, row_elems, halo_elems, g.N * g.G), blocks = ceil_div(g.OH, rows);
   parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> col(g.pointwise ? 0 : K * rows * g.OW);
+    std::vector<T> col(g.pointwise ? 0 : rows * row_elems + halo_elems);
     for (int64_t t = begin; t < end; ++t) {
       int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, oh0 = (t % blocks) * rows;
       int64_t oh1 = std::min(g.OH, oh0 + rows), pb = (oh1 - oh0) * g.OW;
@@ -144,13 +181,21 @@ void conv_nhwc(const T* x, const T* wt, const T* bias, T* y, const Geo& g) {
         for (int64_t p = 0; p < pb; ++p) std::copy(bias + gi * g.Og, bias + (gi + 1) * g.Og, yc + p * g.O);
         beta = 1;
       }
+      const T* wg = wt + gi * K * g.Og;
+      if (by_taps) {
+        width_im2col_nhwc(xn, col.data(), g, gi, oh0, oh1 - oh0 + halo);
+        for (int64_t ki = 0; ki < g.kh; ++ki)
+          blas::gemm_serial(false, false, pb, g.Og, Kw, T(1), col.data() + ki * g.dh * g.OW * Kw, Kw,
+                            wg + ki * Kw * g.Og, g.Og, ki == 0 ? beta : T(1), yc, g.O);
+        continue;
+      }
       const T* a = xn + oh0 * g.W * g.C + gi * g.Cg;
       int64_t lda = g.C;
       if (!g.pointwise) {
         im2col_nhwc(xn, col.data(), g, gi, oh0, oh1);
         a = col.data(), lda = K;
       }
-      blas::gemm_serial(false, false, pb, g.Og, K, T(1), a, lda, wt + gi * K * g.Og, g.Og, beta, yc, g.O);
+      blas::gemm_serial(false, false, pb, g.Og, K, T(1), a, lda, wg, g.Og, beta, yc, g.O);
     }
   });
 }
