@@ -2,8 +2,9 @@
 // task builds its own column buffer (about 1 MB, so it stays in cache while the single-threaded GEMM reads
 // it) and writes a disjoint part of the output. Contiguous inputs use an NCHW im2col ([C*kh*kw, pixels],
 // weight on the left), channels-last ones an NHWC im2col ([pixels, kh*kw*C], weight on the right) so that
-// output rows are contiguous channel vectors. Computation is in float (float32/16/bf16) or double, rounded
-// once into the output.
+// output rows are contiguous channel vectors. Stride-1 convs (vertically) copy only the width taps, kw-fold
+// instead of kh*kw-fold, and run one GEMM per height tap, accumulating into the output. Computation is in
+// float (float32/16/bf16) or double, rounded once into the output.
 #include "ops/conv_kernels.h"
 
 #include <algorithm>
@@ -88,12 +89,45 @@ void im2col_nchw(const T* x, T* col, const Geo& g, int64_t oh0, int64_t oh1) {
       }
 }
 
+// xw[(c, kj), r, ow] = x[c, oh0 - ph + r, ow * sw - pw + kj * dw] for the `R` input rows that output rows
+// [oh0, oh1) of a stride-1 conv read (zeros outside the image): the NCHW im2col of the width taps only. For
+// height tap ki, the columns (r = oh - oh0 + ki * dh) of each (c, kj) row form the GEMM operand directly.
 template <class T>
-void conv_nchw(const T* x, const T* w, const T* bias, T* y, const Geo& g) {
-  int64_t K = g.Cg * g.kh * g.kw, P = g.OH * g.OW;
-  int64_t rows = rows_per_block(g, g.pointwise ? 0 : K * g.OW, 0, g.N * g.G), blocks = ceil_div(g.OH, rows);
+void width_im2col_nchw(const T* x, T* xw, const Geo& g, int64_t oh0, int64_t R) {
+  for (int64_t c = 0; c < g.Cg; ++c)
+    for (int64_t kj = 0; kj < g.kw; ++kj) {
+      T* dst = xw + (c * g.kw + kj) * R * g.OW;
+      const T* plane = x + c * g.H * g.W;
+      int64_t off = kj * g.dw - g.pw, lo, hi;
+      valid_range(off, g.sw, g.W, g.OW, lo, hi);
+      for (int64_t r = 0; r < R; ++r, dst += g.OW) {
+        int64_t ih = oh0 - g.ph + r;
+        if (ih < 0 || ih >= g.H) {
+          std::fill(dst, dst + g.OW, T(0));
+          continue;
+        }
+        const T* row = plane + ih * g.W;
+        std::fill(dst, dst + lo, T(0));
+        if (g.sw == 1) {
+          std::copy(row + lo + off, row + hi + off, dst + lo);
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = row[ow * g.sw + off];
+        }
+        std::fill(dst + hi, dst + g.OW, T(0));
+      }
+    }
+}
+
+// w is [O, Cg, kh, kw]; wk the same weight as [G, kh, Og, Cg, kw] (for the per-height-tap GEMMs of stride-1
+// convs, which use the width-only im2col; other strides use the full im2col and one GEMM).
+template <class T>
+void conv_nchw(const T* x, const T* w, const T* wk, const T* bias, T* y, const Geo& g) {
+  int64_t K = g.Cg * g.kh * g.kw, Kw = g.Cg * g.kw, P = g.OH * g.OW, halo = (g.kh - 1) * g.dh;
+  bool by_taps = !g.pointwise && g.sh == 1;
+  int64_t row_elems = g.pointwise ? 0 : (by_taps ? Kw : K) * g.OW, halo_elems = by_taps ? halo * Kw * g.OW : 0;
+  int64_t rows = rows_per_block(g, row_elems, halo_elems, g.N * g.G), blocks = ceil_div(g.OH, rows);
   parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> col(g.pointwise ? 0 : K * rows * g.OW);
+    std::vector<T> col(g.pointwise ? 0 : rows * row_elems + halo_elems);
     for (int64_t t = begin; t < end; ++t) {
       int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, oh0 = (t % blocks) * rows;
       int64_t oh1 = std::min(g.OH, oh0 + rows), pb = (oh1 - oh0) * g.OW;
@@ -103,6 +137,14 @@ void conv_nchw(const T* x, const T* w, const T* bias, T* y, const Geo& g) {
       if (bias) {  // start from the bias and accumulate onto it
         for (int64_t o = 0; o < g.Og; ++o) std::fill(yc + o * P, yc + o * P + pb, bias[gi * g.Og + o]);
         beta = 1;
+      }
+      if (by_taps) {
+        int64_t R = oh1 - oh0 + halo;
+        width_im2col_nchw(xg, col.data(), g, oh0, R);
+        for (int64_t ki = 0; ki < g.kh; ++ki)
+          blas::gemm_serial(false, false, g.Og, pb, Kw, T(1), wk + (gi * g.kh + ki) * g.Og * Kw, Kw,
+                            col.data() + ki * g.dh * g.OW, R * g.OW, ki == 0 ? beta : T(1), yc, P);
+        continue;
       }
       const T* b = xg + oh0 * g.W;
       int64_t ldb = P;
@@ -325,7 +367,9 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
       if (!cl && g.Cg == 1) {
         depthwise_nchw(xp, contiguous_as(weight, cd).data_ptr<T>(), bp, yp, g);
       } else if (!cl) {
-        conv_nchw(xp, contiguous_as(weight, cd).data_ptr<T>(), bp, yp, g);
+        Tensor wk = contiguous_as(
+            strided_view(weight, {g.G, g.kh, g.Og, g.Cg, g.kw}, {g.Og * ws[0], ws[2], ws[0], ws[1], ws[3]}), cd);
+        conv_nchw(xp, contiguous_as(weight, cd).data_ptr<T>(), wk.data_ptr<T>(), bp, yp, g);
       } else if (g.Cg == 1 && g.Og == 1) {
         Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.O}, {ws[2], ws[3], ws[0]}), cd);
         depthwise_nhwc(xp, wt.data_ptr<T>(), bp, yp, g);
