@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "ops/blas.h"
 #include "ops/linalg_util.h"
@@ -189,8 +190,8 @@ void sdpa(const Args& args, const Tensor& y) {
                       out + (b * L + l0) * Ev, Ev);
   };
   parallel_for(0, std::min(items, threads), 1, [&](int64_t, int64_t) {
-    std::vector<A> scores(rows * S);
-    for (int64_t i = next.fetch_add(1); i < items; i = next.fetch_add(1)) run_item(i, scores.data());
+    auto scores = std::make_unique_for_overwrite<A[]>(rows * S);  // the first GEMM writes it (beta 0)
+    for (int64_t i = next.fetch_add(1); i < items; i = next.fetch_add(1)) run_item(i, scores.get());
   });
 }
 

@@ -8,6 +8,7 @@
 #include "ops/conv_kernels.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "ops/blas.h"
@@ -127,7 +128,8 @@ void conv_nchw(const T* x, const T* w, const T* wk, const T* bias, T* y, const G
   int64_t row_elems = g.pointwise ? 0 : (by_taps ? Kw : K) * g.OW, halo_elems = by_taps ? halo * Kw * g.OW : 0;
   int64_t rows = rows_per_block(g, row_elems, halo_elems, g.N * g.G), blocks = ceil_div(g.OH, rows);
   parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> col(g.pointwise ? 0 : rows * row_elems + halo_elems);
+    // Not zero-filled: the im2col writes every element (zeros included) before the GEMM reads it.
+    auto col = std::make_unique_for_overwrite<T[]>(g.pointwise ? 0 : rows * row_elems + halo_elems);
     for (int64_t t = begin; t < end; ++t) {
       int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, oh0 = (t % blocks) * rows;
       int64_t oh1 = std::min(g.OH, oh0 + rows), pb = (oh1 - oh0) * g.OW;
@@ -140,17 +142,17 @@ void conv_nchw(const T* x, const T* w, const T* wk, const T* bias, T* y, const G
       }
       if (by_taps) {
         int64_t R = oh1 - oh0 + halo;
-        width_im2col_nchw(xg, col.data(), g, oh0, R);
+        width_im2col_nchw(xg, col.get(), g, oh0, R);
         for (int64_t ki = 0; ki < g.kh; ++ki)
           blas::gemm_serial(false, false, g.Og, pb, Kw, T(1), wk + (gi * g.kh + ki) * g.Og * Kw, Kw,
-                            col.data() + ki * g.dh * g.OW, R * g.OW, ki == 0 ? beta : T(1), yc, P);
+                            col.get() + ki * g.dh * g.OW, R * g.OW, ki == 0 ? beta : T(1), yc, P);
         continue;
       }
       const T* b = xg + oh0 * g.W;
       int64_t ldb = P;
       if (!g.pointwise) {
-        im2col_nchw(xg, col.data(), g, oh0, oh1);
-        b = col.data(), ldb = pb;
+        im2col_nchw(xg, col.get(), g, oh0, oh1);
+        b = col.get(), ldb = pb;
       }
       blas::gemm_serial(false, false, g.Og, pb, K, T(1), w + gi * g.Og * K, K, b, ldb, beta, yc, P);
     }
@@ -212,7 +214,8 @@ void conv_nhwc(const T* x, const T* wt, const T* bias, T* y, const Geo& g) {
   int64_t row_elems = g.pointwise ? 0 : (by_taps ? Kw : K) * g.OW, halo_elems = by_taps ? halo * Kw * g.OW : 0;
   int64_t rows = rows_per_block(g, row_elems, halo_elems, g.N * g.G), blocks = ceil_div(g.OH, rows);
   parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> col(g.pointwise ? 0 : rows * row_elems + halo_elems);
+    // Not zero-filled: the im2col writes every element (zeros included) before the GEMM reads it.
+    auto col = std::make_unique_for_overwrite<T[]>(g.pointwise ? 0 : rows * row_elems + halo_elems);
     for (int64_t t = begin; t < end; ++t) {
       int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, oh0 = (t % blocks) * rows;
       int64_t oh1 = std::min(g.OH, oh0 + rows), pb = (oh1 - oh0) * g.OW;
@@ -225,17 +228,17 @@ void conv_nhwc(const T* x, const T* wt, const T* bias, T* y, const Geo& g) {
       }
       const T* wg = wt + gi * K * g.Og;
       if (by_taps) {
-        width_im2col_nhwc(xn, col.data(), g, gi, oh0, oh1 - oh0 + halo);
+        width_im2col_nhwc(xn, col.get(), g, gi, oh0, oh1 - oh0 + halo);
         for (int64_t ki = 0; ki < g.kh; ++ki)
-          blas::gemm_serial(false, false, pb, g.Og, Kw, T(1), col.data() + ki * g.dh * g.OW * Kw, Kw,
+          blas::gemm_serial(false, false, pb, g.Og, Kw, T(1), col.get() + ki * g.dh * g.OW * Kw, Kw,
                             wg + ki * Kw * g.Og, g.Og, ki == 0 ? beta : T(1), yc, g.O);
         continue;
       }
       const T* a = xn + oh0 * g.W * g.C + gi * g.Cg;
       int64_t lda = g.C;
       if (!g.pointwise) {
-        im2col_nhwc(xn, col.data(), g, gi, oh0, oh1);
-        a = col.data(), lda = K;
+        im2col_nhwc(xn, col.get(), g, gi, oh0, oh1);
+        a = col.get(), lda = K;
       }
       blas::gemm_serial(false, false, pb, g.Og, K, T(1), a, lda, wg, g.Og, beta, yc, g.O);
     }
@@ -313,20 +316,20 @@ void conv_transpose_nchw(const T* x, const T* w, const T* bias, T* y, const Geo&
   while (cb > 1 && g.N * g.G * ceil_div(g.Og, cb) < 2 * threads) cb = ceil_div(cb, 2);
   int64_t blocks = ceil_div(g.Og, cb);
   parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> col(cb * kk * HW);
+    auto col = std::make_unique_for_overwrite<T[]>(cb * kk * HW);  // the GEMM writes it (beta 0)
     for (int64_t t = begin; t < end; ++t) {
       int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, co0 = (t % blocks) * cb;
       int64_t co1 = std::min(g.Og, co0 + cb);
       const T* a = w + gi * g.Cg * wrow + co0 * kk;  // W[g]^T rows (co, ki, kj) for co in the block
       const T* b = x + (n * g.C + gi * g.Cg) * HW;
-      blas::gemm_serial(true, false, (co1 - co0) * kk, HW, g.Cg, T(1), a, wrow, b, HW, T(0), col.data(), HW);
+      blas::gemm_serial(true, false, (co1 - co0) * kk, HW, g.Cg, T(1), a, wrow, b, HW, T(0), col.get(), HW);
       for (int64_t co = co0; co < co1; ++co) {
         int64_t oc = gi * g.Og + co;
         T* yp = y + (n * g.O + oc) * P;
         std::fill(yp, yp + P, bias ? bias[oc] : T(0));
         for (int64_t ki = 0; ki < g.kh; ++ki)
           for (int64_t kj = 0; kj < g.kw; ++kj) {
-            const T* c = col.data() + (((co - co0) * g.kh + ki) * g.kw + kj) * HW;
+            const T* c = col.get() + (((co - co0) * g.kh + ki) * g.kw + kj) * HW;
             int64_t off = kj * g.dw - g.pw, lo, hi;
             valid_range(off, g.sw, g.OW, g.W, lo, hi);
             for (int64_t ih = 0; ih < g.H; ++ih) {
