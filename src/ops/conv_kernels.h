@@ -1,6 +1,6 @@
 // Convolution compute kernels behind conv1d/conv2d/conv_transpose2d: im2col + GEMM (contiguous or
-// channels-last; a width-only im2col and one GEMM per height tap for stride 1), a direct GEMM for 1x1 stride-1 convs, and direct loops for depthwise convs. Shape rules
-// live in conv_2d.cpp.
+// channels-last; a width-only im2col and one GEMM per height tap for stride 1), a direct GEMM for 1x1
+// stride-1 convs, and direct loops for depthwise convs. Shape rules live in conv_2d.cpp.
 #pragma once
 #include "sinter/tensor.h"
 
