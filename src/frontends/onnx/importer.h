@@ -101,6 +101,7 @@ void register_reduce_ops(OpTable& t);
 void register_index_ops(OpTable& t);
 void register_control_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
+void register_dropout_ops(OpTable& t);
 
 // Runs graphs of one model. Values of enclosing graphs are visible in subgraphs (If/Loop bodies).
 class Executor {

@@ -23,6 +23,7 @@ const OpTable& op_table() {
     register_index_ops(t);
     register_control_ops(t);
     register_resize_ops(t);
+    register_dropout_ops(t);
     return t;
   }();
   return table;

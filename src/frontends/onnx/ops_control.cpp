@@ -50,10 +50,82 @@ std::vector<Tensor> run_loop(NodeCtx& c) {
   return result;
 }
 
+// One Scan (opset 9 form): the body runs `steps` times over slices of the scan inputs along their axes, carrying
+// the state; returns the final state, then each scan output stacked along its axis.
+std::vector<Tensor> scan_core(NodeCtx& c, const proto::Graph* body, std::vector<Val> state,
+                              const std::vector<Val>& xs, const std::vector<int64_t>& in_axes,
+                              const std::vector<int64_t>& in_dirs, const std::vector<int64_t>& out_axes,
+                              const std::vector<int64_t>& out_dirs, int64_t steps) {
+  size_t n_state = state.size(), n_out = out_axes.size();
+  std::vector<std::vector<Tensor>> outs(n_out);
+  for (int64_t t = 0; t < steps; ++t) {
+    std::vector<Val> ins = state;
+    for (size_t j = 0; j < xs.size(); ++j) {
+      int64_t at = in_dirs[j] ? steps - 1 - t : t;
+      ins.push_back(Val{select(xs[j].t, in_axes[j], at), xs[j].known});
+    }
+    std::vector<Val> r = c.executor().run(*body, ins);
+    if (r.size() != n_state + n_out) c.fail("the body's outputs do not match the state and scan outputs");
+    for (size_t i = 0; i < n_state; ++i) state[i] = r[i];
+    for (size_t k = 0; k < n_out; ++k) outs[k].push_back(r[n_state + k].t);
+  }
+  std::vector<Tensor> result = tensors(state);
+  for (size_t k = 0; k < n_out; ++k) {
+    if (outs[k].empty()) c.unsupported("a Scan with zero steps");
+    if (out_dirs[k]) std::reverse(outs[k].begin(), outs[k].end());
+    int64_t axis = norm_axis(out_axes[k], outs[k][0].dim() + 1, c);
+    result.push_back(stack(outs[k], axis));
+  }
+  return result;
+}
+
+// Opset 8: inputs [sequence_lens], state..., scan inputs..., all with a leading batch dim; the scan axis is 1.
+// Each batch element runs on its own for its sequence length; scan outputs are padded with zeros to the longest.
+std::vector<Tensor> run_scan8(NodeCtx& c, const proto::Graph* body, int64_t m) {
+  int64_t n_state = static_cast<int64_t>(c.num_inputs()) - 1 - m;
+  if (m <= 0 || n_state < 0) c.fail("num_scan_inputs is out of range");
+  std::vector<int64_t> dirs = c.attr_ints("directions", std::vector<int64_t>(m, 0));
+  if (static_cast<int64_t>(dirs.size()) != m) c.fail("directions does not match num_scan_inputs");
+  int64_t n_out = static_cast<int64_t>(body->outputs.size()) - n_state;
+  if (n_out < 0) c.fail("the body has fewer outputs than state values");
+  const Tensor& first = c.in(1 + n_state);
+  if (first.dim() < 2) c.fail("scan inputs need a batch and a sequence dim");
+  int64_t batch = static_cast<int64_t>(first.size(0)), len = static_cast<int64_t>(first.size(1));
+  std::vector<int64_t> lens = c.has(0) ? c.ints(0) : std::vector<int64_t>(batch, len);
+  if (static_cast<int64_t>(lens.size()) != batch) c.fail("sequence_lens must have one entry per batch element");
+  for (int64_t j = 0; j < m; ++j) {
+    const Tensor& x = c.in(1 + n_state + j);
+    if (x.dim() < 2 || static_cast<int64_t>(x.size(0)) != batch || static_cast<int64_t>(x.size(1)) != len)
+      c.fail("scan inputs have different batch or sequence sizes");
+  }
+  std::vector<int64_t> zeros_in(m, 0), zeros_out(n_out, 0);
+  std::vector<std::vector<Tensor>> per_batch(n_state + n_out);
+  for (int64_t b = 0; b < batch; ++b) {
+    if (lens[b] < 1 || lens[b] > len) c.fail(fmt::format("sequence length {} is outside [1, {}]", lens[b], len));
+    std::vector<Val> state, xs;
+    for (int64_t i = 0; i < n_state; ++i) state.push_back(Val{select(c.in(1 + i), 0, b), c.known(1 + i)});
+    for (int64_t j = 0; j < m; ++j)
+      xs.push_back(Val{slice(select(c.in(1 + n_state + j), 0, b), 0, SymInt(0), SymInt(lens[b])), c.known(1 + n_state + j)});
+    std::vector<Tensor> r = scan_core(c, body, state, xs, zeros_in, dirs, zeros_out, zeros_out, lens[b]);
+    for (int64_t k = 0; k < n_out; ++k) {
+      Tensor& y = r[n_state + k];
+      if (lens[b] < len) {
+        SymIntList p(2 * (y.dim() - 1), SymInt(0));
+        p.push_back(0), p.push_back(len - lens[b]);
+        y = pad(y, p, "constant", 0.0);
+      }
+    }
+    for (size_t i = 0; i < r.size(); ++i) per_batch[i].push_back(r[i]);
+  }
+  std::vector<Tensor> result;
+  for (auto& vs : per_batch) result.push_back(stack(vs, 0));
+  return result;
+}
+
 std::vector<Tensor> run_scan(NodeCtx& c) {
-  if (c.opset() < 9) c.unsupported("Scan before opset 9 (batched, with sequence_lens)");
   const proto::Graph* body = c.attr_graph("body");
   int64_t m = c.attr_int("num_scan_inputs", 0);
+  if (c.opset() < 9) return run_scan8(c, body, m);
   int64_t n_state = static_cast<int64_t>(c.num_inputs()) - m;
   if (m <= 0 || n_state < 0) c.fail("num_scan_inputs is out of range");
   std::vector<int64_t> in_axes = c.attr_ints("scan_input_axes", std::vector<int64_t>(m, 0));
@@ -64,7 +136,7 @@ std::vector<Tensor> run_scan(NodeCtx& c) {
   if (static_cast<int64_t>(in_axes.size()) != m || static_cast<int64_t>(in_dirs.size()) != m || n_out < 0 ||
       static_cast<int64_t>(out_axes.size()) != n_out || static_cast<int64_t>(out_dirs.size()) != n_out)
     c.fail("scan attribute lengths do not match the inputs and outputs");
-  std::vector<Val> state;
+  std::vector<Val> state, xs;
   for (int64_t i = 0; i < n_state; ++i) state.push_back(Val{c.in(i), c.known(i)});
   int64_t steps = -1;
   for (int64_t j = 0; j < m; ++j) {
@@ -73,26 +145,9 @@ std::vector<Tensor> run_scan(NodeCtx& c) {
     int64_t len = static_cast<int64_t>(x.size(in_axes[j]));
     if (steps >= 0 && len != steps) c.fail("scan inputs have different lengths");
     steps = len;
+    xs.push_back(Val{x, c.known(n_state + j)});
   }
-  std::vector<std::vector<Tensor>> outs(n_out);
-  for (int64_t t = 0; t < steps; ++t) {
-    std::vector<Val> ins = state;
-    for (int64_t j = 0; j < m; ++j) {
-      int64_t at = in_dirs[j] ? steps - 1 - t : t;
-      ins.push_back(Val{select(c.in(n_state + j), in_axes[j], at), c.known(n_state + j)});
-    }
-    std::vector<Val> r = c.executor().run(*body, ins);
-    for (int64_t i = 0; i < n_state; ++i) state[i] = r[i];
-    for (int64_t k = 0; k < n_out; ++k) outs[k].push_back(r[n_state + k].t);
-  }
-  std::vector<Tensor> result = tensors(state);
-  for (int64_t k = 0; k < n_out; ++k) {
-    if (outs[k].empty()) c.unsupported("a Scan with zero steps");
-    if (out_dirs[k]) std::reverse(outs[k].begin(), outs[k].end());
-    int64_t axis = norm_axis(out_axes[k], outs[k][0].dim() + 1, c);
-    result.push_back(stack(outs[k], axis));
-  }
-  return result;
+  return scan_core(c, body, state, xs, in_axes, in_dirs, out_axes, out_dirs, steps);
 }
 
 }  // namespace

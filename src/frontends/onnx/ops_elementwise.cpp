@@ -181,14 +181,6 @@ void register_elementwise(OpTable& t) {
     return cast_to(where(lt(x, Scalar(0)), mul(x, s), x), x.dtype());
   })};
   t["Identity"] = {unary_fn([](const Tensor& x, NodeCtx&) { return x; })};
-  t["Dropout"] = {[](NodeCtx& c) {
-    // Inference: the input, and an all-true mask. training_mode=true with a nonzero ratio would draw a mask.
-    if (c.has(2) && c.int_at(2) != 0 && c.has(1) && c.double_at(1) != 0.0)
-      c.unsupported("Dropout in training mode (random masks) is not supported");
-    if (c.opset() < 7 && c.attr_int("is_test", 0) == 0 && c.attr_float("ratio", 0.5) != 0.0)
-      c.unsupported("Dropout in training mode (random masks) is not supported");
-    return std::vector<Tensor>{c.in(0), ones_like(c.in(0), kBool)};
-  }};
   // ---- binary ----
   for (const char* op : {"Add", "Sub", "Mul", "Div"}) t[op] = {binary_fn(arith)};
   t["Pow"] = {binary_fn(onnx_pow)};

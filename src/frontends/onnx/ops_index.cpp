@@ -77,16 +77,41 @@ Tensor gather_nd(NodeCtx& c) {
   return reshape(picked, out);
 }
 
+// Rows of `flat` [P, rest...] combined with the updates [U, rest...] aimed at them (`targets` [U] in [0, P)) by
+// reduction mul, max or min, duplicates included; rows no update hits stay. sinter has no scatter_reduce, so a
+// one-hot [U, P] of the targets picks each row's updates (a row's own value stands in for the others, the
+// neutral element of max/min); its size is bounded so a hostile model cannot make it unbounded.
+Tensor scatter_reduce_rows(NodeCtx& c, const Tensor& flat, const Tensor& targets, const Tensor& updates,
+                           const std::string& red) {
+  if (red != "mul" && red != "max" && red != "min") c.fail(fmt::format("unknown reduction '{}'", red));
+  int64_t rows = static_cast<int64_t>(flat.size(0)), u = static_cast<int64_t>(targets.numel());
+  int64_t row_elems = rows == 0 ? 0 : static_cast<int64_t>(flat.numel()) / rows;
+  constexpr int64_t kMaxDense = int64_t{1} << 26;
+  if (u > 0 && rows > 0 && (u > kMaxDense / rows || u * rows > kMaxDense / std::max<int64_t>(1, row_elems)))
+    c.unsupported(fmt::format("a reduction '{}' of {} updates into {} rows of {} elements (too large)", red, u, rows, row_elems));
+  SymIntList hot_shape{u, rows};
+  for (int64_t r = 1; r < flat.dim(); ++r) hot_shape.push_back(1);
+  Tensor hot = reshape(eq(unsqueeze(reshape(targets, {-1}), 1), arange(Scalar(rows), TensorOptions{.dtype = kInt64})), hot_shape);
+  Tensor upd = unsqueeze(updates, 1);  // [U, 1, rest...]
+  if (red == "mul") {
+    Tensor factor = prod(where(hot, upd, Scalar(1)), 0, false, flat.dtype());
+    return cast_to(mul(flat, factor), flat.dtype());
+  }
+  Tensor picked = where(hot, upd, unsqueeze(flat, 0));  // [U, P, rest...]
+  DimList first{0};
+  return red == "max" ? maximum(flat, amax(picked, first)) : minimum(flat, amin(picked, first));
+}
+
 Tensor scatter_nd(NodeCtx& c) {
   const Tensor& data = c.in(0);
   std::string red = c.attr_str("reduction", "none");
-  if (red != "none" && red != "add") c.unsupported(fmt::format("ScatterND with reduction '{}'", red));
   auto [flat, offset] = nd_offsets(data, c.in(1), 0, c);
   SymIntList rest;
   for (int64_t r = 1; r < flat.dim(); ++r) rest.push_back(flat.size(r));
   SymIntList vshape{-1};
   vshape.insert(vshape.end(), rest.begin(), rest.end());
   Tensor values = reshape(c.in(2), vshape);
+  if (red != "none" && red != "add") return reshape(scatter_reduce_rows(c, flat, offset, values, red), data.sizes());
   Tensor r = index_put(flat, {reshape(offset, {-1})}, values, red == "add");
   return reshape(r, data.sizes());
 }
@@ -98,7 +123,23 @@ Tensor scatter_elements(NodeCtx& c) {
   std::string red = c.attr_str("reduction", "none");
   if (red == "none") return scatter(x, axis, idx, c.in(2));
   if (red == "add") return scatter_add(x, axis, idx, c.in(2));
-  c.unsupported(fmt::format("ScatterElements with reduction '{}'", red));
+  // The flat target of every update element: its own coordinates, with the index in place of the axis one.
+  Tensor target;
+  int64_t stride = 1;
+  for (int64_t k = x.dim() - 1; k >= 0; --k) {
+    Tensor coord = idx;
+    if (k != axis) {
+      std::vector<int64_t> shape(idx.dim(), 1);
+      shape[k] = static_cast<int64_t>(idx.size(k));
+      coord = reshape(arange(Scalar(shape[k]), TensorOptions{.dtype = kInt64}), SymIntList(shape.begin(), shape.end()));
+    }
+    Tensor term = mul(coord, Scalar(stride));
+    target = target.defined() ? add(target, term) : term;
+    stride *= static_cast<int64_t>(x.size(k));
+  }
+  target = expand(target, idx.sizes());
+  Tensor r = scatter_reduce_rows(c, reshape(x, {-1}), target, reshape(c.in(2), {-1}), red);
+  return reshape(r, x.sizes());
 }
 
 Tensor one_hot(NodeCtx& c) {

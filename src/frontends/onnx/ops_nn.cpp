@@ -105,12 +105,36 @@ Tensor conv(NodeCtx& c) {
   return conv2d(x, w, b, stride, padding, dilation, group);
 }
 
+// Unpadded transposed conv3d as a sum over depth taps of transposed 2-D convolutions (depth folded into the
+// batch): input depth d scatters through tap j to output depth d*sd + j*dd, so each tap's result is spread to
+// stride sd with zeros between, shifted by j*dd and padded to the full depth `full_d`.
+Tensor conv_transpose3d_by_taps(const Tensor& x, const Tensor& w, const std::vector<int64_t>& strides,
+                                const std::vector<int64_t>& dil, int64_t group, int64_t full_d) {
+  int64_t n = static_cast<int64_t>(x.size(0)), ch = static_cast<int64_t>(x.size(1)), depth = static_cast<int64_t>(x.size(2));
+  int64_t kd = static_cast<int64_t>(w.size(2)), sd = strides[0], dd = dil[0];
+  Tensor flat = reshape(contiguous(permute(x, {0, 2, 1, 3, 4})), {n * depth, ch, x.size(3), x.size(4)});
+  int64_t spread = (depth - 1) * sd + 1;
+  Tensor acc;
+  for (int64_t j = 0; j < kd; ++j) {
+    Tensor y = conv_transpose2d(flat, select(w, 2, j), Tensor(), SymIntList{strides[1], strides[2]}, {0}, {0}, group,
+                                SymIntList{dil[1], dil[2]});  // [N*D, O, H', W']
+    Tensor y5 = permute(reshape(y, {n, depth, y.size(1), y.size(2), y.size(3)}), {0, 2, 1, 3, 4});  // [N, O, D, H', W']
+    if (sd > 1) {
+      Tensor gaps = pad(unsqueeze(y5, 3), SymIntList{0, 0, 0, 0, 0, sd - 1}, "constant", 0.0);  // [N, O, D, sd, H', W']
+      y5 = slice(reshape(gaps, {n, y.size(1), depth * sd, y.size(2), y.size(3)}), 2, SymInt(0), SymInt(spread));
+    }
+    Tensor placed = pad(y5, SymIntList{0, 0, 0, 0, j * dd, full_d - j * dd - spread}, "constant", 0.0);
+    acc = acc.defined() ? add(acc, placed) : placed;
+  }
+  return acc;
+}
+
 Tensor conv_transpose(NodeCtx& c) {
   Tensor x = c.in(0), w = c.in(1);
   Tensor b = c.has(2) ? c.in(2) : Tensor();
   std::vector<int64_t> in = spatial_sizes(x);
   size_t n = in.size();
-  if (n == 0 || n > 2) c.unsupported(fmt::format("ConvTranspose with {} spatial dims (1-D and 2-D are supported)", n));
+  if (n == 0 || n > 3) c.unsupported(fmt::format("ConvTranspose with {} spatial dims (1-D, 2-D and 3-D are supported)", n));
   int64_t group = c.attr_int("group", 1);
   std::vector<int64_t> kernel;
   for (int64_t k = 2; k < w.dim(); ++k) kernel.push_back(static_cast<int64_t>(w.size(k)));
@@ -137,12 +161,17 @@ Tensor conv_transpose(NodeCtx& c) {
   }
   // Transposed convolution without padding, then crop begin/end (and grow by output_padding): exact for any
   // asymmetric padding.
-  bool one_d = n == 1;
-  Tensor x2 = one_d ? unsqueeze(x, 2) : x, w2 = one_d ? unsqueeze(w, 2) : w;
-  SymIntList s2 = one_d ? SymIntList{1, strides[0]} : SymIntList{strides[0], strides[1]};
-  SymIntList d2 = one_d ? SymIntList{1, dil[0]} : SymIntList{dil[0], dil[1]};
-  Tensor y = conv_transpose2d(x2, w2, Tensor(), s2, {0}, {0}, group, d2);
-  if (one_d) y = squeeze(y, {2});
+  Tensor y;
+  if (n == 3) {
+    y = conv_transpose3d_by_taps(x, w, strides, dil, group, full[0]);
+  } else {
+    bool one_d = n == 1;
+    Tensor x2 = one_d ? unsqueeze(x, 2) : x, w2 = one_d ? unsqueeze(w, 2) : w;
+    SymIntList s2 = one_d ? SymIntList{1, strides[0]} : SymIntList{strides[0], strides[1]};
+    SymIntList d2 = one_d ? SymIntList{1, dil[0]} : SymIntList{dil[0], dil[1]};
+    y = conv_transpose2d(x2, w2, Tensor(), s2, {0}, {0}, group, d2);
+    if (one_d) y = squeeze(y, {2});
+  }
   std::vector<int64_t> zero(n, 0);
   y = pad_spatial(y, zero, out_pad, 0.0);
   // Negative pads (an output_shape larger than the full result) grow the output with zeros.
@@ -184,7 +213,31 @@ int64_t pool_out(int64_t len, int64_t k, int64_t s, int64_t d, int64_t b, int64_
 
 enum class PoolKind { kMax, kAvg, kLp };
 
-Tensor pool(NodeCtx& c, PoolKind kind) {
+// MaxPool's Indices for every element of x [N, C, spatial...]: (n * C + c) * S + the spatial position flattened
+// row-major (storage_order 0) or column-major (1), S the spatial size, as ONNX defines them (padding not counted).
+Tensor flat_positions(const Tensor& x, bool column_major) {
+  int64_t nc = static_cast<int64_t>(x.size(0)) * static_cast<int64_t>(x.size(1)), s = 1;
+  SymIntList spatial, reversed;
+  for (int64_t k = 2; k < x.dim(); ++k) spatial.push_back(x.size(k)), s *= static_cast<int64_t>(x.size(k));
+  Tensor pos = arange(Scalar(s), TensorOptions{.dtype = kInt64});
+  if (column_major) {
+    reversed.assign(spatial.rbegin(), spatial.rend());
+    DimList flip;
+    for (int64_t k = static_cast<int64_t>(spatial.size()) - 1; k >= 0; --k) flip.push_back(k);
+    pos = permute(reshape(pos, reversed), flip);
+  }
+  SymIntList shape{1};
+  shape.insert(shape.end(), spatial.begin(), spatial.end());
+  pos = reshape(pos, shape);  // [1, spatial...]
+  Tensor base = mul(arange(Scalar(nc), TensorOptions{.dtype = kInt64}), Scalar(s));
+  SymIntList bshape{nc};
+  for (size_t k = 0; k < spatial.size(); ++k) bshape.push_back(1);
+  SymIntList full{x.size(0), x.size(1)};
+  full.insert(full.end(), spatial.begin(), spatial.end());
+  return reshape(add(reshape(base, bshape), pos), full);
+}
+
+std::vector<Tensor> pool(NodeCtx& c, PoolKind kind) {
   Tensor x = c.in(0);
   std::vector<int64_t> in = spatial_sizes(x);
   size_t n = in.size();
@@ -193,8 +246,6 @@ Tensor pool(NodeCtx& c, PoolKind kind) {
   Window w = window_of(c, in, kernel);
   bool ceil_mode = c.attr_int("ceil_mode", 0) != 0;
   bool include_pad = c.attr_int("count_include_pad", 0) != 0;
-  if (kind == PoolKind::kMax && c.node().outputs.size() > 1 && !c.node().outputs[1].empty())
-    c.unsupported("MaxPool's Indices output is not supported");
   std::vector<int64_t> out(n), extra(n);
   for (size_t i = 0; i < n; ++i) {
     out[i] = pool_out(in[i], w.kernel[i], w.strides[i], w.dilations[i], w.begin[i], w.end[i], ceil_mode);
@@ -211,12 +262,35 @@ Tensor pool(NodeCtx& c, PoolKind kind) {
   if (kind == PoolKind::kMax) {
     double lowest = is_floating(x.dtype()) ? -std::numeric_limits<double>::infinity()
                     : x.dtype() == kUInt8 ? 0.0 : x.dtype() == kInt8 ? -128.0 : -2147483648.0;
-    return run(pad_spatial(x, w.begin, end_all, lowest), true);
+    Tensor padded = pad_spatial(x, w.begin, end_all, lowest);
+    if (c.node().outputs.size() < 2 || c.node().outputs[1].empty()) return {run(padded, true)};
+    // With Indices: carry (value, flat index) through the same separable windows, innermost axis first and
+    // replacing only on a strictly larger value, so the first maximum in row-major window order wins, as the
+    // reference's loops pick it.
+    Tensor idx = pad_spatial(flat_positions(x, c.attr_int("storage_order", 0) != 0), w.begin, end_all, 0.0);
+    Tensor v = padded;
+    for (int64_t i = static_cast<int64_t>(n) - 1; i >= 0; --i) {
+      int64_t axis = 2 + i;
+      Tensor best_v, best_i;
+      for (int64_t j = 0; j < w.kernel[i]; ++j) {
+        int64_t at = j * w.dilations[i], stop = at + (out[i] - 1) * w.strides[i] + 1;
+        Tensor tv = slice(v, axis, SymInt(at), SymInt(stop), w.strides[i]);
+        Tensor ti = slice(idx, axis, SymInt(at), SymInt(stop), w.strides[i]);
+        if (!best_v.defined()) {
+          best_v = tv, best_i = ti;
+          continue;
+        }
+        Tensor better = gt(tv, best_v);
+        best_v = where(better, tv, best_v), best_i = where(better, ti, best_i);
+      }
+      v = best_v, idx = best_i;
+    }
+    return {v, idx};
   }
   if (kind == PoolKind::kLp) {
     double p = static_cast<double>(c.attr_int("p", 2));
     Tensor s = run(pad_spatial(pow(abs(x), Scalar(p)), w.begin, end_all, 0.0), false);
-    return pow(s, Scalar(1.0 / p));
+    return {pow(s, Scalar(1.0 / p))};
   }
   Tensor sum = run(pad_spatial(x, w.begin, end_all, 0.0), false);
   // The divisor: the window's count of input elements (and of pads, with count_include_pad), never the
@@ -225,7 +299,7 @@ Tensor pool(NodeCtx& c, PoolKind kind) {
   for (int64_t k = 0; k < 2; ++k) ones = slice(ones, k, SymInt(0), SymInt(1));
   Tensor count = include_pad ? pad_spatial(ones, w.begin, end_all, 1.0)
                              : pad_spatial(ones, w.begin, end_all, 0.0);
-  return div(sum, run(count, false));
+  return {div(sum, run(count, false))};
 }
 
 Tensor batch_norm_onnx(NodeCtx& c, std::vector<Tensor>& extra_outs) {
@@ -348,9 +422,9 @@ void register_nn_ops(OpTable& t) {
   }};
   t["Conv"] = {[](NodeCtx& c) { return std::vector<Tensor>{conv(c)}; }};
   t["ConvTranspose"] = {[](NodeCtx& c) { return std::vector<Tensor>{conv_transpose(c)}; }};
-  t["MaxPool"] = {[](NodeCtx& c) { return std::vector<Tensor>{pool(c, PoolKind::kMax)}; }};
-  t["AveragePool"] = {[](NodeCtx& c) { return std::vector<Tensor>{pool(c, PoolKind::kAvg)}; }};
-  t["LpPool"] = {[](NodeCtx& c) { return std::vector<Tensor>{pool(c, PoolKind::kLp)}; }};
+  t["MaxPool"] = {[](NodeCtx& c) { return pool(c, PoolKind::kMax); }};
+  t["AveragePool"] = {[](NodeCtx& c) { return pool(c, PoolKind::kAvg); }};
+  t["LpPool"] = {[](NodeCtx& c) { return pool(c, PoolKind::kLp); }};
   auto global = [](const char* kind) {
     return [kind = std::string(kind)](NodeCtx& c) {
       Tensor x = c.in(0);
