@@ -61,6 +61,35 @@ int64_t rows_per_block(const Geo& g, int64_t row_elems, int64_t halo_elems, int6
   return best;
 }
 
+// How a conv's tasks are cut and which im2col they build. Stride-1 convs take the width-only im2col (copying
+// rows + halo input rows per task) unless the blocks come out no taller than the vertical dilation: then the
+// halo, (kh - 1) * dh rows, costs more than the kh-fold copy of the full im2col.
+struct RowPlan {
+  int64_t rows = 1, buffer = 0;  // output rows per task; column buffer elements per task
+  int64_t halo = 0;              // extra input rows of the width-only im2col
+  bool by_taps = false;          // width-only im2col and one GEMM per height tap
+};
+
+RowPlan plan_rows(const Geo& g) {
+  RowPlan r;
+  int64_t K = g.Cg * g.kh * g.kw, Kw = g.Cg * g.kw;
+  if (g.pointwise) {
+    r.rows = rows_per_block(g, 0, 0, g.N * g.G);
+    return r;
+  }
+  if (g.sh == 1) {
+    r.halo = (g.kh - 1) * g.dh;
+    r.rows = rows_per_block(g, Kw * g.OW, r.halo * Kw * g.OW, g.N * g.G);
+    r.by_taps = g.kh == 1 || r.rows > g.dh;
+  }
+  if (!r.by_taps) {
+    r.halo = 0;
+    r.rows = rows_per_block(g, K * g.OW, 0, g.N * g.G);
+  }
+  r.buffer = (r.rows + r.halo) * (r.by_taps ? Kw : K) * g.OW;
+  return r;
+}
+
 // col[(c, ki, kj), pixel] for output rows [oh0, oh1) of one image's group (x points at its first channel).
 template <class T>
 void im2col_nchw(const T* x, T* col, const Geo& g, int64_t oh0, int64_t oh1) {
@@ -123,13 +152,13 @@ void width_im2col_nchw(const T* x, T* xw, const Geo& g, int64_t oh0, int64_t R) 
 // convs, which use the width-only im2col; other strides use the full im2col and one GEMM).
 template <class T>
 void conv_nchw(const T* x, const T* w, const T* wk, const T* bias, T* y, const Geo& g) {
-  int64_t K = g.Cg * g.kh * g.kw, Kw = g.Cg * g.kw, P = g.OH * g.OW, halo = (g.kh - 1) * g.dh;
-  bool by_taps = !g.pointwise && g.sh == 1;
-  int64_t row_elems = g.pointwise ? 0 : (by_taps ? Kw : K) * g.OW, halo_elems = by_taps ? halo * Kw * g.OW : 0;
-  int64_t rows = rows_per_block(g, row_elems, halo_elems, g.N * g.G), blocks = ceil_div(g.OH, rows);
+  int64_t K = g.Cg * g.kh * g.kw, Kw = g.Cg * g.kw, P = g.OH * g.OW;
+  RowPlan plan = plan_rows(g);
+  int64_t rows = plan.rows, blocks = ceil_div(g.OH, rows), halo = plan.halo;
+  bool by_taps = plan.by_taps;
   parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
     // Not zero-filled: the im2col writes every element (zeros included) before the GEMM reads it.
-    auto col = std::make_unique_for_overwrite<T[]>(g.pointwise ? 0 : rows * row_elems + halo_elems);
+    auto col = std::make_unique_for_overwrite<T[]>(plan.buffer);
     for (int64_t t = begin; t < end; ++t) {
       int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, oh0 = (t % blocks) * rows;
       int64_t oh1 = std::min(g.OH, oh0 + rows), pb = (oh1 - oh0) * g.OW;
@@ -209,13 +238,13 @@ void width_im2col_nhwc(const T* x, T* xw, const Geo& g, int64_t gi, int64_t oh0,
 // height tap (accumulating into the output); other strides a full im2col and one GEMM.
 template <class T>
 void conv_nhwc(const T* x, const T* wt, const T* bias, T* y, const Geo& g) {
-  int64_t K = g.kh * g.kw * g.Cg, Kw = g.kw * g.Cg, halo = (g.kh - 1) * g.dh;
-  bool by_taps = !g.pointwise && g.sh == 1;
-  int64_t row_elems = g.pointwise ? 0 : (by_taps ? Kw : K) * g.OW, halo_elems = by_taps ? halo * Kw * g.OW : 0;
-  int64_t rows = rows_per_block(g, row_elems, halo_elems, g.N * g.G), blocks = ceil_div(g.OH, rows);
+  int64_t K = g.kh * g.kw * g.Cg, Kw = g.kw * g.Cg;
+  RowPlan plan = plan_rows(g);
+  int64_t rows = plan.rows, blocks = ceil_div(g.OH, rows), halo = plan.halo;
+  bool by_taps = plan.by_taps;
   parallel_for(0, g.N * g.G * blocks, 1, [&](int64_t begin, int64_t end) {
     // Not zero-filled: the im2col writes every element (zeros included) before the GEMM reads it.
-    auto col = std::make_unique_for_overwrite<T[]>(g.pointwise ? 0 : rows * row_elems + halo_elems);
+    auto col = std::make_unique_for_overwrite<T[]>(plan.buffer);
     for (int64_t t = begin; t < end; ++t) {
       int64_t n = t / (g.G * blocks), gi = (t / blocks) % g.G, oh0 = (t % blocks) * rows;
       int64_t oh1 = std::min(g.OH, oh0 + rows), pb = (oh1 - oh0) * g.OW;

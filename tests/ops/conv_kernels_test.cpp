@@ -1,8 +1,8 @@
-// Tests of the conv2d kernels' work splitting against direct float64 loops: channels-last stride-1 convs take
-// the width-only im2col with one GEMM per height tap (dilation, asymmetric "same" padding, groups, 1xk and kx1
-// kernels, halos larger than the image, horizontal stride), others the full im2col; row blocks are sized for
-// 1 to 16 threads, so blocks of one row, ragged last blocks and many blocks per image all occur, in both
-// memory formats and both float dtypes.
+// Tests of the conv2d kernels' work splitting against direct float64 loops: stride-1 convs take the width-only
+// im2col with one GEMM per height tap (dilation, asymmetric "same" padding, groups, 1xk and kx1 kernels, halos
+// larger than the image, horizontal stride), others (and blocks no taller than the dilation) the full im2col;
+// row blocks are sized for 1 to 16 threads, so blocks of one row, ragged last blocks and many blocks per image
+// all occur, in both memory formats and both float dtypes.
 #include "testing.h"
 
 namespace sinter {
@@ -66,6 +66,8 @@ std::vector<Case> cases() {
       {{2, 4, 15, 15}, {8, 4, 3, 3}, {2, 2, 1, 1, 1, 1}},                   // stride 2: full im2col
       {{1, 16, 40, 7}, {16, 16, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1}},           // many row blocks
       {{2, 16, 6, 6}, {8, 16, 1, 1}, {}},                                   // 1x1: no buffer
+      // Dilation 3: blocks of 1-3 rows (many threads) take the full im2col, taller ones the width-only one.
+      {{1, 4, 12, 9}, {4, 4, 3, 3}, {1, 1, 3, 3, 3, 3, 3, 3}},
   };
 }
 
