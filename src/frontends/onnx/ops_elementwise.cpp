@@ -105,6 +105,24 @@ Tensor cast(const Tensor& x, DType to) {
   return to_copy(x, to);
 }
 
+// Cast, where a float becoming bfloat16 is truncated (its float32 bits cut to the top 16), as ONNX's reference
+// implementation and test data do (PyTorch rounds to nearest). Without a bit view, and with exact float32 steps
+// only (so no fused kernel can change the result by keeping an intermediate in float32): p = 2^floor(log2|x|),
+// corrected where log2 rounded across a power of two; one bfloat16 step at |x| is p * 2^-7 (at least 2^-133), and
+// |x| - fmod(|x|, step) drops exactly the bits below it. Zero, infinities and NaN pass through.
+Tensor onnx_cast(const Tensor& x, DType to) {
+  if (to != kBFloat16 || !is_floating(x.dtype()) || x.dtype() == kBFloat16) return cast(x, to);
+  Tensor xf = cast(x, kFloat32);
+  Tensor a = abs(xf);
+  Tensor p = exp2(clamp_max(floor(log2(a)), Scalar(127.0)));  // log2 of the largest floats rounds to 128
+  p = where(gt(p, a), mul(p, Scalar(0.5)), p);
+  p = where(le(mul(p, Scalar(2.0)), a), mul(p, Scalar(2.0)), p);
+  Tensor step = maximum(mul(p, Scalar(1.0 / 128)), full({}, Scalar(std::ldexp(1.0, -133)), TensorOptions{.dtype = kFloat32}));
+  Tensor t = sub(a, fmod(a, step));  // (bfloat16's subnormal step is 2^-133)
+  t = where(logical_or(eq(a, Scalar(0.0)), logical_not(isfinite(a))), a, t);
+  return cast(where(lt(xf, Scalar(0.0)), neg(t), t), kBFloat16);
+}
+
 }  // namespace
 
 void register_elementwise(OpTable& t) {
@@ -211,9 +229,9 @@ void register_elementwise(OpTable& t) {
   t["Clip"] = {[](NodeCtx& c) { return std::vector<Tensor>{clip(c)}; }};
   t["Cast"] = {[](NodeCtx& c) {
     DType to = to_dtype(static_cast<int32_t>(c.attr_int("to", 1)), "Cast 'to'");
-    return std::vector<Tensor>{cast(c.in(0), to)};
+    return std::vector<Tensor>{onnx_cast(c.in(0), to)};
   }};
-  t["CastLike"] = {[](NodeCtx& c) { return std::vector<Tensor>{cast(c.in(0), c.in(1).dtype())}; }};
+  t["CastLike"] = {[](NodeCtx& c) { return std::vector<Tensor>{onnx_cast(c.in(0), c.in(1).dtype())}; }};
 }
 
 }  // namespace sinter::onnx

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -135,6 +137,37 @@ TEST_F(OnnxExternalData, RefusesPathsThatLeaveTheFolder) {
 TEST(OnnxImport, TensorFilesRoundTrip) {
   Tensor t = onnx::tensor_from_bytes(int64_tensor("t", {2, 2}, {1, -2, 3, 4}));
   EXPECT_TENSOR_EQ(t, from_vector(std::vector<int64_t>{1, -2, 3, 4}, {2, 2}));
+}
+
+// Cast float -> bfloat16 truncates (ONNX's reference keeps the top 16 bits of the float32), eager and fused.
+TEST(OnnxImport, CastToBFloat16Truncates) {
+  std::vector<float> xs{0.f, -0.f, 1.f, -1.f, 0.47892547f, -0.81910545f, 3.3895314e38f, 3.4028235e38f,
+                        1e-40f, -3e-39f, 1.17549435e-38f, 0.99999994f, 255.9f, 65535.f};
+  uint32_t state = 12345;
+  for (int i = 0; i < 2000; ++i) {  // random bit patterns over every exponent, NaN/inf excluded
+    state = state * 1664525u + 1013904223u;
+    float f;
+    uint32_t bits = state;
+    std::memcpy(&f, &bits, 4);
+    if (std::isfinite(f)) xs.push_back(f);
+  }
+  int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<float> want;
+  for (float f : xs) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    bits &= 0xffff0000u;
+    float t;
+    std::memcpy(&t, &bits, 4);
+    want.push_back(t);
+  }
+  std::string g = node({"x"}, {"y"}, "Cast", "", attr_int("to", 16)) + value_info(11, "x", 1, {n}) + value_info(12, "y", 16, {n});
+  onnx::Model m = onnx::load_from_bytes(model(g, 13));
+  Tensor x = from_vector(xs, {n});
+  Tensor expected = from_vector(want, {n});
+  EXPECT_TENSOR_EQ(m({x})[0].to(kFloat32), expected);
+  auto fast = compile(m, {.backend = "inductor"});
+  EXPECT_TENSOR_EQ(fast(std::vector<Tensor>{x})[0].to(kFloat32), expected);
 }
 
 TEST(OnnxImport, ImplementsAtLeast120Operators) { EXPECT_GE(onnx::supported_ops().size(), 120u); }
