@@ -162,6 +162,15 @@ std::vector<CaseResult> run_conformance(const ConformanceOptions& o) {
   return results;
 }
 
+std::string unsupported_reason(const std::string& message) {
+  if (message.find("unsupported ONNX operators") != std::string::npos) return "operator";
+  for (const char* kind : {"float8", "int4", "string", "complex", "sequence", "optional"})
+    if (message.find(kind) != std::string::npos) return "value_kind";
+  for (const char* d : {"dtype int16", "dtype uint16", "dtype uint32", "dtype uint64"})
+    if (message.find(d) != std::string::npos) return "integer_dtype";
+  return "other";
+}
+
 namespace {
 struct Counts {
   int passed = 0, failed = 0, unsupported = 0;
@@ -173,6 +182,12 @@ std::map<std::string, Counts> count(const std::vector<CaseResult>& results) {
     Counts& c = m[r.suite];
     (r.status == CaseStatus::kPassed ? c.passed : r.status == CaseStatus::kFailed ? c.failed : c.unsupported)++;
   }
+  return m;
+}
+std::map<std::string, int> reason_counts(const std::vector<CaseResult>& results, const std::string& suite) {
+  std::map<std::string, int> m;
+  for (const CaseResult& r : results)
+    if (r.status == CaseStatus::kUnsupported && (suite.empty() || r.suite == suite)) ++m[unsupported_reason(r.message)];
   return m;
 }
 std::string json_escape(const std::string& s) {
@@ -196,6 +211,11 @@ std::string pass_table(const std::vector<CaseResult>& results, bool list_cases) 
     all.passed += c.passed, all.failed += c.failed, all.unsupported += c.unsupported;
   }
   os << fmt::format("{:<20} {:>7} {:>7} {:>12} {:>7}\n", "all", all.passed, all.failed, all.unsupported, all.total());
+  std::map<std::string, int> why = reason_counts(results, "");
+  if (all.unsupported > 0)
+    os << fmt::format("unsupported: {} operator not implemented, {} float8/int4/string/complex/sequence/optional, "
+                      "{} int16/uint16/uint32/uint64 dtypes, {} other\n",
+                      why["operator"], why["value_kind"], why["integer_dtype"], why["other"]);
   if (list_cases) {
     for (CaseStatus want : {CaseStatus::kFailed, CaseStatus::kUnsupported}) {
       for (const CaseResult& r : results) {
@@ -214,8 +234,11 @@ std::string results_json(const std::vector<CaseResult>& results, const std::stri
   bool first = true;
   for (const auto& [suite, c] : count(results)) {
     os << (first ? "\n" : ",\n")
-       << fmt::format("    \"{}\": {{\"passed\": {}, \"failed\": {}, \"unsupported\": {}, \"total\": {}}}", json_escape(suite),
+       << fmt::format("    \"{}\": {{\"passed\": {}, \"failed\": {}, \"unsupported\": {}, \"total\": {}", json_escape(suite),
                       c.passed, c.failed, c.unsupported, c.total());
+    std::map<std::string, int> why = reason_counts(results, suite);
+    os << fmt::format(", \"unsupported_by_reason\": {{\"operator\": {}, \"value_kind\": {}, \"integer_dtype\": {}, \"other\": {}}}}}",
+                      why["operator"], why["value_kind"], why["integer_dtype"], why["other"]);
     first = false;
   }
   os << "\n  },\n  \"cases\": [";
@@ -223,8 +246,10 @@ std::string results_json(const std::vector<CaseResult>& results, const std::stri
   for (const CaseResult& r : results) {
     const char* s = r.status == CaseStatus::kPassed ? "passed" : r.status == CaseStatus::kFailed ? "failed" : "unsupported";
     os << (first ? "\n" : ",\n")
-       << fmt::format("    {{\"suite\": \"{}\", \"name\": \"{}\", \"status\": \"{}\", \"seconds\": {:.4f}, \"message\": \"{}\"}}",
+       << fmt::format("    {{\"suite\": \"{}\", \"name\": \"{}\", \"status\": \"{}\", \"seconds\": {:.4f}, \"message\": \"{}\"",
                       json_escape(r.suite), json_escape(r.name), s, r.seconds, json_escape(r.message.substr(0, 400)));
+    if (r.status == CaseStatus::kUnsupported) os << ", \"reason\": \"" << unsupported_reason(r.message) << "\"";
+    os << "}";
     first = false;
   }
   os << "\n  ]\n}\n";

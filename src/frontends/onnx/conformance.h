@@ -43,6 +43,11 @@ struct ConformanceOptions {
 };
 std::vector<CaseResult> run_conformance(const ConformanceOptions& options);
 
+// Why a case is unsupported, from its message: "operator" (an operator type sinter does not implement),
+// "value_kind" (float8, int4, string, complex, sequence or optional values), "integer_dtype" (int16, uint16,
+// uint32, uint64, which sinter's tensors lack), or "other".
+std::string unsupported_reason(const std::string& message);
+
 // "suite  passed failed unsupported total" rows, then the lists of failures and unsupported cases.
 std::string pass_table(const std::vector<CaseResult>& results, bool list_cases = true);
 // One JSON object: {"backend": ..., "suites": {name: {passed, failed, unsupported, total}}, "cases": [...]}.
