@@ -21,8 +21,14 @@ std::string data_dir() {
 
 // Cases known to fail, each with the reason; every other case must pass or be unsupported.
 const std::set<std::string> kKnownFailures = {
-    // Logits reach ~9.5e9 (weights replaced by constants), where one float32 ulp is 1024: the reference's
-    // per-channel sums are bit-identical, ours differ by an ulp across GEMM tiles, and softmax saturates.
+    // Ill-conditioned. The light model's weights and biases are all 0.02, so its 1000 logits are mathematically
+    // equal (9475690528.04) and the expected softmax is exactly 0.001 everywhere; one float32 ulp there is 1024,
+    // so a one-ulp difference between two logits saturates the softmax. The reference's own last conv differs
+    // across channels by up to 36 ulps (as ours does, up to 39); its logits coincide only because numpy's float32
+    // pairwise mean in GlobalAveragePool happened to round all channels alike. Averaging the reference's own conv
+    // output in float64, or sequentially in float32, gives two distinct logits and fails the same way; random
+    // one-ulp perturbations of it give 3-7 distinct logits even under numpy's pairwise order. Our logits are
+    // within one ulp of the exact value; passing would need bit-identical conv and mean rounding.
     "light/test_squeezenet",
 };
 
