@@ -25,6 +25,20 @@ if [ "$PART" = 1 ]; then
   time ninja -C build-h200 -j16 sinter_tests > "$OUT/build_tests.log" 2>&1 || tail -30 "$OUT/build_tests.log"
   SINTER_CACHE_DIR=$(mktemp -d) timeout 300 build-h200/sinter_tests --gtest_brief=1 > "$OUT/tests.log" 2>&1
   grep -E '^\[  FAILED|PASSED|SKIPPED|ran\.' "$OUT/tests.log" | tail -20
+elif [ "$PART" = 3 ]; then
+  # Part 3: does OpenBLAS's spinning after a threaded GEMM slow the kernels that follow? (OPENBLAS_THREAD_TIMEOUT
+  # is read when the library loads: 2^n spin loops before its threads sleep; default 28.)
+  cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > /dev/null 2>&1
+  ninja -C build-h200 -j16 sinter_cli > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+  export SINTER_CACHE_DIR=$(mktemp -d)
+  for w in gpt_block mlp resnet_block naive_attention; do
+    for t in default 4; do
+      if [ $t = default ]; then env -u OPENBLAS_THREAD_TIMEOUT build-h200/sinter bench --device cpu --threads "$THREADS" \
+        --only $w --backends inductor 2>&1 | grep "^$w" | sed "s/^/timeout=$t /"
+      else OPENBLAS_THREAD_TIMEOUT=$t build-h200/sinter bench --device cpu --threads "$THREADS" --only $w \
+        --backends inductor 2>&1 | grep "^$w" | sed "s/^/timeout=$t /"; fi
+    done
+  done | tee "$OUT/openblas_timeout.txt"
 else
   # Part 2: sinter's workloads and PyTorch's, side by side in one call (at most 8 files come back).
   cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > /dev/null 2>&1

@@ -51,6 +51,7 @@ class Scheduler {
   void close_kernel();
   void bind_epilogues();
   void build_stages(Kernel& k);
+  bool flat_reads_match(const Kernel& k, const Buffer& out) const;
   void find_local_buffers();
 
   const LoopProgram& p_;
@@ -178,8 +179,12 @@ void Scheduler::bind_epilogues() {
     size_t r = out.sizes.size();
     bool shape_ok = k.rows ? same_dims(k.outer, k.outer.size(), out.sizes, r - 1)
                            : same_dims(k.outer, k.outer.size(), out.sizes, r);
-    std::string why = shape_ok ? "" : "it does not walk the GEMM's output rows";
+    // A flat kernel over another arrangement of the same elements (qkv -> view -> permute -> unbind) still
+    // fits when its flat index is the GEMM output's: every read of the output is at the kernel's flat index.
+    bool flat_order = !k.rows && !shape_ok && flat_reads_match(k, out);
+    std::string why = shape_ok || flat_order ? "" : "it does not walk the GEMM's output rows";
     for (int id : k.nodes) {
+      if (flat_order) break;
       if (!why.empty()) break;
       std::vector<SExpr> loads;
       collect_loads(p_.nodes[id].body, loads);
@@ -205,6 +210,30 @@ void Scheduler::bind_epilogues() {
       decide(fmt::format("refuse {} as epilogue of {}: {}", k.name, g.name, why));
     }
   }
+}
+
+bool Scheduler::flat_reads_match(const Kernel& k, const Buffer& out) const {
+  const std::vector<ExprPtr>& dom = p_.nodes[k.nodes.front()].domain;
+  ExprPtr numel = sym::make_const(1), flat = sym::make_const(0);
+  for (size_t d = dom.size(); d-- > 0;) {
+    if (!dom[d]->is_const(1)) flat = sym::make_add(flat, sym::make_mul(loop_var(static_cast<int>(d)), numel));
+    numel = sym::make_mul(numel, dom[d]);
+  }
+  ExprPtr out_numel = sym::make_const(1);
+  for (const ExprPtr& e : out.sizes) out_numel = sym::make_mul(out_numel, e);
+  if (sym::expand(numel) != sym::expand(out_numel)) return false;
+  ExprPtr want = sym::expand(flat);
+  bool any = false;
+  for (int id : k.nodes) {
+    std::vector<SExpr> loads;
+    collect_loads(p_.nodes[id].body, loads);
+    for (SExpr l : loads) {
+      if (l->buffer != out.id) continue;
+      if (sym::expand(l->offset) != want) return false;
+      any = true;
+    }
+  }
+  return any;
 }
 
 void Scheduler::build_stages(Kernel& k) {

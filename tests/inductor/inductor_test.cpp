@@ -98,6 +98,17 @@ TEST(Inductor, ResidualLayerNormIsTheGemmsRowEpilogue) {
   EXPECT_EQ(check(f, x, w, b, g), 1);
 }
 
+TEST(Inductor, ReorderingEpilogueFusesIntoItsGemm) {
+  // qkv projection -> heads split -> permute -> unbind: the copy that materialises the permuted heads walks the
+  // GEMM's elements in the GEMM's own order, so it runs as the GEMM's epilogue.
+  Tensor x = random({2, 16, 64}), w = random({192, 64}, kFloat32, 1), b = random({192}, kFloat32, 2);
+  auto f = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+    std::vector<Tensor> qkv = linear(x, w, b).view({2, 16, 3, 4, 16}).permute({2, 0, 3, 1, 4}).unbind(0);
+    return matmul(qkv[0], qkv[1].transpose(-2, -1)).sum(DimList{-1}, true) * qkv[2];
+  };
+  EXPECT_LE(check(f, x, w, b), 4);  // GEMM(+epilogue), bmm, sum*v (and at most one copy)
+}
+
 TEST(Inductor, MlpIsTwoGemmKernels) {
   Tensor x = random({64, 128}), w1 = random({512, 128}, kFloat32, 1), b1 = random({512}, kFloat32, 2),
          w2 = random({128, 512}, kFloat32, 3), b2 = random({128}, kFloat32, 4);
