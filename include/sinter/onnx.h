@@ -28,7 +28,8 @@ class UnsupportedError : public Error {
 // A graph input or output as the model declares it.
 struct ValueInfo {
   std::string name;
-  DType dtype = kFloat32;
+  DType dtype = kFloat32;  // int16/uint16 are held in int32, uint32/uint64 in int64 (uint64 as its bit pattern)
+  int32_t onnx_type = 0;   // the declared ONNX element type (TensorProto.DataType), 0 when not declared
   bool has_shape = false;
   std::vector<int64_t> dims;             // -1 where the size is not a number
   std::vector<std::string> dim_params;  // the symbolic name ("batch") where there is one, else ""

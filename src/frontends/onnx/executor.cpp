@@ -25,6 +25,11 @@ std::vector<T> host_values(const Tensor& t, bool known) {
 }
 }  // namespace
 
+int32_t NodeCtx::type(size_t i) const {
+  const Tensor& t = in(i);
+  return inputs_[i].type != 0 ? inputs_[i].type : onnx_type_of(t.dtype());
+}
+
 std::vector<int64_t> NodeCtx::ints(size_t i) const { return host_values<int64_t>(in(i), known(i)); }
 std::vector<double> NodeCtx::doubles(size_t i) const { return host_values<double>(in(i), known(i)); }
 int64_t NodeCtx::int_at(size_t i) const {
@@ -112,12 +117,17 @@ std::vector<Val> Executor::run(const proto::Graph& g, const std::vector<Val>& in
     ~Pop() { s.pop_back(); }
   } pop{scopes_};
 
-  for (const proto::TensorProto& init : g.initializers) scope.values[init.name] = Val{attr_tensor(&init), true};
+  for (const proto::TensorProto& init : g.initializers)
+    scope.values[init.name] = Val{attr_tensor(&init), true, emulated_type(init.data_type) ? init.data_type : 0};
   size_t k = 0;
   for (const proto::ValueInfo& vi : g.inputs) {
     if (scope.values.count(vi.name)) continue;  // IR < 4 lists initializers among the inputs
     SINTER_CHECK(k < inputs.size(), "ONNX graph '{}' takes more inputs than the {} given", g.name, inputs.size());
-    scope.values[vi.name] = inputs[k++];
+    Val v = inputs[k++];
+    // A declared emulated type (uint16 ...) travels with its wider tensor.
+    int32_t et = vi.type.elem_type;
+    if (v.type == 0 && emulated_type(et) && v.t.defined() && v.t.dtype() == to_dtype(et, vi.name)) v.type = et;
+    scope.values[vi.name] = v;
   }
   SINTER_CHECK(k == inputs.size(), "ONNX graph '{}' takes {} inputs, {} given", g.name, k, inputs.size());
   for (const proto::Node& n : g.nodes) run_node(n, scope);
@@ -129,6 +139,22 @@ std::vector<Val> Executor::run(const proto::Graph& g, const std::vector<Val>& in
   }
   return outs;
 }
+
+namespace {
+// The declared type of an output whose dtype is an emulated type's: what the import function set; else a
+// constant's value type; else that of the first input of the same dtype (elementwise ops, views, Concat, Gather's
+// data, Where's branches). Shape and Size give int64 whatever their input.
+int32_t output_type(const proto::Node& n, const OpEntry& e, const NodeCtx& ctx, const std::vector<Val>& ins, size_t i,
+                    const Tensor& out) {
+  int32_t t = i < ctx.out_types().size() ? ctx.out_types()[i] : 0;
+  if (t != 0) return emulated_type(t) ? t : 0;
+  if (e.known_output) return 0;
+  if (const proto::Attribute* a = n.attr("value"); a && a->t) return emulated_type(a->t->data_type) ? a->t->data_type : 0;
+  for (const Val& v : ins)
+    if (v.t.defined() && v.t.dtype() == out.dtype()) return v.type;
+  return 0;
+}
+}  // namespace
 
 void Executor::run_node(const proto::Node& n, Scope& scope) {
   const OpTable& table = op_table();
@@ -166,7 +192,7 @@ void Executor::run_node(const proto::Node& n, Scope& scope) {
     if (n.outputs[i].empty()) continue;
     SINTER_CHECK(i < outs.size() && outs[i].defined(), "ONNX node '{}' ({}): output {} ('{}') is not produced",
                  n.name, n.op_type, i, n.outputs[i]);
-    scope.values[n.outputs[i]] = Val{outs[i], fold || e.known_output};
+    scope.values[n.outputs[i]] = Val{outs[i], fold || e.known_output, output_type(n, e, ctx, ins, i, outs[i])};
   }
 }
 

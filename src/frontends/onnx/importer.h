@@ -24,6 +24,29 @@ DType to_dtype(int32_t onnx_type, const std::string& what);
 bool dtype_supported(int32_t onnx_type);
 int32_t onnx_type_of(DType t);
 
+// ---- Integer types sinter's tensors lack (narrow_ints.cpp) ----
+// int16 and uint16 are held in int32, uint32 in int64 (every value exactly), uint64 in int64 as its two's
+// complement bit pattern (exact for and/or/xor/shifts and wrapping add/sub/mul; comparisons, division and
+// conversions need the unsigned forms below). The importer carries the declared type with each value (Val::type)
+// and reduces results to the declared width where an op can leave it.
+bool emulated_type(int32_t onnx_type);  // int16, uint16, uint32, uint64
+int onnx_type_bits(int32_t onnx_type);  // of an integer type
+bool onnx_type_unsigned(int32_t onnx_type);
+// Raw little-endian values of an emulated type -> the wider dtype to_dtype() gives (int32 or int64).
+void widen_raw(int32_t onnx_type, const void* src, uint64_t numel, void* dst);
+// An integer tensor reduced modulo 2^bits into the range of `onnx_type`, in that type's dtype (ints wrap, as
+// ONNX's reference does). Any other type: cast to its dtype.
+Tensor wrap_to_type(const Tensor& t, int32_t onnx_type);
+// uint64 held as int64 bit patterns: unsigned a < b; elementwise unsigned max/min; remainder (divisor 0 gives 0);
+// to a floating dtype; shifts (amounts of 64 or more give 0).
+Tensor uint64_lt(const Tensor& a, const Tensor& b);
+Tensor uint64_max(const Tensor& a, const Tensor& b, bool max);
+Tensor uint64_mod(const Tensor& a, const Tensor& b);
+Tensor uint64_to_floating(const Tensor& t, DType d);
+Tensor uint64_shift(const Tensor& x, const Tensor& y, bool left);
+// Shift of unsigned values of at most 32 bits held in any integer dtype; the result is in x's dtype.
+Tensor small_uint_shift(const Tensor& x, const Tensor& y, int bits, bool left);
+
 namespace detail {
 struct ModelData {
   proto::Model proto;
@@ -42,6 +65,7 @@ struct ModelData {
 struct Val {
   Tensor t;
   bool known = false;
+  int32_t type = 0;  // the declared ONNX type where it is emulated (int16/uint16/uint32/uint64), else 0
 };
 
 class Executor;
@@ -59,6 +83,14 @@ class NodeCtx {
   bool has(size_t i) const { return i < inputs_.size() && inputs_[i].t.defined(); }
   const Tensor& in(size_t i) const;
   bool known(size_t i) const { return has(i) && inputs_[i].known; }
+  // Input i's ONNX type: the declared one for emulated types, else the one of its dtype.
+  int32_t type(size_t i) const;
+  // Sets output i's ONNX type (Cast does); others get the type of the first input of the same dtype.
+  void set_out_type(size_t i, int32_t t) {
+    if (out_types_.size() <= i) out_types_.resize(i + 1, 0);
+    out_types_[i] = t;
+  }
+  const std::vector<int32_t>& out_types() const { return out_types_; }
   // The values of input i on the host (known values directly; a computed one is read, a graph break).
   std::vector<int64_t> ints(size_t i) const;
   std::vector<double> doubles(size_t i) const;
@@ -82,6 +114,7 @@ class NodeCtx {
   const proto::Node& node_;
   std::vector<Val>& inputs_;
   int64_t opset_;
+  std::vector<int32_t> out_types_;
 };
 
 using ImportFn = std::function<std::vector<Tensor>(NodeCtx&)>;

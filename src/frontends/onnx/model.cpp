@@ -39,7 +39,9 @@ std::string ValueInfo::str() const {
   std::vector<std::string> d;
   for (size_t i = 0; i < dims.size(); ++i)
     d.push_back(!dim_params[i].empty() ? dim_params[i] : dims[i] >= 0 ? std::to_string(dims[i]) : "?");
-  return fmt::format("{}: {}[{}]", name, dtype_name(dtype), has_shape ? fmt::format("{}", fmt::join(d, ", ")) : "...");
+  std::string type = emulated_type(onnx_type) ? fmt::format("{} (held as {})", proto::data_type_name(onnx_type), dtype_name(dtype))
+                                              : std::string(dtype_name(dtype));
+  return fmt::format("{}: {}[{}]", name, type, has_shape ? fmt::format("{}", fmt::join(d, ", ")) : "...");
 }
 
 namespace {
@@ -128,6 +130,7 @@ ValueInfo value_info(const proto::ValueInfo& v) {
   ValueInfo out;
   out.name = v.name;
   out.dtype = v.type.elem_type == 0 ? kFloat32 : to_dtype(v.type.elem_type, v.name);
+  out.onnx_type = v.type.elem_type;
   out.has_shape = v.type.has_shape;
   for (const proto::Dim& dim : v.type.shape) {
     out.dims.push_back(dim.value ? *dim.value : -1);

@@ -43,11 +43,14 @@ Tensor arith(const Tensor& a, const Tensor& b0, NodeCtx& c) {
   else if (op == "Mul") r = mul(a, b);
   else if (is_integral(d, true)) r = div(a, b, std::optional<std::string>("trunc"));  // C-style, as ONNX's ints
   else r = div(a, b);
+  // Emulated types wrap at their declared width (uint16 65535 + 1 is 0), as ONNX's reference does.
+  if (emulated_type(c.type(0))) return wrap_to_type(r, c.type(0));
   return cast_to(r, d);
 }
 
 Tensor onnx_pow(const Tensor& a, const Tensor& b, NodeCtx& c) {
   Tensor e = legacy_broadcast(a, b, c);
+  if (c.type(1) == proto::kDtUInt64) e = uint64_to_floating(e, is_floating(a.dtype()) ? a.dtype() : kFloat64);
   if (is_integral(a.dtype(), false) && is_floating(e.dtype())) return cast_to(pow(to_copy(a, e.dtype()), e), a.dtype());
   if (is_floating(a.dtype()) && e.dtype() != a.dtype()) e = to_copy(e, a.dtype());
   return cast_to(pow(a, e), a.dtype());
@@ -56,6 +59,8 @@ Tensor onnx_pow(const Tensor& a, const Tensor& b, NodeCtx& c) {
 Tensor onnx_mod(const Tensor& a, const Tensor& b, NodeCtx& c) {
   bool f = c.attr_int("fmod", 0) != 0;
   if (is_floating(a.dtype()) && !f) c.fail("Mod on floating point tensors needs fmod=1");
+  // Unsigned values are never negative, so fmod and remainder agree; uint64 needs the unsigned remainder.
+  if (c.type(0) == proto::kDtUInt64) return uint64_mod(a, b);
   return cast_to(f ? fmod(a, b) : remainder(a, b), a.dtype());
 }
 
@@ -73,14 +78,19 @@ ImportFn variadic(const std::string& kind) {
       if (c.has(i)) xs.push_back(c.in(i));
     if (xs.empty()) c.fail("needs at least one input");
     DType d = xs[0].dtype();
+    int32_t type = 0;
+    for (size_t i = 0; i < c.num_inputs() && type == 0; ++i)
+      if (c.has(i)) type = c.type(i);
+    bool u64 = type == proto::kDtUInt64;
     Tensor r = xs[0];
     for (size_t i = 1; i < xs.size(); ++i) {
-      if (kind == "Max") r = maximum(r, xs[i]);
-      else if (kind == "Min") r = minimum(r, xs[i]);
+      if (kind == "Max") r = u64 ? uint64_max(r, xs[i], true) : maximum(r, xs[i]);
+      else if (kind == "Min") r = u64 ? uint64_max(r, xs[i], false) : minimum(r, xs[i]);
       else r = add(r, xs[i]);
     }
     if (xs.size() == 1) r = clone(r);
     if (kind == "Mean") r = div(r, Scalar(static_cast<double>(xs.size())));
+    if (kind == "Sum" && emulated_type(type)) return std::vector<Tensor>{wrap_to_type(r, type)};
     return std::vector<Tensor>{cast_to(r, d)};
   };
 }
@@ -97,6 +107,25 @@ Tensor clip(NodeCtx& c) {
   if (c.has(1)) r = maximum(r, cast_to(c.in(1), x.dtype()));
   if (c.has(2)) r = minimum(r, cast_to(c.in(2), x.dtype()));
   return r.is_same(x) ? clone(x) : r;
+}
+
+Tensor cast(const Tensor& x, DType to);
+
+// Cast between ONNX types where either side is emulated: a uint64 source converts as unsigned; an emulated target
+// takes integers modulo its width (floats are truncated first, as ONNX's reference does by numpy's astype).
+Tensor emulated_cast(const Tensor& x, int32_t from, int32_t to) {
+  DType dto = to_dtype(to, "Cast 'to'");
+  if (from == proto::kDtUInt64 && is_floating(dto)) return uint64_to_floating(x, dto);
+  if (!emulated_type(to)) return cast(x, dto);
+  if (x.dtype() == kBool) return cast(x, dto);
+  Tensor v = x;
+  if (is_floating(x.dtype())) {
+    Tensor t = trunc(cast(x, kFloat64));
+    // Above 2^63 a uint64 target needs the value less 2^64 (its bit pattern as int64).
+    if (to == proto::kDtUInt64) t = where(ge(t, Scalar(9223372036854775808.0)), sub(t, Scalar(18446744073709551616.0)), t);
+    v = cast(t, kInt64);
+  }
+  return wrap_to_type(v, to);
 }
 
 Tensor cast(const Tensor& x, DType to) {
@@ -150,7 +179,10 @@ void register_elementwise(OpTable& t) {
   t["Ceil"] = {unary(ceil)};
   t["Round"] = {unary(round)};  // half to even, as ONNX
   t["Not"] = {unary(logical_not)};
-  t["BitwiseNot"] = {unary(bitwise_not)};
+  t["BitwiseNot"] = {unary_fn([](const Tensor& x, NodeCtx& c) {
+    // Held wider, ~x of a uint16/uint32 sets the bits above its width: keep the declared ones.
+    return emulated_type(c.type(0)) ? wrap_to_type(bitwise_not(x), c.type(0)) : bitwise_not(x);
+  })};
   t["IsNaN"] = {unary(isnan)};
   t["Reciprocal"] = {unary_fn([](const Tensor& x, NodeCtx&) { return cast_to(reciprocal(x), x.dtype()); })};
   t["IsInf"] = {unary_fn([](const Tensor& x, NodeCtx& c) {
@@ -215,11 +247,12 @@ void register_elementwise(OpTable& t) {
   t["BitwiseOr"] = {compare(bitwise_or)};
   t["BitwiseXor"] = {compare(bitwise_xor)};
   t["BitShift"] = {binary_fn([](const Tensor& x, const Tensor& y, NodeCtx& c) {
-    if (x.dtype() != kUInt8) c.unsupported(fmt::format("BitShift on {}", dtype_name(x.dtype())));
-    Tensor wide = to_copy(x, kInt64), factor = pow(Scalar(int64_t{2}), to_copy(y, kInt64));
+    int32_t type = c.type(0);
+    if (!onnx_type_unsigned(type)) c.fail(fmt::format("BitShift needs an unsigned type, got {}", proto::data_type_name(type)));
     bool left = c.attr_str("direction", "") == "LEFT";
-    Tensor r = left ? bitwise_and(mul(wide, factor), Scalar(int64_t{255})) : floor_divide(wide, factor);
-    return to_copy(r, kUInt8);
+    // Shifts by the width or more give 0 (numpy's result, which ONNX's reference uses).
+    if (type == proto::kDtUInt64) return uint64_shift(x, y, left);
+    return small_uint_shift(x, y, onnx_type_bits(type), left);
   })};
   for (const char* op : {"Sum", "Mean", "Max", "Min"}) t[op] = {variadic(op)};
   t["Where"] = {[](NodeCtx& c) {
@@ -228,10 +261,18 @@ void register_elementwise(OpTable& t) {
   }};
   t["Clip"] = {[](NodeCtx& c) { return std::vector<Tensor>{clip(c)}; }};
   t["Cast"] = {[](NodeCtx& c) {
-    DType to = to_dtype(static_cast<int32_t>(c.attr_int("to", 1)), "Cast 'to'");
-    return std::vector<Tensor>{onnx_cast(c.in(0), to)};
+    int32_t to = static_cast<int32_t>(c.attr_int("to", 1));
+    DType dto = to_dtype(to, "Cast 'to'");
+    c.set_out_type(0, to);
+    if (emulated_type(to) || emulated_type(c.type(0))) return std::vector<Tensor>{emulated_cast(c.in(0), c.type(0), to)};
+    return std::vector<Tensor>{onnx_cast(c.in(0), dto)};
   }};
-  t["CastLike"] = {[](NodeCtx& c) { return std::vector<Tensor>{onnx_cast(c.in(0), c.in(1).dtype())}; }};
+  t["CastLike"] = {[](NodeCtx& c) {
+    int32_t to = c.type(1);
+    c.set_out_type(0, to);
+    if (emulated_type(to) || emulated_type(c.type(0))) return std::vector<Tensor>{emulated_cast(c.in(0), c.type(0), to)};
+    return std::vector<Tensor>{onnx_cast(c.in(0), c.in(1).dtype())};
+  }};
 }
 
 }  // namespace sinter::onnx

@@ -17,6 +17,7 @@ bool dtype_supported(int32_t t) {
   switch (t) {
     case proto::kDtFloat: case proto::kDtDouble: case proto::kDtFloat16: case proto::kDtBFloat16: case proto::kDtInt64: case proto::kDtInt32: case proto::kDtInt8:
     case proto::kDtUInt8: case proto::kDtBool: return true;
+    case proto::kDtInt16: case proto::kDtUInt16: case proto::kDtUInt32: case proto::kDtUInt64: return true;  // held wider
     default: return false;
   }
 }
@@ -32,6 +33,9 @@ DType to_dtype(int32_t t, const std::string& what) {
     case proto::kDtInt8: return kInt8;
     case proto::kDtUInt8: return kUInt8;
     case proto::kDtBool: return kBool;
+    // sinter's tensors have no such dtype: these are held in a wider one (see emulated_type in importer.h).
+    case proto::kDtInt16: case proto::kDtUInt16: return kInt32;
+    case proto::kDtUInt32: case proto::kDtUInt64: return kInt64;
     default:
       throw UnsupportedError(fmt::format("{}: ONNX dtype {} is not supported by sinter", what, proto::data_type_name(t)));
   }
@@ -149,7 +153,8 @@ Tensor to_tensor(const proto::TensorProto& t, const std::string& base_dir, const
     numel *= static_cast<uint64_t>(d);
     sizes.push_back(d);
   }
-  size_t esize = element_size(dtype);
+  // The bytes in the file are of the ONNX type; an emulated type is widened after reading.
+  size_t esize = emulated_type(t.data_type) ? static_cast<size_t>(onnx_type_bits(t.data_type) / 8) : element_size(dtype);
   uint64_t nbytes = numel * esize;
 
   // Check the data before allocating: the allocation is then bounded by bytes that really exist.
@@ -168,13 +173,21 @@ Tensor to_tensor(const proto::TensorProto& t, const std::string& base_dir, const
       case proto::kDtFloat: check_count(t.float_data.size(), "float_data"); break;
       case proto::kDtDouble: check_count(t.double_data.size(), "double_data"); break;
       case proto::kDtInt64: check_count(t.int64_data.size(), "int64_data"); break;
+      case proto::kDtUInt32: case proto::kDtUInt64: check_count(t.uint64_data.size(), "uint64_data"); break;
       default: check_count(t.int32_data.size(), "int32_data"); break;
     }
   }
 
   Tensor out = on_host([&] { return empty(sizes, TensorOptions{.dtype = dtype}); });
   void* dst = out.data_ptr();
-  if (t.external) {
+  if (emulated_type(t.data_type) && (t.external || !t.raw_data.empty())) {
+    std::string bytes;
+    if (t.external) {
+      bytes.resize(nbytes);
+      read_external(external, what, bytes.data(), nbytes);
+    }
+    widen_raw(t.data_type, t.external ? bytes.data() : t.raw_data.data(), numel, dst);
+  } else if (t.external) {
     read_external(external, what, dst, nbytes);
   } else if (!t.raw_data.empty()) {
     std::memcpy(dst, t.raw_data.data(), nbytes);
@@ -193,6 +206,12 @@ Tensor to_tensor(const proto::TensorProto& t, const std::string& base_dir, const
       case proto::kDtBool: copy_typed<bool>(t.int32_data, dst); break;
       case proto::kDtFloat16:
       case proto::kDtBFloat16: copy_typed<uint16_t>(t.int32_data, dst); break;  // the bit patterns
+      // Emulated types (int32_data holds int16/uint16 values, uint64_data uint32/uint64): truncate to the declared
+      // width first, as a value outside it is not of the type; uint64 keeps its bit pattern in int64.
+      case proto::kDtInt16: copy_typed<int32_t>(std::vector<int16_t>(t.int32_data.begin(), t.int32_data.end()), dst); break;
+      case proto::kDtUInt16: copy_typed<int32_t>(std::vector<uint16_t>(t.int32_data.begin(), t.int32_data.end()), dst); break;
+      case proto::kDtUInt32: copy_typed<int64_t>(std::vector<uint32_t>(t.uint64_data.begin(), t.uint64_data.end()), dst); break;
+      case proto::kDtUInt64: copy_typed<int64_t>(t.uint64_data, dst); break;
       default: SINTER_INTERNAL_ASSERT(false, "unhandled dtype {}", t.data_type);
     }
   }
