@@ -165,10 +165,10 @@ std::string LoopProgram::str() const {
   return s;
 }
 
-std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_names) {
+std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_names, bool wide) {
   using sym::Kind;
   switch (e->kind()) {
-    case Kind::kConst: return fmt::format("{}LL", e->value());
+    case Kind::kConst: return std::to_string(e->value()) + (wide ? "LL" : "");
     case Kind::kSymbol: {
       int64_t id = e->symbol_id();
       if (is_loop_var(id)) {
@@ -181,11 +181,11 @@ std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_name
     case Kind::kAdd: {
       std::string s = "(";
       for (size_t i = 0; i < e->args().size(); ++i) s += (i ? " + " : "") + index_str(e->args()[i], var_names);
-      if (e->value() != 0) s += fmt::format(" + {}LL", e->value());
+      if (e->value() != 0) s += " + " + std::to_string(e->value()) + (wide ? "LL" : "");
       return s + ")";
     }
     case Kind::kMul: {
-      std::string s = e->value() == 1 ? "(" : fmt::format("({}LL", e->value());
+      std::string s = e->value() == 1 ? "(" : "(" + std::to_string(e->value()) + (wide ? "LL" : "");
       for (size_t i = 0; i < e->args().size(); ++i)
         s += (i || e->value() != 1 ? " * " : "") + index_str(e->args()[i], var_names);
       return s + ")";

@@ -124,7 +124,8 @@ struct LoopProgram {
 };
 
 // The C-like text of an index expression: loop variables print via `var_name`, symbols as s<id>.
-std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_names);
+// `wide`: constants carry LL (64-bit index arithmetic); off when the kernel's indices all fit in 32 bits.
+std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_names, bool wide = true);
 
 // Splits an index expression into coefficients of the loop variables [0, nvars) and a rest without them.
 // False when a loop variable appears other than linearly (inside //, %, Min, Max or a product of two).

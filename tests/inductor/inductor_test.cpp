@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "backends/backends.h"
+#include "codegen/cpp/cpp_codegen.h"
+#include "inductor/lower.h"
+#include "inductor/scheduler.h"
 #include "sinter/compile.h"
 #include "sinter/nn.h"
 #include "sinter/ops.h"
@@ -184,6 +187,31 @@ TEST(Inductor, SymbolicSizesServeEveryShape) {
     EXPECT_CLOSE(c(x), f(x)) << n;
   }
   EXPECT_EQ(*probe.graphs, 1);
+}
+
+}  // namespace
+}  // namespace sinter
+
+namespace sinter {
+namespace {
+
+std::string generated_source(const std::string& text) {
+  Graph g = parse_graph(text);
+  inductor::LoopProgram p = inductor::lower(g);
+  inductor::Schedule s = inductor::schedule(p);
+  codegen::cpp::GeneratedCode code = codegen::cpp::generate(p, s, 1);
+  return code.units.at(0);
+}
+
+TEST(InductorCodegen, StaticSizesUse32BitIndicesSymbolicOnes64) {
+  std::string fixed = generated_source(
+      "graph(%x: f32[64, 100]):\n  %1 = exp(%x)  # f32[64, 100]\n  return (%1)\n");
+  EXPECT_NE(fixed.find("every index fits in 32 bits"), std::string::npos) << fixed;
+  EXPECT_NE(fixed.find("const sn_i32 begin_"), std::string::npos);
+  std::string dynamic = generated_source(
+      "graph(%x: f32[s0, 100]):\n  %1 = exp(%x)  # f32[s0, 100]\n  return (%1)\n");
+  EXPECT_EQ(dynamic.find("every index fits in 32 bits"), std::string::npos);
+  EXPECT_NE(dynamic.find("const sn_i64 begin_"), std::string::npos) << dynamic;
 }
 
 }  // namespace

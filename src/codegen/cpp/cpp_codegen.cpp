@@ -67,7 +67,8 @@ class KernelWriter {
 
   // ---- emission ----
   std::string var(int k) const { return fmt::format("v{}", k); }
-  std::string idx(const ExprPtr& e) const { return inductor::index_str(e, var_names_); }
+  std::string idx(const ExprPtr& e) const { return inductor::index_str(e, var_names_, !narrow_); }
+  bool fits_32_bits() const;
   std::string buf(int b);
   std::string emit(SExpr e, std::string& out, const std::string& ind);
   void store(const LoopNode& n, const std::string& value, std::string& out, const std::string& ind);
@@ -79,6 +80,8 @@ class KernelWriter {
   const Kernel& k_;
   const std::vector<bool>& local_;
   std::vector<std::string> var_names_;
+  bool narrow_ = false;       // every index of this kernel fits in 32 bits (static sizes): 32-bit arithmetic
+  std::string it_ = "sn_i64"; // the index type
   std::unordered_map<int64_t, ExprPtr> subst_;
   std::unordered_map<SExpr, SExpr> subst_memo_;
   std::unordered_map<int, int> buf_index_;  // program buffer -> kernel argument position
@@ -204,13 +207,13 @@ std::string KernelWriter::unravel(const std::vector<LoopDim>& dims, const std::s
                                   const std::string& ind) {
   std::string out;
   if (dims.empty()) return out;
-  if (dims.size() == 1) return fmt::format("{}const sn_i64 {} = {};\n", ind, var(dims[0].var), flat);
-  out += fmt::format("{}sn_i64 rem_ = {};\n", ind, flat);
+  if (dims.size() == 1) return fmt::format("{}const {} {} = {};\n", ind, it_, var(dims[0].var), flat);
+  out += fmt::format("{}{} rem_ = {};\n", ind, it_, flat);
   for (size_t j = dims.size(); j-- > 1;) {
     std::string sz = idx(dims[j].size);
-    out += fmt::format("{}const sn_i64 {} = rem_ % {};\n{}rem_ /= {};\n", ind, var(dims[j].var), sz, ind, sz);
+    out += fmt::format("{}const {} {} = rem_ % {};\n{}rem_ /= {};\n", ind, it_, var(dims[j].var), sz, ind, sz);
   }
-  out += fmt::format("{}const sn_i64 {} = rem_;\n", ind, var(dims[0].var));
+  out += fmt::format("{}const {} {} = rem_;\n", ind, it_, var(dims[0].var));
   return out;
 }
 
@@ -227,7 +230,7 @@ void KernelWriter::emit_pointwise_stage(const Stage& st, std::string& out, const
   std::string in = ind;
   for (size_t j = 0; j < dims.size(); ++j) {
     if (j + 1 == dims.size()) out += in + "#pragma omp simd\n";
-    out += fmt::format("{}for (sn_i64 {} = 0; {} < {}; ++{}) {{\n", in, var(dims[j].var), var(dims[j].var),
+    out += fmt::format("{}for ({} {} = 0; {} < {}; ++{}) {{\n", in, it_, var(dims[j].var), var(dims[j].var),
                        idx(dims[j].size), var(dims[j].var));
     in += "  ";
   }
@@ -266,18 +269,18 @@ void KernelWriter::emit_reduction_stage(const Stage& st, std::string& out, const
   }
   std::string in = ind;
   for (size_t j = 0; j + 1 < dims.size(); ++j) {
-    out += fmt::format("{}for (sn_i64 {} = 0; {} < {}; ++{}) {{\n", in, var(dims[j].var), var(dims[j].var),
+    out += fmt::format("{}for ({} {} = 0; {} < {}; ++{}) {{\n", in, it_, var(dims[j].var), var(dims[j].var),
                        idx(dims[j].size), var(dims[j].var));
     in += "  ";
   }
   const LoopDim& last = dims.back();
   std::string n_name = fmt::format("n{}", st.nodes.front());
-  out += fmt::format("{}const sn_i64 {} = {};\n{}sn_i64 i{} = 0;\n", in, n_name, idx(last.size), in, n_name);
+  out += fmt::format("{}const {} {} = {};\n{}{} i{} = 0;\n", in, it_, n_name, idx(last.size), in, it_, n_name);
   // Vector body: kLanes independent accumulators, one per lane.
   out += fmt::format("{}for (; i{} + {} <= {}; i{} += {}) {{\n{}  #pragma omp simd\n{}  for (int j = 0; j < {}; ++j) {{\n",
                      in, n_name, kLanes, n_name, n_name, kLanes, in, in, kLanes);
   std::string body_ind = in + "    ";
-  out += fmt::format("{}const sn_i64 {} = i{} + j;\n", body_ind, var(last.var), n_name);
+  out += fmt::format("{}const {} {} = i{} + j;\n", body_ind, it_, var(last.var), n_name);
   names_.clear();
   for (int id : st.nodes) {
     std::string v = emit(body_[id], out, body_ind);
@@ -287,7 +290,7 @@ void KernelWriter::emit_reduction_stage(const Stage& st, std::string& out, const
   // Scalar tail.
   out += fmt::format("{}for (; i{} < {}; ++i{}) {{\n", in, n_name, n_name, n_name);
   body_ind = in + "  ";
-  out += fmt::format("{}const sn_i64 {} = i{};\n", body_ind, var(last.var), n_name);
+  out += fmt::format("{}const {} {} = i{};\n", body_ind, it_, var(last.var), n_name);
   names_.clear();
   for (int id : st.nodes) {
     std::string v = emit(body_[id], out, body_ind);
@@ -312,16 +315,55 @@ void KernelWriter::emit_reduction_stage(const Stage& st, std::string& out, const
   }
 }
 
+// 32-bit index arithmetic when every size and stride the kernel touches is static and every buffer it touches
+// (so every offset it computes) and its iteration space stay below 2^31 elements; symbolic sizes keep 64 bits.
+bool KernelWriter::fits_32_bits() const {
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  auto is_static = [](const ExprPtr& e) {
+    for (int64_t id : sym::free_symbols(e))
+      if (!inductor::is_loop_var(id)) return false;
+    return true;
+  };
+  auto extent_ok = [&](const Buffer& b) {
+    int64_t extent = 1;
+    for (size_t d = 0; d < b.sizes.size(); ++d) {
+      if (!b.sizes[d]->is_const() || !b.strides[d]->is_const()) return false;
+      int64_t size = b.sizes[d]->value(), stride = b.strides[d]->value();
+      if (size == 0) return true;
+      extent += (size - 1) * (stride < 0 ? -stride : stride);
+      if (extent >= kLimit) return false;
+    }
+    return true;
+  };
+  for (int id : k_.nodes) {
+    const LoopNode& n = p_.nodes[id];
+    int64_t space = 1;
+    for (const ExprPtr& d : n.domain) {
+      if (!d->is_const()) return false;
+      space *= std::max<int64_t>(d->value(), 1);
+      if (space >= kLimit) return false;
+    }
+    if (!is_static(n.store_offset) || !extent_ok(p_.buffers[n.out])) return false;
+    std::vector<SExpr> loads;
+    inductor::collect_loads(n.body, loads);
+    for (SExpr l : loads)
+      if (!is_static(l->offset) || !extent_ok(p_.buffers[l->buffer])) return false;
+  }
+  return true;
+}
+
 std::string KernelWriter::write(KernelInfo& info) {
   int nv = 0;
   for (int id : k_.nodes) nv = std::max(nv, static_cast<int>(p_.nodes[id].domain.size()) + 1);
   for (int v = 0; v < nv; ++v) var_names_.push_back(var(v));
+  narrow_ = fits_32_bits();
+  if (narrow_) it_ = "sn_i32";
   std::string body;
   std::string ind = "  ";
   if (k_.rows) {
     std::vector<LoopDim> outer;
     for (size_t d = 0; d < k_.outer.size(); ++d) outer.push_back({static_cast<int>(d), k_.outer[d]});
-    body += ind + "for (sn_i64 o_ = begin; o_ < end; ++o_) {\n";
+    body += fmt::format("{}for ({} o_ = begin_; o_ < end_; ++o_) {{\n", ind, it_);
     body += unravel(outer, "o_", ind + "  ");
     for (const Stage& st : k_.stages) {
       if (st.reduction) emit_reduction_stage(st, body, ind + "  ");
@@ -348,15 +390,15 @@ std::string KernelWriter::write(KernelInfo& info) {
     if (dims.empty()) dims.push_back({nv - 1 < 0 ? 0 : nv - 1, sym::make_const(1)});
     const LoopDim& last = dims.back();
     std::vector<LoopDim> outer(dims.begin(), dims.end() - 1);
-    body += fmt::format("{}const sn_i64 inner_ = {};\n", ind, idx(last.size));
-    body += fmt::format("{}for (sn_i64 pos_ = begin; pos_ < end;) {{\n", ind);
+    body += fmt::format("{}const {} inner_ = {};\n", ind, it_, idx(last.size));
+    body += fmt::format("{}for ({} pos_ = begin_; pos_ < end_;) {{\n", ind, it_);
     std::string in = ind + "  ";
-    body += fmt::format("{}const sn_i64 row_ = pos_ / inner_;\n", in);
-    body += fmt::format("{}const sn_i64 lo_ = pos_ - row_ * inner_;\n", in);
-    body += fmt::format("{}const sn_i64 hi_ = sn_imin(inner_, end - row_ * inner_);\n", in);
+    body += fmt::format("{}const {} row_ = pos_ / inner_;\n", in, it_);
+    body += fmt::format("{}const {} lo_ = pos_ - row_ * inner_;\n", in, it_);
+    body += fmt::format("{}const {} hi_ = ({})sn_imin(inner_, end_ - row_ * inner_);\n", in, it_, it_);
     body += unravel(outer, "row_", in);
     body += in + "#pragma omp simd\n";
-    body += fmt::format("{}for (sn_i64 {} = lo_; {} < hi_; ++{}) {{\n", in, var(last.var), var(last.var), var(last.var));
+    body += fmt::format("{}for ({} {} = lo_; {} < hi_; ++{}) {{\n", in, it_, var(last.var), var(last.var), var(last.var));
     names_.clear();
     for (int id : k_.nodes) {
       body += fmt::format("{}  // {}\n", in, p_.nodes[id].origin);
@@ -377,6 +419,8 @@ std::string KernelWriter::write(KernelInfo& info) {
   for (int id : k_.nodes) head += fmt::format("//   node {}: {}\n", id, p_.nodes[id].origin);
   head += fmt::format("extern \"C\" void {}(void* args_, sn_i64 begin, sn_i64 end) {{\n", k_.name);
   head += "  const sn_kargs* a_ = (const sn_kargs*)args_;\n";
+  head += fmt::format("  const {0} begin_ = ({0})begin, end_ = ({0})end;{1}\n", it_,
+                      narrow_ ? "  // every index fits in 32 bits" : "");
   for (int s = 0; s < p_.num_symbols; ++s) head += fmt::format("  const sn_i64 s{} = a_->syms[{}];\n", s, s);
   for (size_t i = 0; i < buffers_.size(); ++i) {
     const Buffer& b = p_.buffers[buffers_[i]];
