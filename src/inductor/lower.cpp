@@ -157,16 +157,7 @@ class Lowerer final : public PointwiseContext {
     b.strides = strides;
     b.producer = static_cast<int>(p_.nodes.size());
     int bid = p_.add_buffer(std::move(b));
-    LoopNode n;
-    n.id = static_cast<int>(p_.nodes.size());
-    n.kind = LoopKind::kPointwise;
-    n.origin = origin_;
-    n.domain = domain;
-    n.num_outer = static_cast<int>(domain.size());
-    n.body = body;
-    n.out = bid;
-    n.store_offset = off;
-    p_.nodes.push_back(std::move(n));
+    add_loop_node(LoopKind::kPointwise, domain, static_cast<int>(domain.size()), body, bid, off);
     SINTER_LOG(kFusion, "materialize {} as {}: {}", origin_, p_.buffers[bid].name, why);
     LValue& L = values_[v];
     L.buffer = bid;
@@ -176,6 +167,22 @@ class Lowerer final : public PointwiseContext {
     L.fn = nullptr;
     L.memo.clear();
     base_[bid] = c0();
+  }
+
+  // Appends a pointwise or reduction node computing `body` over `domain` into buffer `out` at `store_offset`.
+  void add_loop_node(LoopKind kind, std::vector<ExprPtr> domain, int num_outer, SExpr body, int out,
+                     ExprPtr store_offset, std::string reduce_op = "") {
+    LoopNode n;
+    n.id = static_cast<int>(p_.nodes.size());
+    n.kind = kind;
+    n.origin = origin_;
+    n.domain = std::move(domain);
+    n.num_outer = num_outer;
+    n.body = body;
+    n.out = out;
+    n.store_offset = std::move(store_offset);
+    n.reduce_op = std::move(reduce_op);
+    p_.nodes.push_back(std::move(n));
   }
 
   BufferView view_of(int v) {
@@ -445,17 +452,7 @@ bool Lowerer::lower_reduction(const Node& n) {
     if (!osz[od]->is_const(1)) off = sym::make_add(off, sym::make_mul(loop_var(ov), ost[od]));
     ++ov, ++od;
   }
-  LoopNode ln;
-  ln.id = node_id;
-  ln.kind = LoopKind::kReduction;
-  ln.origin = origin_;
-  ln.domain = domain;
-  ln.num_outer = static_cast<int>(kept.size());
-  ln.body = body;
-  ln.out = bid;
-  ln.store_offset = off;
-  ln.reduce_op = op;
-  p_.nodes.push_back(std::move(ln));
+  add_loop_node(LoopKind::kReduction, domain, static_cast<int>(kept.size()), body, bid, off, op);
   return true;
 }
 
