@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "frontends/onnx/importer.h"
 
@@ -64,10 +65,15 @@ Tensor onnx_mod(const Tensor& a, const Tensor& b, NodeCtx& c) {
   return cast_to(f ? fmod(a, b) : remainder(a, b), a.dtype());
 }
 
-ImportFn compare(Tensor (*f)(const Tensor&, const Tensor&, Loc)) {
-  return [f](NodeCtx& c) {
-    Tensor b = legacy_broadcast(c.in(0), c.in(1), c);
-    return std::vector<Tensor>{f(c.in(0), b, Loc::current())};
+ImportFn compare(Tensor (*f)(const Tensor&, const Tensor&, Loc), bool ordering = false) {
+  return [f, ordering](NodeCtx& c) {
+    Tensor a = c.in(0), b = legacy_broadcast(c.in(0), c.in(1), c);
+    // uint64 bit patterns order as unsigned once their sign bits are flipped.
+    if (ordering && c.type(0) == proto::kDtUInt64) {
+      Scalar top(std::numeric_limits<int64_t>::min());
+      a = bitwise_xor(a, top), b = bitwise_xor(b, top);
+    }
+    return std::vector<Tensor>{f(a, b, Loc::current())};
   };
 }
 
@@ -236,10 +242,10 @@ void register_elementwise(OpTable& t) {
   t["Pow"] = {binary_fn(onnx_pow)};
   t["Mod"] = {binary_fn(onnx_mod)};
   t["Equal"] = {compare(eq)};
-  t["Less"] = {compare(lt)};
-  t["LessOrEqual"] = {compare(le)};
-  t["Greater"] = {compare(gt)};
-  t["GreaterOrEqual"] = {compare(ge)};
+  t["Less"] = {compare(lt, true)};
+  t["LessOrEqual"] = {compare(le, true)};
+  t["Greater"] = {compare(gt, true)};
+  t["GreaterOrEqual"] = {compare(ge, true)};
   t["And"] = {compare(logical_and)};
   t["Or"] = {compare(logical_or)};
   t["Xor"] = {compare(logical_xor)};

@@ -144,6 +144,17 @@ TEST(OnnxNarrowInt, Uint64MaxMinModUnsigned) {
   expect_runs(op_model("Mod", kTUInt64, kTUInt64, kTUInt64, n), {u64(a), u64(b)}, u64(md), /*inductor=*/true);
 }
 
+TEST(OnnxNarrowInt, Uint64OrderingsAreUnsigned) {
+  std::vector<uint64_t> a = edge_u64(), b = a;
+  std::reverse(b.begin(), b.end());
+  int64_t n = static_cast<int64_t>(a.size());
+  std::vector<uint8_t> less, ge;
+  for (size_t i = 0; i < a.size(); ++i) less.push_back(a[i] < b[i]), ge.push_back(a[i] >= b[i]);
+  Tensor want_lt = ne(from_vector(less, {n}), Scalar(0)), want_ge = ne(from_vector(ge, {n}), Scalar(0));
+  expect_runs(op_model("Less", kTUInt64, kTUInt64, 9, n), {u64(a), u64(b)}, want_lt);
+  expect_runs(op_model("GreaterOrEqual", kTUInt64, kTUInt64, 9, n), {u64(a), u64(b)}, want_ge);
+}
+
 TEST(OnnxNarrowInt, NotAndArithmeticWrapToTheDeclaredWidth) {
   Tensor x16 = from_vector(std::vector<int32_t>{0, 1, 0xFFFF, 0x1234}, {4});
   expect_runs(op_model("BitwiseNot", kTUInt16, 0, kTUInt16, 4, "", false), {x16},
