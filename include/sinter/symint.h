@@ -34,9 +34,11 @@ class SymInt {
   int64_t guard_int() const { return static_cast<int64_t>(*this); }
   std::string str() const;
 
-  friend SymInt operator+(const SymInt& a, const SymInt& b) { return both_concrete(a, b) ? SymInt(a.hint_ + b.hint_) : binary(kAdd, a, b); }
-  friend SymInt operator-(const SymInt& a, const SymInt& b) { return both_concrete(a, b) ? SymInt(a.hint_ - b.hint_) : binary(kSub, a, b); }
-  friend SymInt operator*(const SymInt& a, const SymInt& b) { return both_concrete(a, b) ? SymInt(a.hint_ * b.hint_) : binary(kMul, a, b); }
+  // Concrete arithmetic wraps (two's complement, computed unsigned) instead of overflowing: size checks
+  // downstream reject absurd results with an Error, never undefined behaviour.
+  friend SymInt operator+(const SymInt& a, const SymInt& b) { return both_concrete(a, b) ? SymInt(wrap(uint64_t(a.hint_) + uint64_t(b.hint_))) : binary(kAdd, a, b); }
+  friend SymInt operator-(const SymInt& a, const SymInt& b) { return both_concrete(a, b) ? SymInt(wrap(uint64_t(a.hint_) - uint64_t(b.hint_))) : binary(kSub, a, b); }
+  friend SymInt operator*(const SymInt& a, const SymInt& b) { return both_concrete(a, b) ? SymInt(wrap(uint64_t(a.hint_) * uint64_t(b.hint_))) : binary(kMul, a, b); }
   // Division and modulo round towards negative infinity, as Python's // and % do.
   friend SymInt operator/(const SymInt& a, const SymInt& b) { return both_concrete(a, b) ? SymInt(floordiv(a.hint_, b.hint_)) : binary(kFloorDiv, a, b); }
   friend SymInt operator%(const SymInt& a, const SymInt& b) { return both_concrete(a, b) ? SymInt(pymod(a.hint_, b.hint_)) : binary(kMod, a, b); }
@@ -88,6 +90,7 @@ class SymInt {
 
  private:
   static bool both_concrete(const SymInt& a, const SymInt& b) { return !a.expr_ && !b.expr_; }
+  static constexpr int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
   // Out of line, in src/symbolic: only reached when an operand is symbolic.
   static SymInt binary(BinaryOp op, const SymInt& a, const SymInt& b);
   static bool compare(CompareOp op, const SymInt& a, const SymInt& b);

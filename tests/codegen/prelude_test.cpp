@@ -221,6 +221,7 @@ TEST_F(Prelude, EdgeCasesMatchTorch) {
   EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[1]));
   EXPECT_EQ(out[2], 2.0f);
   std::vector<float> base = {2.0f, -2.0f, 0.0f, 4.0f, -8.0f, nan}, ex = {10.0f, 3.0f, -1.0f, 0.5f, 1.0f / 3, 0.0f};
+  out.resize(base.size());
   fn<BinaryFn>("pow")(base.data(), ex.data(), out.data(), base.size());
   EXPECT_EQ(out[0], 1024.0f);
   EXPECT_EQ(out[1], -8.0f);
