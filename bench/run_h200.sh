@@ -25,6 +25,19 @@ if [ "$PART" = 1 ]; then
   time ninja -C build-h200 -j16 sinter_tests > "$OUT/build_tests.log" 2>&1 || tail -30 "$OUT/build_tests.log"
   SINTER_CACHE_DIR=$(mktemp -d) timeout 300 build-h200/sinter_tests --gtest_brief=1 > "$OUT/tests.log" 2>&1
   grep -E '^\[  FAILED|PASSED|SKIPPED|ran\.' "$OUT/tests.log" | tail -20
+elif [ "$PART" = 4 ]; then
+  # Part 4 (the final check of a session): build everything, run the tests, then part 2's side-by-side run.
+  cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > /dev/null 2>&1
+  ninja -C build-h200 -j16 sinter_cli sinter_tests > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+  SINTER_CACHE_DIR=$(mktemp -d) timeout 300 build-h200/sinter_tests --gtest_brief=1 2>&1 | grep -v '^\[ measure' \
+    | grep -E '^\[  FAILED|PASSED|SKIPPED|ran\.|Failure' | tail -20 > "$OUT/tests.txt"
+  cat "$OUT/tests.txt"
+  export SINTER_CACHE_DIR=$(mktemp -d)
+  build-h200/sinter bench --device cpu --threads "$THREADS" --json "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    > "$OUT/bench_cpu.log" 2>&1
+  timeout ${TORCH_TIMEOUT:-300} python3 bench/vs_torch.py --threads "$THREADS" --sinter "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    --no-probe --json "$OUT/torch-cpu-$HOST-$DATE.json" > "$OUT/vs_torch.log" 2>&1
+  tail -28 "$OUT/vs_torch.log"; grep vectorised "$OUT/bench_cpu.log"
 elif [ "$PART" = 3 ]; then
   # Part 3: does OpenBLAS's spinning after a threaded GEMM slow the kernels that follow? (OPENBLAS_THREAD_TIMEOUT
   # is read when the library loads: 2^n spin loops before its threads sleep; default 28.)
