@@ -1,6 +1,7 @@
 // Pointwise ops of three operands: where, clamp (Scalar and Tensor bounds), lerp, addcmul/addcdiv and
 // masked_fill; their in-place forms run these kernels with self as the output.
 #include <cmath>
+#include <cstring>
 
 #include "ops/pointwise_common.h"
 #include "ops/pointwise_math.h"
@@ -94,6 +95,15 @@ ShapeResult ternary_shape(OpId op, const Args& args) {
   }
 }
 
+// c ? a : b for a mask loaded from a bool tensor. Reading the bool's byte as an integer lets g++ vectorize the
+// loop (a byte compare and a blend); with the bool itself (or pmath::select's -int(c) mask) it stays scalar.
+template <class C>
+inline C pick(bool c, C a, C b) {
+  uint8_t u;
+  std::memcpy(&u, &c, 1);
+  return u ? a : b;
+}
+
 void ternary_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   const Tensor& out = outs[0];
   const DType dt = ternary_dtype(op, args);
@@ -109,7 +119,7 @@ void ternary_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
       operand(1);
       operand(2);
       return loops::visit_compute(dt, [&]<class C>() {
-        loop.run<C, bool, C, C>([](bool c, C a, C b) { return pmath::select(c, a, b); });
+        loop.run<C, bool, C, C>([](bool c, C a, C b) { return pick(c, a, b); });
       });
     case OpId::masked_fill_Scalar:
     case OpId::masked_fill_Tensor:
@@ -117,7 +127,7 @@ void ternary_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
       operand(1);
       operand(2);
       return loops::visit_compute(dt, [&]<class C>() {
-        loop.run<C, C, bool, C>([](C x, bool m, C v) { return pmath::select(m, v, x); });
+        loop.run<C, C, bool, C>([](C x, bool m, C v) { return pick(m, v, x); });
       });
     case OpId::clamp:
     case OpId::clamp_Tensor: {
