@@ -152,29 +152,21 @@ inline float exp_fast(float x) {
 }
 inline double exp_fast(double x) { return std::exp(x); }
 
-// The sum of exp(x[i] - m), also written to y when kStore. Blocks of kPairwiseBlock are summed in lanes
-// (which vectorize) and the block sums in double, so long rows stay accurate. Not recursive, so it inlines
-// into the callers compiled for wider vectors.
+// The sum of exp(x[i] - m), also written to y when kStore (y may be x). Per block of kPairwiseBlock: the exps
+// are written out by a plain loop (which g++ vectorizes; one loop computing and summing did not vectorize well:
+// the lane sums lived on the stack and every step waited on a store and a load), then summed in lanes from L1;
+// block sums add up in double, so long rows stay accurate. Not recursive, so it inlines into the callers
+// compiled for wider vectors.
 template <bool kStore, class C>
 inline double exp_sum(const C* x, C* y, int64_t n, C m) {
+  C scratch[kStore ? 1 : kPairwiseBlock];
   double total = 0;
   for (int64_t b = 0; b < n; b += kPairwiseBlock) {
-    const int64_t e = std::min(n, b + kPairwiseBlock);
-    C acc[kLanes] = {};
-    int64_t i = b;
-    for (; i + kLanes <= e; i += kLanes) {
-      for (int j = 0; j < kLanes; ++j) {
-        const C v = exp_fast(x[i + j] - m);
-        if constexpr (kStore) y[i + j] = v;
-        acc[j] += v;
-      }
-    }
-    for (; i < e; ++i) {
-      const C v = exp_fast(x[i] - m);
-      if constexpr (kStore) y[i] = v;
-      total += v;
-    }
-    for (int j = 0; j < kLanes; ++j) total += acc[j];
+    const int64_t len = std::min(n - b, kPairwiseBlock);
+    const C* in = x + b;
+    C* out = kStore ? y + b : scratch;
+    for (int64_t i = 0; i < len; ++i) out[i] = exp_fast(in[i] - m);
+    total += lane_sum<C>(out, len, [](C v) { return v; });
   }
   return total;
 }
