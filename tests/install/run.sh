@@ -8,4 +8,10 @@ trap 'rm -rf "$tmp"' EXIT
 cmake --install "$root/$build" --prefix "$tmp/prefix" > /dev/null
 cmake -S "$root/tests/install/consumer" -B "$tmp/consumer" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" > /dev/null
 ninja -C "$tmp/consumer" > /dev/null
-LD_LIBRARY_PATH="$tmp/prefix/lib:${LD_LIBRARY_PATH:-}" "$tmp/consumer/consumer"
+# A sanitizer build (make test SAN=1) of the library loads the ASan runtime as its dependency, not first in the
+# plain consumer: allow that (no LD_PRELOAD, which would leak into the compilers the inductor spawns).
+asan_options=${ASAN_OPTIONS:-}
+if ldd "$tmp/prefix/lib/libsinter.so" 2>/dev/null | grep -q libasan; then
+  asan_options="verify_asan_link_order=0${asan_options:+:$asan_options}"
+fi
+ASAN_OPTIONS="$asan_options" LD_LIBRARY_PATH="$tmp/prefix/lib:${LD_LIBRARY_PATH:-}" "$tmp/consumer/consumer"
