@@ -59,6 +59,20 @@ struct CompiledProgram::Run {
   }
 };
 
+// One launch's arguments: the kernel's buffers, the symbol values and its error flag.
+struct CompiledProgram::KernelCall {
+  std::vector<void*> ptrs;
+  int error = 0;
+  KernelArgs args;
+  const std::string& symbol;
+  KernelCall(const Run& r, const codegen::cpp::KernelInfo& info) : symbol(info.symbol) {
+    for (int b : info.buffers) ptrs.push_back(r.bufs[b].data_ptr());
+    args = KernelArgs{ptrs.data(), r.syms.data(), &error};
+  }
+  KernelCall(const KernelCall&) = delete;  // args points into this object
+  void check() const { check_error(error, symbol); }
+};
+
 CompiledProgram::CompiledProgram(inductor::LoopProgram program, inductor::Schedule schedule,
                                  codegen::cpp::GeneratedCode code, std::shared_ptr<SharedLibrary> library)
     : program_(std::move(program)), schedule_(std::move(schedule)), code_(std::move(code)),
@@ -124,14 +138,11 @@ void CompiledProgram::allocate(Run& r, int b) const {
 
 void CompiledProgram::run_loops(Run& r, int k) const {
   const codegen::cpp::KernelInfo& info = code_.kernels[k];
-  std::vector<void*> ptrs;
-  for (int b : info.buffers) ptrs.push_back(r.bufs[b].data_ptr());
-  int error = 0;
-  KernelArgs args{ptrs.data(), r.syms.data(), &error};
+  KernelCall call(r, info);
   int64_t total = r.ev(info.total), work = std::max<int64_t>(1, r.ev(info.work));
   int64_t grain = std::max<int64_t>(1, kGrainElementwise / work);
-  parallel_for_raw(0, total, grain, reinterpret_cast<RangeFn>(fns_[k]), &args);
-  check_error(error, info.symbol);
+  parallel_for_raw(0, total, grain, reinterpret_cast<RangeFn>(fns_[k]), &call.args);
+  call.check();
 }
 
 // out[M, N] = A[M, K] @ B[K, N] by blocks of rows, single-threaded OpenBLAS per block, each block followed by the
@@ -169,10 +180,7 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
   }
   const int e = kernel.epilogue;
   const codegen::cpp::KernelInfo& info = code_.kernels[e];
-  std::vector<void*> ptrs;
-  for (int buf : info.buffers) ptrs.push_back(r.bufs[buf].data_ptr());
-  int error = 0;
-  KernelArgs args{ptrs.data(), r.syms.data(), &error};
+  KernelCall call(r, info);
   KernelFn epilogue = fns_[e];
   int64_t b_cs = b.stride(1).hint();
   if (info.row_elems) {
@@ -192,10 +200,10 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
         int64_t i1 = std::min(m, i + mb), j1 = std::min(nn, j + nb);
         blas::gemm_serial(ta, tb, i1 - i, j1 - j, kk, 1.0f, ap + i * a_rs, lda, bp + j * b_cs, ldb, 0.0f,
                           cp + i * nn + j, nn);
-        for (int64_t row = i; row < i1; ++row) epilogue(&args, row * nn + j, row * nn + j1);
+        for (int64_t row = i; row < i1; ++row) epilogue(&call.args, row * nn + j, row * nn + j1);
       }
     });
-    check_error(error, info.symbol);
+    call.check();
     return;
   }
   // A row epilogue (it reduces over rows, e.g. residual + layer norm): blocks of whole rows.
@@ -204,10 +212,10 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
     for (int64_t i = r0; i < r1; i += block) {
       int64_t i1 = std::min(r1, i + block);
       blas::gemm_serial(ta, tb, i1 - i, nn, kk, 1.0f, ap + i * a_rs, lda, bp, ldb, 0.0f, cp + i * nn, nn);
-      epilogue(&args, i, i1);
+      epilogue(&call.args, i, i1);
     }
   });
-  check_error(error, info.symbol);
+  call.check();
 }
 
 void CompiledProgram::run_extern(Run& r, int k) const {

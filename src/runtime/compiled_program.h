@@ -29,7 +29,8 @@ class CompiledProgram {
     bool stride;
     int64_t symbol;
   };
-  struct Run;  // the state of one call
+  struct Run;         // the state of one call
+  struct KernelCall;  // one launch's arguments
   void bind_symbols();
   void plan_lifetimes();
   void run_loops(Run& r, int k) const;

@@ -64,6 +64,9 @@ class KernelWriter {
   ExprPtr subst_index(const ExprPtr& e) const { return subst_.empty() ? e : sym::substitute(e, subst_); }
   SExpr subst(SExpr e);
   std::vector<LoopDim> coalesce(std::vector<LoopDim> dims, const std::vector<int>& nodes);
+  // The loops of one stage: the nodes' dims from `first_dim` on, coalesced, with bodies and store offsets
+  // rewritten for them (in body_ and store_).
+  std::vector<LoopDim> stage_loops(const std::vector<int>& nodes, size_t first_dim);
 
   // ---- emission ----
   std::string var(int k) const { return fmt::format("v{}", k); }
@@ -155,6 +158,18 @@ std::vector<LoopDim> KernelWriter::coalesce(std::vector<LoopDim> dims, const std
   return out;
 }
 
+std::vector<LoopDim> KernelWriter::stage_loops(const std::vector<int>& nodes, size_t first_dim) {
+  const LoopNode& f = p_.nodes[nodes.front()];
+  std::vector<LoopDim> dims;
+  for (size_t d = first_dim; d < f.domain.size(); ++d) dims.push_back({static_cast<int>(d), f.domain[d]});
+  dims = coalesce(dims, nodes);
+  for (int id : nodes) {
+    body_[id] = subst(p_.nodes[id].body);
+    store_[id] = subst_index(p_.nodes[id].store_offset);
+  }
+  return dims;
+}
+
 std::string KernelWriter::buf(int b) {
   auto it = buf_index_.find(b);
   if (it != buf_index_.end()) return fmt::format("b{}", it->second);
@@ -218,15 +233,7 @@ std::string KernelWriter::unravel(const std::vector<LoopDim>& dims, const std::s
 }
 
 void KernelWriter::emit_pointwise_stage(const Stage& st, std::string& out, const std::string& ind) {
-  const LoopNode& f = p_.nodes[st.nodes.front()];
-  size_t outer = k_.outer.size();
-  std::vector<LoopDim> dims;
-  for (size_t d = outer; d < f.domain.size(); ++d) dims.push_back({static_cast<int>(d), f.domain[d]});
-  dims = coalesce(dims, st.nodes);
-  for (int id : st.nodes) {
-    body_[id] = subst(p_.nodes[id].body);
-    store_[id] = subst_index(p_.nodes[id].store_offset);
-  }
+  std::vector<LoopDim> dims = stage_loops(st.nodes, k_.outer.size());
   std::string in = ind;
   for (size_t j = 0; j < dims.size(); ++j) {
     if (j + 1 == dims.size()) out += in + "#pragma omp simd\n";
@@ -251,15 +258,8 @@ void KernelWriter::emit_pointwise_stage(const Stage& st, std::string& out, const
 
 void KernelWriter::emit_reduction_stage(const Stage& st, std::string& out, const std::string& ind) {
   const LoopNode& f = p_.nodes[st.nodes.front()];
-  size_t outer = k_.outer.size();
-  std::vector<LoopDim> dims;
-  for (size_t d = outer; d < f.domain.size(); ++d) dims.push_back({static_cast<int>(d), f.domain[d]});
-  dims = coalesce(dims, st.nodes);
+  std::vector<LoopDim> dims = stage_loops(st.nodes, k_.outer.size());
   if (dims.empty()) dims.push_back({static_cast<int>(f.domain.size()), sym::make_const(1)});
-  for (int id : st.nodes) {
-    body_[id] = subst(p_.nodes[id].body);
-    store_[id] = subst_index(p_.nodes[id].store_offset);
-  }
   for (int id : st.nodes) {
     const LoopNode& n = p_.nodes[id];
     const char* t = inductor::ctype_name(n.body->type);
@@ -379,14 +379,9 @@ std::string KernelWriter::write(KernelInfo& info) {
     // Flat pointwise: [begin, end) counts elements of the whole (coalesced) domain; each row segment is one
     // vectorised inner loop.
     const LoopNode& f = p_.nodes[k_.nodes.front()];
-    std::vector<LoopDim> dims;
-    for (size_t d = 0; d < f.domain.size(); ++d) dims.push_back({static_cast<int>(d), f.domain[d]});
-    ExprPtr total = product(dims);
-    dims = coalesce(dims, k_.stages[0].nodes);
-    for (int id : k_.nodes) {
-      body_[id] = subst(p_.nodes[id].body);
-      store_[id] = subst_index(p_.nodes[id].store_offset);
-    }
+    ExprPtr total = sym::make_const(1);
+    for (const ExprPtr& d : f.domain) total = sym::make_mul(total, d);
+    std::vector<LoopDim> dims = stage_loops(k_.stages[0].nodes, 0);
     if (dims.empty()) dims.push_back({nv - 1 < 0 ? 0 : nv - 1, sym::make_const(1)});
     const LoopDim& last = dims.back();
     std::vector<LoopDim> outer(dims.begin(), dims.end() - 1);
