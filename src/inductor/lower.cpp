@@ -196,6 +196,8 @@ class Lowerer final : public PointwiseContext {
   bool lower_lazy_view(const Node& n, int in);
   bool lower_reduction(const Node& n);
   bool lower_gemm(const Node& n);
+  bool rows_view(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides, ExprPtr& m,
+                 ExprPtr& rs) const;
   void lower_extern(const Node& n);
   void define_lazy(const Node& n, std::function<SExpr(const std::vector<ExprPtr>&)> fn);
   int new_buffer(const Tensor& proxy, int producer);
@@ -457,16 +459,15 @@ bool Lowerer::lower_reduction(const Node& n) {
 }
 
 // The rows of x[..., K] as one [M, K] matrix view, when its leading dims collapse.
-static bool rows_view(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides, ExprPtr& m,
-                      ExprPtr& rs) {
+bool Lowerer::rows_view(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides, ExprPtr& m,
+                        ExprPtr& rs) const {
   size_t r = sizes.size();
   if (r < 2) return false;
   m = sym::make_const(1);
   for (size_t d = 0; d + 1 < r; ++d) m = sym::make_mul(m, sizes[d]);
   rs = strides[r - 2];
   for (size_t d = 0; d + 2 < r; ++d)
-    if (!sizes[d]->is_const(1) &&
-        sym::expand(strides[d]) != sym::expand(sym::make_mul(strides[d + 1], sizes[d + 1])))
+    if (!sizes[d]->is_const(1) && !same(strides[d], sym::make_mul(strides[d + 1], sizes[d + 1])))
       return false;
   return true;
 }
