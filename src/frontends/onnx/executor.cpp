@@ -112,10 +112,14 @@ std::vector<Val> Executor::run(const proto::Graph& g, const std::vector<Val>& in
   Scope scope;
   scope.parent = scopes_.empty() ? nullptr : scopes_.back();
   scopes_.push_back(&scope);
+  graphs_.push_back(&g);
   struct Pop {
-    std::vector<Scope*>& s;
-    ~Pop() { s.pop_back(); }
-  } pop{scopes_};
+    Executor& e;
+    ~Pop() {
+      e.scopes_.pop_back();
+      e.graphs_.pop_back();
+    }
+  } pop{*this};
 
   for (const proto::TensorProto& init : g.initializers)
     scope.values[init.name] = Val{attr_tensor(&init), true, emulated_type(init.data_type) ? init.data_type : 0};
@@ -156,24 +160,27 @@ int32_t output_type(const proto::Node& n, const OpEntry& e, const NodeCtx& ctx, 
 }
 }  // namespace
 
-void Executor::run_node(const proto::Node& n, Scope& scope) {
+std::string op_key(const proto::Node& n) {
+  bool default_domain = n.domain.empty() || n.domain == "ai.onnx";
+  return default_domain ? n.op_type : n.domain + "::" + n.op_type;
+}
+
+const proto::Graph& Executor::current_graph() const {
+  SINTER_INTERNAL_ASSERT(!graphs_.empty(), "no ONNX graph is running");
+  return *graphs_.back();
+}
+
+const Val* Executor::find(const std::string& name) const {
+  return scopes_.empty() ? nullptr : lookup(*scopes_.back(), name);
+}
+
+std::vector<Val> Executor::eval_node(const proto::Node& n, std::vector<Val> ins) {
   const OpTable& table = op_table();
-  auto it = table.find(n.op_type);
-  if (it == table.end()) throw UnsupportedError(fmt::format("ONNX operator {} is not supported", n.op_type));
+  auto it = table.find(op_key(n));
+  if (it == table.end()) throw UnsupportedError(fmt::format("ONNX operator {} is not supported", op_key(n)));
   const OpEntry& e = it->second;
-  std::vector<Val> ins;
-  ins.reserve(n.inputs.size());
   bool all_known = true;
-  for (const std::string& name : n.inputs) {
-    if (name.empty()) {
-      ins.emplace_back();
-      continue;
-    }
-    const Val* v = lookup(scope, name);
-    SINTER_CHECK(v, "ONNX node '{}' ({}): input '{}' is not defined before it is used", n.name, n.op_type, name);
-    ins.push_back(*v);
-    all_known = all_known && v->known;
-  }
+  for (const Val& v : ins) all_known = all_known && (!v.t.defined() || v.known);
   bool fold = all_known && !e.random && !e.host;
   NodeCtx ctx(*this, n, ins, model_.opset);
   std::vector<Tensor> outs;
@@ -188,12 +195,31 @@ void Executor::run_node(const proto::Node& n, Scope& scope) {
     if (msg.rfind("ONNX node", 0) == 0) throw;
     throw Error(fmt::format("ONNX node '{}' ({}): {}", n.name, n.op_type, msg));
   }
+  std::vector<Val> result(n.outputs.size());
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     if (n.outputs[i].empty()) continue;
     SINTER_CHECK(i < outs.size() && outs[i].defined(), "ONNX node '{}' ({}): output {} ('{}') is not produced",
                  n.name, n.op_type, i, n.outputs[i]);
-    scope.values[n.outputs[i]] = Val{outs[i], fold || e.known_output, output_type(n, e, ctx, ins, i, outs[i])};
+    result[i] = Val{outs[i], fold || e.known_output, output_type(n, e, ctx, ins, i, outs[i])};
   }
+  return result;
+}
+
+void Executor::run_node(const proto::Node& n, Scope& scope) {
+  std::vector<Val> ins;
+  ins.reserve(n.inputs.size());
+  for (const std::string& name : n.inputs) {
+    if (name.empty()) {
+      ins.emplace_back();
+      continue;
+    }
+    const Val* v = lookup(scope, name);
+    SINTER_CHECK(v, "ONNX node '{}' ({}): input '{}' is not defined before it is used", n.name, n.op_type, name);
+    ins.push_back(*v);
+  }
+  std::vector<Val> outs = eval_node(n, std::move(ins));
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    if (!n.outputs[i].empty()) scope.values[n.outputs[i]] = std::move(outs[i]);
 }
 
 }  // namespace sinter::onnx

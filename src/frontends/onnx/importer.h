@@ -135,6 +135,9 @@ void register_index_ops(OpTable& t);
 void register_control_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
 void register_dropout_ops(OpTable& t);
+// Operators of other domains are keyed "domain::Op" (ai.onnx.preview.training::Gradient).
+void register_gradient_ops(OpTable& t);
+std::string op_key(const proto::Node& n);
 
 // Runs graphs of one model. Values of enclosing graphs are visible in subgraphs (If/Loop bodies).
 class Executor {
@@ -144,6 +147,13 @@ class Executor {
   std::vector<Val> run(const proto::Graph& g, const std::vector<Val>& inputs);
   const detail::ModelData& model() const { return model_; }
   Tensor attr_tensor(const proto::TensorProto* t) const;
+
+  // For nodes that re-run part of the graph around them (Gradient): the graph being run, a value visible in it
+  // (nullptr when none), and one node evaluated on given input values as run() does (folded on the host when
+  // they are all known); returns its outputs, one per node output ("" outputs give an undefined value).
+  const proto::Graph& current_graph() const;
+  const Val* find(const std::string& name) const;
+  std::vector<Val> eval_node(const proto::Node& n, std::vector<Val> ins);
 
  private:
   struct Scope {
@@ -155,6 +165,7 @@ class Executor {
 
   const detail::ModelData& model_;
   std::vector<Scope*> scopes_;
+  std::vector<const proto::Graph*> graphs_;  // parallel to scopes_
 };
 
 // Helpers shared by the families.

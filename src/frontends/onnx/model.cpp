@@ -24,6 +24,7 @@ const OpTable& op_table() {
     register_control_ops(t);
     register_resize_ops(t);
     register_dropout_ops(t);
+    register_gradient_ops(t);
     return t;
   }();
   return table;
@@ -96,10 +97,9 @@ void check_graph(const proto::Graph& g, detail::ModelData& d, Problems& p, int d
   const OpTable& table = op_table();
   for (const proto::Node& n : g.nodes) {
     std::string name = n.name.empty() ? fmt::format("#{}", &n - g.nodes.data()) : n.name;
-    bool default_domain = n.domain.empty() || n.domain == "ai.onnx";
-    std::string op = default_domain ? n.op_type : n.domain + "::" + n.op_type;
+    std::string op = op_key(n);
     ++d.op_counts[op];
-    if (!default_domain || !table.count(n.op_type)) p.ops[op].push_back(name);
+    if (!table.count(op)) p.ops[op].push_back(name);
     for (const proto::Attribute& a : n.attributes) {
       if (!a.ref_attr_name.empty()) p.other.insert("attribute references (functions) are not supported");
       if (a.has_sparse) p.other.insert("sparse tensor attributes are not supported");
