@@ -3,6 +3,8 @@
 // arithmetic and constant subgraphs fold; the others call sinter's ops, which capture records inside compile().
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "frontends/onnx/importer.h"
 #include "sinter/compile.h"
 #include "support/check.h"
@@ -12,8 +14,24 @@ namespace sinter::onnx {
 // ---- NodeCtx ----
 
 const Tensor& NodeCtx::in(size_t i) const {
+  if (i < inputs_.size() && inputs_[i].is_seq())
+    unsupported(fmt::format("input {} is a sequence, and this operator takes a tensor (sinter resolves sequences "
+                            "only through the sequence operators)", i));
   if (!has(i)) fail(fmt::format("input {} is required but missing", i));
   return inputs_[i].t;
+}
+
+const std::vector<Val>& NodeCtx::seq(size_t i) const {
+  if (i >= inputs_.size() || !inputs_[i].is_seq())
+    fail(fmt::format("input {} must be a sequence", i));
+  return *inputs_[i].seq;
+}
+
+Val Val::sequence(std::vector<Val> items) {
+  Val v;
+  v.known = std::all_of(items.begin(), items.end(), [](const Val& x) { return x.known; });
+  v.seq = std::make_shared<const std::vector<Val>>(std::move(items));
+  return v;
 }
 
 namespace {
@@ -138,6 +156,9 @@ std::vector<Val> Executor::run(const proto::Graph& g, const std::vector<Val>& in
   std::vector<Val> outs;
   for (const proto::ValueInfo& vi : g.outputs) {
     const Val* v = lookup(scope, vi.name);
+    if (v && v->is_seq())
+      throw UnsupportedError(fmt::format("ONNX graph '{}': output '{}' is a sequence (not supported: sequences are "
+                                         "resolved at import and cannot leave a graph)", g.name, vi.name));
     SINTER_CHECK(v && v->t.defined(), "ONNX graph '{}': output '{}' is never computed", g.name, vi.name);
     outs.push_back(*v);
   }
@@ -180,7 +201,7 @@ std::vector<Val> Executor::eval_node(const proto::Node& n, std::vector<Val> ins)
   if (it == table.end()) throw UnsupportedError(fmt::format("ONNX operator {} is not supported", op_key(n)));
   const OpEntry& e = it->second;
   bool all_known = true;
-  for (const Val& v : ins) all_known = all_known && (!v.t.defined() || v.known);
+  for (const Val& v : ins) all_known = all_known && (v.known || (!v.t.defined() && !v.is_seq()));
   bool fold = all_known && !e.random && !e.host;
   NodeCtx ctx(*this, n, ins, model_.opset);
   std::vector<Tensor> outs;
@@ -198,6 +219,10 @@ std::vector<Val> Executor::eval_node(const proto::Node& n, std::vector<Val> ins)
   std::vector<Val> result(n.outputs.size());
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     if (n.outputs[i].empty()) continue;
+    if (i < ctx.seq_outs().size() && ctx.seq_outs()[i].is_seq()) {
+      result[i] = ctx.seq_outs()[i];
+      continue;
+    }
     SINTER_CHECK(i < outs.size() && outs[i].defined(), "ONNX node '{}' ({}): output {} ('{}') is not produced",
                  n.name, n.op_type, i, n.outputs[i]);
     result[i] = Val{outs[i], fold || e.known_output, output_type(n, e, ctx, ins, i, outs[i])};

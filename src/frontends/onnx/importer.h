@@ -62,10 +62,16 @@ struct ModelData {
 
 // One value flowing between nodes: a tensor, and whether its contents are known without the graph inputs
 // (initializers, constants and what is computed from them only). Known values are folded on the host.
+// A sequence (SequenceConstruct, SplitToSequence, ...) is resolved while importing: its elements are values
+// like any other, held in `seq` (t is then undefined), and it is known when all of them are. Sequences never
+// reach a graph: they may not be graph inputs or outputs, nor enter or leave subgraphs.
 struct Val {
   Tensor t;
   bool known = false;
   int32_t type = 0;  // the declared ONNX type where it is emulated (int16/uint16/uint32/uint64), else 0
+  std::shared_ptr<const std::vector<Val>> seq;
+  bool is_seq() const { return seq != nullptr; }
+  static Val sequence(std::vector<Val> items);
 };
 
 class Executor;
@@ -81,7 +87,16 @@ class NodeCtx {
 
   size_t num_inputs() const { return inputs_.size(); }
   bool has(size_t i) const { return i < inputs_.size() && inputs_[i].t.defined(); }
-  const Tensor& in(size_t i) const;
+  const Tensor& in(size_t i) const;  // UnsupportedError for a sequence
+  // Input i as a sequence (Error when it is a tensor), and output i set to a sequence (the import function
+  // returns an undefined tensor in its place).
+  const std::vector<Val>& seq(size_t i) const;
+  void set_seq_out(size_t i, std::vector<Val> items) {
+    if (seq_outs_.size() <= i) seq_outs_.resize(i + 1);
+    seq_outs_[i] = Val::sequence(std::move(items));
+  }
+  const std::vector<Val>& seq_outs() const { return seq_outs_; }
+  const Val& val(size_t i) const { return inputs_.at(i); }
   bool known(size_t i) const { return has(i) && inputs_[i].known; }
   // Input i's ONNX type: the declared one for emulated types, else the one of its dtype.
   int32_t type(size_t i) const;
@@ -115,6 +130,7 @@ class NodeCtx {
   std::vector<Val>& inputs_;
   int64_t opset_;
   std::vector<int32_t> out_types_;
+  std::vector<Val> seq_outs_;
 };
 
 using ImportFn = std::function<std::vector<Tensor>(NodeCtx&)>;
@@ -135,6 +151,7 @@ void register_index_ops(OpTable& t);
 void register_control_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
 void register_dropout_ops(OpTable& t);
+void register_sequence_ops(OpTable& t);
 // Operators of other domains are keyed "domain::Op" (ai.onnx.preview.training::Gradient).
 void register_gradient_ops(OpTable& t);
 std::string op_key(const proto::Node& n);

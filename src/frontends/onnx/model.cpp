@@ -24,6 +24,7 @@ const OpTable& op_table() {
     register_control_ops(t);
     register_resize_ops(t);
     register_dropout_ops(t);
+    register_sequence_ops(t);
     register_gradient_ops(t);
     return t;
   }();

@@ -206,6 +206,9 @@ const std::map<std::string, Vjp, std::less<>>& vjp_rules() {
   return rules;
 }
 
+// A floating tensor (sequences and omitted values carry no derivative).
+bool floating(const Val& v) { return v.t.defined() && is_floating(v.t.dtype()); }
+
 bool has_subgraph(const proto::Node& n) {
   for (const proto::Attribute& a : n.attributes)
     if (a.g || !a.graphs.empty()) return true;
@@ -234,7 +237,7 @@ std::vector<Tensor> gradient(NodeCtx& c) {
     Val v{c.in(i), c.known(i), 0};
     values[name] = v;
     if (i < xs.size()) {
-      if (!is_floating(v.t.dtype()))
+      if (!floating(v))
         c.fail(fmt::format("xs '{}' is {}: only floating tensors are differentiated", name, dtype_name(v.t.dtype())));
       diff.insert(name);
     }
@@ -291,8 +294,8 @@ std::vector<Tensor> gradient(NodeCtx& c) {
       // A derivative flows through floating values computed from floating inputs that depend on an x.
       bool floating_in = false;
       for (size_t j = 0; j < n.inputs.size(); ++j)
-        floating_in = floating_in || (diff.count(n.inputs[j]) && is_floating(s.ins[j].t.dtype()));
-      if (carries && floating_in && is_floating(s.outs[i].t.dtype())) {
+        floating_in = floating_in || (diff.count(n.inputs[j]) && floating(s.ins[j]));
+      if (carries && floating_in && floating(s.outs[i])) {
         diff.insert(n.outputs[i]);
         derivative = true;
       }
@@ -303,7 +306,7 @@ std::vector<Tensor> gradient(NodeCtx& c) {
   // Backward.
   std::map<std::string, Tensor> grads;
   Val yv = value_of(y);
-  if (!is_floating(yv.t.dtype())) c.fail(fmt::format("y '{}' is {}: only floating values are differentiated", y, dtype_name(yv.t.dtype())));
+  if (!floating(yv)) c.fail(fmt::format("y '{}' is {}: only floating values are differentiated", y, dtype_name(yv.t.dtype())));
   if (diff.count(y)) grads[y] = ones_like(yv.t);
   for (auto st = tape.rbegin(); st != tape.rend(); ++st) {
     const proto::Node& n = *st->node;
@@ -326,7 +329,7 @@ std::vector<Tensor> gradient(NodeCtx& c) {
     std::vector<Tensor> gin = rule->second(*st, gout, nc);
     for (size_t j = 0; j < n.inputs.size() && j < gin.size(); ++j) {
       const std::string& name = n.inputs[j];
-      if (!diff.count(name) || !gin[j].defined() || !is_floating(st->ins[j].t.dtype())) continue;
+      if (!diff.count(name) || !gin[j].defined() || !floating(st->ins[j])) continue;
       auto it = grads.find(name);
       grads[name] = it == grads.end() ? gin[j] : add(it->second, gin[j]);
     }
