@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace sinter::loops {
 
@@ -87,6 +92,39 @@ void convert(const char* src, int64_t src_stride, DType src_dtype, char* dst, in
   visit_dtype(dst_dtype, [&]<class To>() {
     visit_dtype(src_dtype, [&]<class From>() { convert_typed<To, From>(src, src_stride, dst, dst_stride, n); });
   });
+}
+
+void stream_copy(void* dst, const void* src, int64_t bytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+#if defined(__SSE2__)
+  // SSE2 streaming stores: every x86-64 has them, and 16-byte pieces fill the write-combining buffers as
+  // fast as wider ones.
+  const int64_t head = std::min<int64_t>(bytes, static_cast<int64_t>((0 - reinterpret_cast<uintptr_t>(d)) & 15));
+  std::memcpy(d, s, static_cast<size_t>(head));
+  d += head;
+  s += head;
+  bytes -= head;
+  for (; bytes >= 64; bytes -= 64, d += 64, s += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + 48), e);
+  }
+  for (; bytes >= 16; bytes -= 16, d += 16, s += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
+#endif
+  std::memcpy(d, s, static_cast<size_t>(bytes));
+}
+
+void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();  // streaming stores are weakly ordered: make them visible before the thread reports done
+#endif
 }
 
 bool may_overlap(const Tensor& a, const Tensor& b) {
@@ -228,8 +266,14 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, const void* ctx, int64_t
     all_zero[i] = std::all_of(ops_[i].strides.begin(), ops_[i].strides.end(), [](int64_t s) { return s == 0; });
   }
 
+  // A large contiguous output is computed into buf[0] (and converted into obuf) in L1, then streamed out.
+  const Operand& out = ops_[0];
+  const int64_t out_esize = static_cast<int64_t>(element_size(out.dtype));
+  const bool stream = ndim == 1 && out.strides[0] == out_esize && numel_ * out_esize >= kStreamMinBytes;
+
   parallel_for(0, numel_, grain, [&](int64_t begin, int64_t end) {
     alignas(64) char buf[kMaxOperands][kChunk * 8];
+    alignas(64) char obuf[kChunk * 8];
     std::vector<int64_t> idx(ndim), seg(ndim);
     int64_t rem = begin;
     for (int d = 0; d < ndim; ++d) {
@@ -267,9 +311,16 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, const void* ctx, int64_t
     const char* cached[kMaxOperands] = {};
     int64_t cached_n[kMaxOperands] = {};
     char* in[kMaxOperands];
+    bool first = true;
     while (begin < end) {
       int64_t n = std::min(kChunk, end - begin);
       if (row_chunks) n = std::min(n, n0 - idx[0]);
+      if (stream && first) {
+        // A shorter first chunk, so that every later one streams whole cache lines.
+        const int64_t mis = static_cast<int64_t>(reinterpret_cast<uintptr_t>(out.data + offset(0, idx)) & 63);
+        if (mis != 0 && mis % out_esize == 0) n = std::min(n, (64 - mis) / out_esize);
+      }
+      first = false;
       const bool single = n <= n0 - idx[0];
       for (int i = 1; i < nops_; ++i) {
         const Operand& op = ops_[i];
@@ -290,13 +341,25 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, const void* ctx, int64_t
           by_segments(i, n, true);
         }
       }
-      const Operand& out = ops_[0];
-      const bool direct = single && out.dtype == compute[0] && out.strides[0] == esize[0];
-      fn(ctx, in, direct ? out.data + offset(0, idx) : buf[0], n);
-      if (!direct) by_segments(0, n, false);
+      char* dst = out.data + offset(0, idx);
+      if (stream) {
+        fn(ctx, in, buf[0], n);
+        const char* src = buf[0];
+        if (out.dtype != compute[0]) {
+          convert(buf[0], esize[0], compute[0], obuf, out_esize, out.dtype, n);
+          src = obuf;
+        }
+        stream_copy(dst, src, n * out_esize);
+      } else if (single && out.dtype == compute[0] && out.strides[0] == esize[0]) {
+        fn(ctx, in, dst, n);
+      } else {
+        fn(ctx, in, buf[0], n);
+        by_segments(0, n, false);
+      }
       advance(idx, n);
       begin += n;
     }
+    if (stream) stream_fence();
   });
 }
 

@@ -1,0 +1,82 @@
+// Outputs of at least loops::kStreamMinBytes are written with streaming stores (computed in L1, then copied
+// around the caches): results must equal what ordinary stores give, also for an output that starts off a
+// cache line, has a tail shorter than a chunk, is converted on the way out (bfloat16), is written in place,
+// runs on one thread or several, and for the plain stream_copy helper at every alignment.
+#include "ops/loops.h"
+
+#include <cstring>
+
+#include "testing.h"
+
+namespace sinter {
+namespace {
+
+// Elements of float32 just above the streaming threshold, with an odd tail.
+constexpr int64_t kBig = loops::kStreamMinBytes / 4 + 1237;
+
+TEST(PointwiseStream, LargeFloatOutputsEqualOrdinaryStores) {
+  Tensor a = testing::random({kBig}, kFloat32, 1), b = testing::random({kBig}, kFloat32, 2);
+  std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+  for (int threads : {1, 0}) {  // one thread, then the default pool
+    set_num_threads(threads);
+    std::vector<float> sum = add(a, b).to_vector<float>();
+    std::vector<float> scaled = (a * 1.5).to_vector<float>();
+    for (int64_t i = 0; i < kBig; ++i) {
+      ASSERT_EQ(sum[i], av[i] + bv[i]) << i;
+      ASSERT_EQ(scaled[i], av[i] * 1.5f) << i;
+    }
+  }
+  set_num_threads(0);
+}
+
+TEST(PointwiseStream, OutputOffTheCacheLineAndInPlace) {
+  // A view 3 elements into its storage: the first chunk is shortened so later ones stream whole lines.
+  Tensor storage = zeros({kBig + 3});
+  Tensor x = storage.narrow(0, 3, kBig);
+  Tensor y = testing::random({kBig}, kFloat32, 3);
+  x.add_(y);
+  x.mul_(2);
+  std::vector<float> got = storage.to_vector<float>(), yv = y.to_vector<float>();
+  EXPECT_EQ(got[0], 0.f);
+  EXPECT_EQ(got[2], 0.f);
+  for (int64_t i = 0; i < kBig; ++i) ASSERT_EQ(got[i + 3], yv[i] * 2) << i;
+}
+
+TEST(PointwiseStream, Bfloat16OutputIsRoundedThenStreamed) {
+  const int64_t n = loops::kStreamMinBytes / 2 + 77;  // bf16 elements: 2 bytes each
+  Tensor a = testing::random({n}, kFloat32, 4).to(kBFloat16), b = testing::random({n}, kFloat32, 5).to(kBFloat16);
+  Tensor got = add(a, b);
+  ASSERT_EQ(got.dtype(), kBFloat16);
+  // Reference: the float sum, rounded by the copy path.
+  Tensor want = add(a.to(kFloat32), b.to(kFloat32)).to(kBFloat16);
+  EXPECT_TENSOR_EQ(got, want);
+}
+
+TEST(PointwiseStream, NonContiguousLargeOutputsUseOrdinaryStores) {
+  // Every second element of a large buffer: not one contiguous run, so no streaming; results still right.
+  Tensor storage = zeros({2 * kBig});
+  Tensor x = storage.view({kBig, 2}).select(1, 1);
+  x.fill_(1);
+  x.add_(x);
+  std::vector<float> got = storage.view({kBig, 2}).select(1, 1).contiguous().to_vector<float>();
+  for (int64_t i = 0; i < kBig; i += 4099) ASSERT_EQ(got[i], 2.f) << i;
+  EXPECT_EQ(storage.view({kBig, 2}).select(1, 0).sum().item<double>(), 0.0);
+}
+
+TEST(PointwiseStream, StreamCopyAtEveryAlignment) {
+  std::vector<char> src(1000), dst(1100);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 7 + 1);
+  for (int off = 0; off < 20; ++off) {
+    for (int64_t len : {0, 1, 15, 16, 17, 63, 64, 65, 200, 1000 - 20}) {
+      std::fill(dst.begin(), dst.end(), 0);
+      loops::stream_copy(dst.data() + off, src.data() + off % 5, len);
+      loops::stream_fence();
+      ASSERT_EQ(std::memcmp(dst.data() + off, src.data() + off % 5, static_cast<size_t>(len)), 0) << off << " " << len;
+      for (int i = 0; i < off; ++i) ASSERT_EQ(dst[i], 0);
+      ASSERT_EQ(dst[off + len], 0) << off << " " << len;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sinter
