@@ -112,17 +112,23 @@ inline T erf_(T x) {
   else return std::erf(x);
 }
 
-// gelu(x) = x * Phi(x) for float, from Abramowitz-Stegun 7.1.26's erfc evaluated on |x| only: x < 0 gives
-// 0.5 * x * erfc(|x| / sqrt2), x >= 0 gives x - 0.5 * x * erfc(x / sqrt2). One exp and one division instead of
-// erf_f's two branches (gelu is compute-bound otherwise), and no cancellation in 1 + erf for negative x. Past
-// |x| / sqrt2 = 10 erfc is 0 in float: x for positive x, x * 0 (-0, or NaN for -inf as 0.5 * x * (1 + erf) gives).
+// gelu(x) = x * Phi(x) = h + h * erf(x / sqrt2), h = x / 2, for float. erf(u) is a rational u * P(u^2) / Q(u^2)
+// of degrees 5 and 5 fitted (least squares reweighted to near-minimax) on [0, 3.92], where it is within 2e-8 of
+// erf; past 3.92 erf(u) is 1 in float, so the rational (which would overflow) is replaced by sign(u). No exp and
+// one division: about 20 vector operations, half of the erfc form this replaced, which gelu needs because it
+// is compute-bound otherwise. Accuracy: |error| <= 3e-7 * max(1, |x|). For x below about -3 the result is the
+// difference of two nearly equal numbers, so there its error is absolute, not relative (as in PyTorch's
+// vectorized kernel); -inf gives NaN (-inf + inf) as 0.5 * x * (1 + erf) does, and x <= -5.6 gives exactly 0.
 inline float gelu_erf_f(float x) {
-  float z = std::fabs(x) * 0.70710678118654752440f;
-  float t = 1.f / (0.3275911f * z + 1.f);
-  float p = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
-  float h = 0.5f * x * (p * exp_f(-z * z));
-  float tail = select(x < 0.f, x * 0.f, x);
-  return select(z > 10.f, tail, select(x < 0.f, h, x - h));
+  const float u = x * 0.70710678118654752440f;
+  const float s = u * u;
+  const float p = ((((2.034429569114371e-06f * s + 2.8743845172807606e-04f) * s + 3.8678148551769703e-03f) * s +
+                    5.305889642633448e-02f) * s + 1.9275615132321688e-01f) * s + 1.1283790235593694f;
+  const float q = ((((3.806528838750517e-05f * s + 1.1879337256731834e-03f) * s + 1.5171329200923796e-02f) * s +
+                    1.1508084917055227e-01f) * s + 5.041573692087985e-01f) * s + 1.f;
+  const float e = select(std::fabs(u) < 3.92f, u * (p / q), std::copysign(1.f, u));
+  const float h = 0.5f * x;
+  return h + h * e;
 }
 
 // Wrapping integer arithmetic: int64 overflow is undefined in C++ and wraps in PyTorch.
