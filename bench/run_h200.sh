@@ -38,6 +38,29 @@ elif [ "$PART" = 4 ]; then
   timeout ${TORCH_TIMEOUT:-300} python3 bench/vs_torch.py --threads "$THREADS" --sinter "$OUT/sinter-cpu-$HOST-$DATE.json" \
     --no-probe --json "$OUT/torch-cpu-$HOST-$DATE.json" > "$OUT/vs_torch.log" 2>&1
   tail -28 "$OUT/vs_torch.log"; grep vectorised "$OUT/bench_cpu.log"
+elif [ "$PART" = 5 ]; then
+  # Part 5: part 4 plus sinter's own GEMM against OpenBLAS (bench/sgemm_probe.cpp), a per-kernel profile of the
+  # slowest workloads (SINTER_LOGS=profile) and the eager suite. Seven files come back.
+  cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > /dev/null 2>&1
+  ninja -C build-h200 -j16 sinter_cli sinter_tests > "$OUT/logs.txt" 2>&1 || { tail -50 "$OUT/logs.txt"; exit 1; }
+  g++ -O2 -std=c++20 -I src bench/sgemm_probe.cpp -L build-h200 -lsinter -lopenblas -Wl,-rpath,$PWD/build-h200 \
+    -o /tmp/sgemm_probe && /tmp/sgemm_probe "$THREADS" > "$OUT/sgemm_probe.txt" 2>&1
+  cat "$OUT/sgemm_probe.txt"
+  SINTER_CACHE_DIR=$(mktemp -d) timeout 300 build-h200/sinter_tests --gtest_brief=1 2>&1 | grep -v '^\[ measure' \
+    | grep -E '^\[  FAILED|PASSED|SKIPPED|ran\.|Failure' | tail -20 > "$OUT/tests.txt"
+  cat "$OUT/tests.txt"
+  export SINTER_CACHE_DIR=$(mktemp -d)
+  for w in gpt_block resnet_block mlp naive_attention; do
+    SINTER_LOGS=profile build-h200/sinter bench --device cpu --threads "$THREADS" --only $w --backends inductor 2>&1 \
+      | grep -v '^\[sinter:profile\] [0-9] calls' | grep -A14 'calls,'
+  done > "$OUT/profile.txt" 2>&1
+  build-h200/sinter bench --device cpu --threads "$THREADS" --json "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    >> "$OUT/logs.txt" 2>&1
+  timeout ${TORCH_TIMEOUT:-300} python3 bench/vs_torch.py --threads "$THREADS" --sinter "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    --no-probe --json "$OUT/torch-cpu-$HOST-$DATE.json" > "$OUT/vs_torch.txt" 2>&1
+  tail -28 "$OUT/vs_torch.txt"
+  build-h200/sinter bench --suite eager --threads "$THREADS" --json "$OUT/eager-cpu-$HOST-$DATE.json" >> "$OUT/logs.txt" 2>&1
+  tail -24 "$OUT/logs.txt"
 elif [ "$PART" = 3 ]; then
   # Part 3: does OpenBLAS's spinning after a threaded GEMM slow the kernels that follow? (OPENBLAS_THREAD_TIMEOUT
   # is read when the library loads: 2^n spin loops before its threads sleep; default 28.)

@@ -1,6 +1,7 @@
-// GEMM wrappers over OpenBLAS (sgemm/dgemm, sgemv/dgemv for vector shapes) and a plain integer GEMM.
-// OpenBLAS is switched to one thread once; parallelism comes from splitting C over sinter's pool, so a GEMM
-// issued from several user threads, or from inside a parallel kernel, never oversubscribes the cores.
+// GEMM wrappers: float32 products on sinter's own GEMM (ops/sgemm.h) where the CPU has its micro-kernels,
+// otherwise OpenBLAS (sgemm/dgemm, sgemv/dgemv for vector shapes), and a plain integer GEMM. OpenBLAS is
+// switched to one thread once; parallelism comes from splitting C over sinter's pool, so a GEMM issued from
+// several user threads, or from inside a parallel kernel, never oversubscribes the cores.
 #include "ops/blas.h"
 
 #include <cblas.h>
@@ -8,8 +9,10 @@
 #include <algorithm>
 #include <climits>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
+#include "ops/sgemm.h"
 #include "support/check.h"
 #include "tensor/thread_pool.h"
 
@@ -82,6 +85,17 @@ void serial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T*
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
+  if constexpr (std::is_same_v<T, float>) {
+    if (sgemm_suits(m, n, k)) {
+      TiledGemm g;
+      g.m = m, g.n = n, g.k = k, g.alpha = alpha, g.beta = beta;
+      g.a = a, g.a_rs = ta ? 1 : lda, g.a_cs = ta ? lda : 1;
+      g.b = b, g.b_rs = tb ? 1 : ldb, g.b_cs = tb ? ldb : 1;
+      g.c = c, g.c_rs = ldc;
+      sgemm_tiled(g);
+      return;
+    }
+  }
   for (int64_t v : {m, n, k, lda, ldb, ldc}) check_blas_int(v);
   ensure_single_threaded();
   if (n == 1) {  // matrix-vector: y (column of C, stride ldc) = op(A) x, x = B's only column
@@ -138,6 +152,13 @@ template <class T>
 bool gemm_threaded(const Gemm<T>& g, bool ta, int64_t lda, bool tb, int64_t ldb) {
   int threads = get_num_threads();
   if (!prefers_threaded_gemm(g.batch, g.m, g.n, g.k) || threads <= 1) return false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (sgemm_suits(g.m, g.n, g.k)) {  // sinter's own GEMM over the pool: no second set of threads
+      serial<T>(ta, tb, g.m, g.n, g.k, g.alpha, g.a + (g.a_off ? g.a_off[0] : 0), lda,
+                g.b + (g.b_off ? g.b_off[0] : 0), ldb, g.beta, g.c, g.c_rs);
+      return true;
+    }
+  }
   std::unique_lock<std::mutex> lock(threaded_gemm_mutex(), std::try_to_lock);
   if (!lock.owns_lock()) return false;  // another thread runs one: split over the pool instead
   ensure_single_threaded();

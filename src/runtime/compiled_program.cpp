@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <mutex>
 
 #include "ops/blas.h"
 #include "ops/dispatch.h"
+#include "ops/sgemm.h"
 #include "sinter/ops.h"
 #include "support/check.h"
 #include "support/log.h"
@@ -73,6 +76,12 @@ struct CompiledProgram::KernelCall {
   void check() const { check_error(error, symbol); }
 };
 
+struct CompiledProgram::Profile {
+  std::mutex mutex;
+  int64_t calls = 0;
+  std::vector<double> seconds;  // per kernel, summed over calls
+};
+
 CompiledProgram::CompiledProgram(inductor::LoopProgram program, inductor::Schedule schedule,
                                  codegen::cpp::GeneratedCode code, std::shared_ptr<SharedLibrary> library)
     : program_(std::move(program)), schedule_(std::move(schedule)), code_(std::move(code)),
@@ -81,6 +90,47 @@ CompiledProgram::CompiledProgram(inductor::LoopProgram program, inductor::Schedu
     fns_.push_back(k.symbol.empty() ? nullptr : reinterpret_cast<KernelFn>(library_->symbol(k.symbol)));
   bind_symbols();
   plan_lifetimes();
+  if (log_enabled(LogChannel::kProfile)) {
+    profile_ = std::make_unique<Profile>();
+    profile_->seconds.assign(schedule_.kernels.size(), 0.0);
+  }
+}
+
+CompiledProgram::~CompiledProgram() {
+  if (!profile_ || profile_->calls == 0) return;
+  double total = 0;
+  for (double t : profile_->seconds) total += t;
+  std::string text = fmt::format("{} calls, {:.3f} ms per call in kernels:", profile_->calls,
+                                 1e3 * total / static_cast<double>(profile_->calls));
+  std::vector<size_t> order;
+  for (size_t k = 0; k < profile_->seconds.size(); ++k)
+    if (schedule_.kernels[k].epilogue_of < 0) order.push_back(k);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return profile_->seconds[a] > profile_->seconds[b]; });
+  for (size_t k : order)
+    text += fmt::format("\n  {:9.3f} ms {:5.1f}%  {}", 1e3 * profile_->seconds[k] / static_cast<double>(profile_->calls),
+                        total > 0 ? 100.0 * profile_->seconds[k] / total : 0.0, describe(static_cast<int>(k)));
+  log_message(LogChannel::kProfile, text);
+}
+
+std::string CompiledProgram::describe(int k) const {
+  const Kernel& kernel = schedule_.kernels[k];
+  const LoopNode& first = program_.nodes[kernel.nodes[0]];
+  auto dims = [&](const BufferView& v) {
+    std::string d;
+    for (const ExprPtr& e : v.sizes) d += (d.empty() ? "" : "x") + to_string(e);
+    return d;
+  };
+  std::string what;
+  if (kernel.kind == Kernel::Kind::kExtern && first.gemm) {
+    what = fmt::format("gemm [{}] @ [{}]", dims(first.tensor_args[0]), dims(first.tensor_args[1]));
+    if (kernel.epilogue >= 0) what += fmt::format(" + epilogue {}", schedule_.kernels[kernel.epilogue].name);
+  } else if (kernel.kind == Kernel::Kind::kExtern) {
+    what = fmt::format("extern {}", op_name(first.op));
+  } else {
+    what = fmt::format("loops ({} nodes, {} stages)", kernel.nodes.size(), kernel.stages.size());
+  }
+  return fmt::format("{} {}  # {}", kernel.name, what, first.origin);
 }
 
 void CompiledProgram::bind_symbols() {
@@ -145,76 +195,58 @@ void CompiledProgram::run_loops(Run& r, int k) const {
   call.check();
 }
 
-// out[M, N] = A[M, K] @ B[K, N] by blocks of rows, single-threaded OpenBLAS per block, each block followed by the
-// epilogue kernel on the same rows while they are still in cache.
+// out[M, N] = A[M, K] @ B[K, N] on sinter's own GEMM over the pool, the epilogue kernel run on each finished tile
+// while it is in cache (whole rows for a row epilogue such as residual + layer norm). On a CPU without its
+// micro-kernels, OpenBLAS computes the product and the epilogue sweeps the output once.
 void CompiledProgram::run_gemm(Run& r, int k) const {
   const Kernel& kernel = schedule_.kernels[k];
   const LoopNode& n = program_.nodes[kernel.nodes[0]];
   Tensor a = r.view(n.tensor_args[0]), b = r.view(n.tensor_args[1]);
   const Tensor& c = r.bufs[n.outs[0]];
   int64_t m = a.size(0).hint(), kk = a.size(1).hint(), nn = b.size(1).hint();
-  bool ta, tb;
-  int64_t lda, ldb;
-  if (!blas::blas_layout(m, kk, a.stride(0).hint(), a.stride(1).hint(), ta, lda)) {
-    a = a.contiguous();
-    blas::blas_layout(m, kk, kk, 1, ta, lda);
-  }
-  if (!blas::blas_layout(kk, nn, b.stride(0).hint(), b.stride(1).hint(), tb, ldb)) {
-    b = b.contiguous();
-    blas::blas_layout(kk, nn, nn, 1, tb, ldb);
-  }
-  const float* ap = a.data_ptr<float>();
-  const float* bp = b.data_ptr<float>();
-  float* cp = c.data_ptr<float>();
-  int64_t a_rs = a.stride(0).hint();
-  int threads = get_num_threads();
-  // One large product runs fastest on OpenBLAS's threads; the epilogue then sweeps the output once. Smaller
-  // ones run as tiles over the pool with the epilogue applied to each tile while it is in cache.
-  if (kernel.epilogue < 0 || m < 2 * threads || blas::prefers_threaded_gemm(1, m, nn, kk)) {
+  const int e = kernel.epilogue;
+  if (!blas::sgemm_available()) {
+    if (!blas::blas_compatible(m, kk, a.stride(0).hint(), a.stride(1).hint())) a = a.contiguous();
+    if (!blas::blas_compatible(kk, nn, b.stride(0).hint(), b.stride(1).hint())) b = b.contiguous();
     blas::Gemm<float> g;
-    g.m = m, g.n = nn, g.k = kk, g.a = ap, g.a_rs = a.stride(0).hint(), g.a_cs = a.stride(1).hint();
-    g.b = bp, g.b_rs = b.stride(0).hint(), g.b_cs = b.stride(1).hint(), g.c = cp, g.c_rs = nn;
+    g.m = m, g.n = nn, g.k = kk, g.a = a.data_ptr<float>(), g.a_rs = a.stride(0).hint(), g.a_cs = a.stride(1).hint();
+    g.b = b.data_ptr<float>(), g.b_rs = b.stride(0).hint(), g.b_cs = b.stride(1).hint();
+    g.c = c.data_ptr<float>(), g.c_rs = nn;
     blas::gemm(g);
-    if (kernel.epilogue >= 0) run_loops(r, kernel.epilogue);
+    if (e >= 0) run_loops(r, e);
     return;
   }
-  const int e = kernel.epilogue;
+  struct Epilogue {
+    KernelFn fn;
+    void* args;
+    int64_t ldc;
+  };
+  blas::TiledGemm g;
+  g.m = m, g.n = nn, g.k = kk;
+  g.a = a.data_ptr<float>(), g.a_rs = a.stride(0).hint(), g.a_cs = a.stride(1).hint();
+  g.b = b.data_ptr<float>(), g.b_rs = b.stride(0).hint(), g.b_cs = b.stride(1).hint();
+  g.c = c.data_ptr<float>(), g.c_rs = nn;
+  if (e < 0) {
+    blas::sgemm_tiled(g);
+    return;
+  }
   const codegen::cpp::KernelInfo& info = code_.kernels[e];
   KernelCall call(r, info);
-  KernelFn epilogue = fns_[e];
-  int64_t b_cs = b.stride(1).hint();
-  if (info.row_elems) {
-    // A flat epilogue (element-wise over [M, N]): 2-D tiles, so each task packs only its share of B; the
-    // epilogue runs on each row of a tile right after the tile is computed.
-    int64_t mb = std::min<int64_t>(m, 256), nb = std::min<int64_t>(nn, 1024);
-    auto tiles = [&] { return ((m + mb - 1) / mb) * ((nn + nb - 1) / nb); };
-    while (tiles() < 2 * threads) {
-      if (nb >= 2 * mb && nb > 128) nb = (nb / 2 + 15) / 16 * 16;
-      else if (mb > 16) mb /= 2;
-      else break;
-    }
-    int64_t tn = (nn + nb - 1) / nb;
-    parallel_for(0, tiles(), 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-        int64_t i = (t / tn) * mb, j = (t % tn) * nb;
-        int64_t i1 = std::min(m, i + mb), j1 = std::min(nn, j + nb);
-        blas::gemm_serial(ta, tb, i1 - i, j1 - j, kk, 1.0f, ap + i * a_rs, lda, bp + j * b_cs, ldb, 0.0f,
-                          cp + i * nn + j, nn);
-        for (int64_t row = i; row < i1; ++row) epilogue(&call.args, row * nn + j, row * nn + j1);
-      }
-    });
-    call.check();
-    return;
+  Epilogue ep{fns_[e], &call.args, nn};
+  g.ctx = &ep;
+  g.whole_rows = info.row_elems == nullptr;
+  if (g.whole_rows) {  // a row epilogue: it reduces over each row, so it is called with whole rows
+    g.tile_done = [](void* ctx, int64_t i0, int64_t i1, int64_t, int64_t) {
+      auto* p = static_cast<Epilogue*>(ctx);
+      p->fn(p->args, i0, i1);
+    };
+  } else {  // a flat epilogue: element-wise over [M, N], called row by row over the tile's columns
+    g.tile_done = [](void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+      auto* p = static_cast<Epilogue*>(ctx);
+      for (int64_t i = i0; i < i1; ++i) p->fn(p->args, i * p->ldc + j0, i * p->ldc + j1);
+    };
   }
-  // A row epilogue (it reduces over rows, e.g. residual + layer norm): blocks of whole rows.
-  int64_t block = std::max<int64_t>(16, (m + 2 * threads - 1) / (2 * threads));
-  parallel_for(0, m, block, [&](int64_t r0, int64_t r1) {
-    for (int64_t i = r0; i < r1; i += block) {
-      int64_t i1 = std::min(r1, i + block);
-      blas::gemm_serial(ta, tb, i1 - i, nn, kk, 1.0f, ap + i * a_rs, lda, bp, ldb, 0.0f, cp + i * nn, nn);
-      epilogue(&call.args, i, i1);
-    }
-  });
+  blas::sgemm_tiled(g);
   call.check();
 }
 
@@ -267,14 +299,22 @@ std::vector<Tensor> CompiledProgram::run(const std::vector<Tensor>& inputs) cons
     if (b.kind == BufferKind::kInput) r.bufs[b.id] = inputs.at(b.graph_input);
     else if (b.kind == BufferKind::kConstant) r.bufs[b.id] = b.constant;
   }
+  std::vector<double> seconds(profile_ ? schedule_.kernels.size() : 0);
   for (size_t k = 0; k < schedule_.kernels.size(); ++k) {
     const Kernel& kernel = schedule_.kernels[k];
     if (kernel.epilogue_of >= 0) continue;  // ran inside its GEMM
+    auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     for (int b : allocs_[k]) allocate(r, b);
     if (kernel.kind == Kernel::Kind::kLoops) run_loops(r, static_cast<int>(k));
     else if (program_.nodes[kernel.nodes[0]].gemm) run_gemm(r, static_cast<int>(k));
     else run_extern(r, static_cast<int>(k));
     for (int b : frees_[k]) r.bufs[b] = Tensor();
+    if (profile_) seconds[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  if (profile_) {
+    std::lock_guard<std::mutex> lock(profile_->mutex);
+    ++profile_->calls;
+    for (size_t k = 0; k < seconds.size(); ++k) profile_->seconds[k] += seconds[k];
   }
   std::vector<Tensor> outs;
   for (const BufferView& v : program_.outputs) outs.push_back(r.view(v));

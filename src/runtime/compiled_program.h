@@ -19,8 +19,13 @@ class CompiledProgram {
  public:
   CompiledProgram(inductor::LoopProgram program, inductor::Schedule schedule, codegen::cpp::GeneratedCode code,
                   std::shared_ptr<SharedLibrary> library);
+  ~CompiledProgram();
+  CompiledProgram(const CompiledProgram&) = delete;
+  CompiledProgram& operator=(const CompiledProgram&) = delete;
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
   int launches() const { return schedule_.launches(); }
+  // "kernel3 loops: %5 = gelu(%4) ..." / "kernel1 gemm 256x2304x768 + epilogue kernel2" / "kernel4 extern conv2d"
+  std::string describe(int kernel) const;
 
  private:
   using KernelFn = void (*)(void* args, int64_t begin, int64_t end);
@@ -31,6 +36,7 @@ class CompiledProgram {
   };
   struct Run;         // the state of one call
   struct KernelCall;  // one launch's arguments
+  struct Profile;     // SINTER_LOGS=profile: time per kernel, summed over calls
   void bind_symbols();
   void plan_lifetimes();
   void run_loops(Run& r, int k) const;
@@ -46,6 +52,7 @@ class CompiledProgram {
   std::vector<Binding> bindings_;
   std::vector<std::vector<int>> frees_;         // per kernel: buffers whose last use it is
   std::vector<std::vector<int>> allocs_;        // per kernel: buffers to allocate before it runs
+  std::unique_ptr<Profile> profile_;            // null unless the profile log channel was on at construction
 };
 
 }  // namespace sinter::runtime

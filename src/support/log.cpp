@@ -9,7 +9,8 @@ namespace sinter {
 namespace {
 
 constexpr std::string_view kNames[] = {"graph",   "guards",      "recompiles", "graph_breaks", "dynamic",
-                                       "fusion",  "output_code", "perf_hints", "passes"};
+                                       "fusion",  "output_code", "perf_hints", "passes",
+                                       "profile"};
 static_assert(std::size(kNames) == static_cast<size_t>(LogChannel::kCount));
 
 std::atomic<uint32_t>& mask() {

@@ -18,6 +18,7 @@ enum class LogChannel : uint8_t {
   kOutputCode,   // generated source
   kPerfHints,    // missed optimisations
   kPasses,       // the pass pipeline: each pass, changed or not, with its time
+  kProfile,      // per-kernel time of compiled programs, summed over calls, printed when a program is freed
   kCount
 };
 

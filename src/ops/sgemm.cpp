@@ -1,0 +1,341 @@
+#include "ops/sgemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "sinter/ops.h"
+#include "support/check.h"
+#include "tensor/thread_pool.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define SINTER_SGEMM_X86 1
+#endif
+
+namespace sinter::blas {
+namespace {
+
+// Depth of one packed block: a KC x NR panel of B stays in L1 while the MR-row panels of A stream from L2.
+constexpr int64_t kKC = 256;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// c[MR x NR] (row stride ldc) = (accumulate ? c : 0) + a_panel @ b_panel, where a_panel holds MR values per
+// k step and b_panel NR values per k step (both packed, 64-byte aligned).
+using MicroFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate);
+
+struct Micro {
+  int mr = 0, nr = 0;
+  MicroFn fn = nullptr;
+};
+
+#ifdef SINTER_SGEMM_X86
+template <int MR, int NV>
+__attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __restrict a,
+                                                     const float* __restrict b, float* __restrict c,
+                                                     int64_t ldc, bool accumulate) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) bv[j] = _mm512_load_ps(b + 16 * j);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      __m512 ai = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(ai, bv[j], acc[i][j]);
+    }
+    a += MR;
+    b += 16 * NV;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      float* q = c + i * ldc + 16 * j;
+      _mm512_storeu_ps(q, accumulate ? _mm512_add_ps(_mm512_loadu_ps(q), acc[i][j]) : acc[i][j]);
+    }
+}
+
+template <int MR, int NV>
+__attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* __restrict a,
+                                                    const float* __restrict b, float* __restrict c, int64_t ldc,
+                                                    bool accumulate) {
+  __m256 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = _mm256_setzero_ps();
+  for (int64_t p = 0; p < kc; ++p) {
+    __m256 bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) bv[j] = _mm256_load_ps(b + 8 * j);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      __m256 ai = _mm256_broadcast_ss(a + i);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm256_fmadd_ps(ai, bv[j], acc[i][j]);
+    }
+    a += MR;
+    b += 8 * NV;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      float* q = c + i * ldc + 8 * j;
+      _mm256_storeu_ps(q, accumulate ? _mm256_add_ps(_mm256_loadu_ps(q), acc[i][j]) : acc[i][j]);
+    }
+}
+#endif
+
+Micro pick_micro() {
+#ifdef SINTER_SGEMM_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return {6, 64, micro_avx512<6, 4>};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {6, 16, micro_avx2<6, 2>};
+#endif
+  return {};
+}
+
+const Micro& micro() {
+  static const Micro m = pick_micro();  // a property of the CPU, fixed for the process
+  return m;
+}
+
+bool has_avx2() {
+#ifdef SINTER_SGEMM_X86
+  static const bool yes = __builtin_cpu_supports("avx2");  // a property of the CPU
+  return yes;
+#else
+  return false;
+#endif
+}
+
+// dst[q * ld_dst + r] = src[r * ld_src + q] for r, q < 8.
+#ifdef SINTER_SGEMM_X86
+__attribute__((target("avx2"))) void transpose8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + i * ld_src);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ld_dst, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+#else
+void transpose8x8(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
+  for (int r = 0; r < 8; ++r)
+    for (int q = 0; q < 8; ++q) dst[q * ld_dst + r] = src[r * ld_src + q];
+}
+#endif
+
+// Packs rows [k0, k0 + kc) x columns [j0, j0 + nr) of B into kc runs of nr values (zero past column n).
+void pack_b(const TiledGemm& g, int64_t k0, int64_t kc, int64_t j0, int nr, float* out) {
+  int64_t cols = std::min<int64_t>(nr, g.n - j0);
+  if (g.b_cs == 1) {
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = g.b + (k0 + p) * g.b_rs + j0;
+      float* dst = out + p * nr;
+      std::memcpy(dst, src, static_cast<size_t>(cols) * sizeof(float));
+      for (int64_t j = cols; j < nr; ++j) dst[j] = 0.0f;
+    }
+    return;
+  }
+  // Column-strided B (a linear layer's weight read transposed): 8 x 8 blocks transposed in registers.
+  if (g.b_rs == 1 && cols == nr && nr % 8 == 0 && has_avx2()) {
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8)
+      for (int64_t j = 0; j < nr; j += 8)
+        transpose8x8(g.b + (k0 + p) + (j0 + j) * g.b_cs, g.b_cs, out + p * nr + j, nr);
+    for (; p < kc; ++p)
+      for (int64_t j = 0; j < nr; ++j) out[p * nr + j] = g.b[(k0 + p) + (j0 + j) * g.b_cs];
+    return;
+  }
+  // Otherwise 16 k steps at a time, so the reads run along each column and the writes stay within a few cache
+  // lines per step.
+  for (int64_t p0 = 0; p0 < kc; p0 += 16) {
+    int64_t p1 = std::min(kc, p0 + 16);
+    for (int64_t j = 0; j < nr; ++j) {
+      if (j >= cols) {
+        for (int64_t p = p0; p < p1; ++p) out[p * nr + j] = 0.0f;
+        continue;
+      }
+      const float* src = g.b + k0 * g.b_rs + (j0 + j) * g.b_cs;
+      for (int64_t p = p0; p < p1; ++p) out[p * nr + j] = src[p * g.b_rs];
+    }
+  }
+}
+
+// MR row streams of a row-major A read in step and written in order (the row count known to the compiler).
+template <int MR>
+void pack_rows(const float* src, int64_t rs, int64_t kc, float* __restrict out) {
+  const float* row[MR];
+  for (int i = 0; i < MR; ++i) row[i] = src + i * rs;
+  for (int64_t p = 0; p < kc; ++p, out += MR)
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) out[i] = row[i][p];
+}
+
+// Packs rows [i0, i0 + mr) x columns [k0, k0 + kc) of A into kc runs of mr values (zero past row m).
+void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, float* out) {
+  int64_t rows = std::min<int64_t>(mr, g.m - i0);
+  if (g.alpha != 1.0f) {
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = g.a + i0 * g.a_rs + (k0 + p) * g.a_cs;
+      float* dst = out + p * mr;
+      for (int64_t i = 0; i < rows; ++i) dst[i] = g.alpha * src[i * g.a_rs];
+      for (int64_t i = rows; i < mr; ++i) dst[i] = 0.0f;
+    }
+    return;
+  }
+  if (g.a_cs == 1 && rows == mr && mr == 6) {
+    pack_rows<6>(g.a + i0 * g.a_rs + k0, g.a_rs, kc, out);
+    return;
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* src = g.a + i0 * g.a_rs + (k0 + p) * g.a_cs;
+    float* dst = out + p * mr;
+    for (int64_t i = 0; i < rows; ++i) dst[i] = src[i * g.a_rs];
+    for (int64_t i = rows; i < mr; ++i) dst[i] = 0.0f;
+  }
+}
+
+struct Plan {
+  int64_t kblocks = 0, strips = 0, row_tiles = 1, strip_tiles = 1;
+  int64_t mc = 0, strips_per_tile = 0;  // a tile's rows, and its width in strips of nr columns
+  int64_t tasks() const { return row_tiles * strip_tiles; }
+};
+
+// Every task packs its own rows of A and columns of B (no task waits for another, so the pool may run them in
+// any order, or all on one thread), so a tile shape trades packing traffic (A once per column tile, B once per
+// row tile) against balance over the threads. Tiles stay under kMaxTileRows x kMaxTileStrips so the packed
+// blocks fit in cache; a callback that needs whole rows gets tiles as wide as C.
+constexpr int64_t kMaxTileRows = 384, kMaxTileStrips = 16;
+
+Plan plan(const TiledGemm& g, const Micro& u, int threads) {
+  Plan best;
+  best.kblocks = ceil_div(g.k, kKC);
+  best.strips = ceil_div(g.n, u.nr);
+  int64_t row_panels = ceil_div(g.m, u.mr);
+  double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  double a_bytes = 4.0 * static_cast<double>(g.m) * static_cast<double>(g.k);
+  double b_bytes = 4.0 * static_cast<double>(g.k) * static_cast<double>(g.n);
+  double best_cost = -1;
+  int64_t min_rt = ceil_div(row_panels * u.mr, kMaxTileRows);
+  int64_t max_st = g.whole_rows ? 1 : best.strips;
+  int64_t min_st = g.whole_rows ? 1 : ceil_div(best.strips, kMaxTileStrips);
+  for (int64_t st = min_st; st <= max_st; ++st) {
+    int64_t per = ceil_div(best.strips, st);
+    if (st > min_st && ceil_div(best.strips, per) != st) continue;  // same tiles as a smaller st
+    for (int64_t rt = min_rt; rt <= row_panels; ++rt) {
+      int64_t mc = ceil_div(row_panels, rt) * u.mr;
+      if (rt > min_rt && ceil_div(g.m, mc) != rt) continue;
+      int64_t tasks = rt * st;
+      int64_t rounds = ceil_div(tasks, threads);
+      // Time in flop-equivalents: the busiest thread's share of the work, plus packing traffic (about 5 flops
+      // per byte moved through the caches), plus a little per task.
+      double cost = flops / static_cast<double>(tasks) * static_cast<double>(rounds) +
+                    5.0 * (a_bytes * static_cast<double>(st) + b_bytes * static_cast<double>(rt)) / threads +
+                    2e4 * static_cast<double>(rounds);
+      if (best_cost < 0 || cost < best_cost) {
+        best_cost = cost;
+        best.row_tiles = rt, best.strip_tiles = st, best.mc = mc, best.strips_per_tile = per;
+      }
+      if (tasks >= 4 * threads) break;  // more row tiles only add packing
+    }
+  }
+  best.row_tiles = ceil_div(g.m, best.mc);
+  best.strip_tiles = ceil_div(best.strips, best.strips_per_tile);
+  return best;
+}
+
+// Runs `fn(task, worker)` for task in [0, tasks) handed out one at a time to the pool's threads; `worker` in
+// [0, workers(...)) is distinct among the calls running at once (it picks a scratch buffer).
+int64_t workers(int64_t tasks, int threads) { return std::max<int64_t>(1, std::min<int64_t>(threads, tasks)); }
+
+template <class F>
+void for_each_task(int64_t tasks, int threads, F&& fn) {
+  std::atomic<int64_t> next{0};
+  parallel_for(0, workers(tasks, threads), 1, [&](int64_t w0, int64_t w1) {
+    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) fn(t, w0);
+    (void)w1;
+  });
+}
+
+}  // namespace
+
+bool sgemm_available() { return micro().fn != nullptr; }
+
+bool sgemm_suits(int64_t m, int64_t n, int64_t k) { return sgemm_available() && m >= 4 && n >= 8 && k >= 4; }
+
+void sgemm_tiled(const TiledGemm& g) {
+  const Micro& u = micro();
+  SINTER_INTERNAL_ASSERT(u.fn, "sgemm_tiled: no micro-kernel for this CPU");
+  if (g.m <= 0 || g.n <= 0) return;
+  if (g.k <= 0 || g.alpha == 0.0f) {  // C = beta * C
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) g.c[i * g.c_rs + j] = g.beta == 0.0f ? 0.0f : g.beta * g.c[i * g.c_rs + j];
+    if (g.tile_done) g.tile_done(g.ctx, 0, g.m, 0, g.n);
+    return;
+  }
+  // Below about 2 MFLOP waking the pool costs more than it saves.
+  double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  int threads = in_parallel_region() || flops < (1 << 21) ? 1 : get_num_threads();
+  Plan p = plan(g, u, threads);
+  const int mr = u.mr, nr = u.nr;
+  // Per worker: one block of A (mc x KC) and one of B (KC x the tile's columns), reused for every k block.
+  const int64_t a_size = p.mc * kKC, b_size = kKC * p.strips_per_tile * nr, slot = a_size + b_size + 16;
+  Tensor scratch = empty({workers(p.tasks(), threads) * slot}, TensorOptions{});
+  float* base = scratch.data_ptr<float>();
+
+  for_each_task(p.tasks(), threads, [&](int64_t t, int64_t worker) {
+    int64_t i0 = (t % p.row_tiles) * p.mc, i1 = std::min(g.m, i0 + p.mc);
+    int64_t s0 = (t / p.row_tiles) * p.strips_per_tile, s1 = std::min(p.strips, s0 + p.strips_per_tile);
+    float* ap = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base + worker * slot) + 63) & ~uintptr_t{63});
+    float* bp = ap + a_size;
+    alignas(64) float edge[16 * 64];
+    int64_t panels = ceil_div(i1 - i0, mr);
+    if (g.beta != 0.0f && g.beta != 1.0f)
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = s0 * nr; j < std::min(g.n, s1 * nr); ++j) g.c[i * g.c_rs + j] *= g.beta;
+    for (int64_t kb = 0; kb < p.kblocks; ++kb) {
+      int64_t k0 = kb * kKC, kc = std::min(kKC, g.k - k0);
+      for (int64_t r = 0; r < panels; ++r) pack_a(g, i0 + r * mr, mr, k0, kc, ap + r * kc * mr);
+      for (int64_t s = s0; s < s1; ++s) pack_b(g, k0, kc, s * nr, nr, bp + (s - s0) * kc * nr);
+      for (int64_t s = s0; s < s1; ++s) {
+        const float* bs = bp + (s - s0) * kc * nr;
+        int64_t j = s * nr, cols = std::min<int64_t>(nr, g.n - j);
+        for (int64_t r = 0; r < panels; ++r) {
+          int64_t i = i0 + r * mr, rows = std::min<int64_t>(mr, i1 - i);
+          float* c = g.c + i * g.c_rs + j;
+          if (rows == mr && cols == nr) {
+            u.fn(kc, ap + r * kc * mr, bs, c, g.c_rs, kb > 0 || g.beta != 0.0f);
+            continue;
+          }
+          u.fn(kc, ap + r * kc * mr, bs, edge, nr, false);
+          for (int64_t x = 0; x < rows; ++x)
+            for (int64_t y = 0; y < cols; ++y)
+              c[x * g.c_rs + y] = (kb > 0 || g.beta != 0.0f ? c[x * g.c_rs + y] : 0.0f) + edge[x * nr + y];
+        }
+      }
+    }
+    if (g.tile_done) g.tile_done(g.ctx, i0, i1, s0 * nr, std::min(g.n, s1 * nr));
+  });
+}
+
+}  // namespace sinter::blas

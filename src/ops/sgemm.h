@@ -1,0 +1,36 @@
+// sinter's own float32 GEMM for compiled programs: C = A @ B over the intra-op pool, B packed once and shared by
+// every task, each task packing its own rows of A, AVX-512 or AVX2 micro-kernels, and a callback on every
+// finished tile of C while it is still in cache (the place where generated epilogues run). One pool means no
+// second set of threads: OpenBLAS's threads keep spinning for a while after a threaded call and then compete
+// with the pool's next kernel, which cost compiled graphs 10-30% on the 16-core host.
+#pragma once
+#include <cstdint>
+
+namespace sinter::blas {
+
+// Called once per finished tile of C: rows [i0, i1), columns [j0, j1).
+using TileFn = void (*)(void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
+struct TiledGemm {
+  int64_t m = 0, n = 0, k = 0;
+  const float* a = nullptr;  // element (i, p) at a[i * a_rs + p * a_cs]: any strides
+  int64_t a_rs = 0, a_cs = 0;
+  const float* b = nullptr;  // element (p, j) at b[p * b_rs + j * b_cs]: any strides
+  int64_t b_rs = 0, b_cs = 0;
+  float* c = nullptr;        // element (i, j) at c[i * c_rs + j]
+  int64_t c_rs = 0;
+  float alpha = 1, beta = 0;  // C = alpha * A @ B + beta * C (beta 0: C's old contents, NaN included, ignored)
+  TileFn tile_done = nullptr;
+  void* ctx = nullptr;
+  bool whole_rows = false;   // every tile spans all n columns (for callbacks that reduce over a row)
+};
+
+// Whether this CPU has one of the micro-kernels (AVX-512F, or AVX2 with FMA). Without, callers use OpenBLAS.
+bool sgemm_available();
+// Runs on the pool (or inline inside a parallel region). Requires sgemm_available().
+void sgemm_tiled(const TiledGemm& g);
+// Whether sgemm_tiled is the better choice for this product: a micro-kernel exists and the product is not so
+// thin that padding to micro-tiles wastes most of it (matrix-vector products stay with BLAS's gemv).
+bool sgemm_suits(int64_t m, int64_t n, int64_t k);
+
+}  // namespace sinter::blas
