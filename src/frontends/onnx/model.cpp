@@ -25,6 +25,8 @@ const OpTable& op_table() {
     register_resize_ops(t);
     register_dropout_ops(t);
     register_sequence_ops(t);
+    register_quantize_ops(t);
+    register_misc_ops(t);
     register_gradient_ops(t);
     return t;
   }();
