@@ -154,6 +154,7 @@ void register_dropout_ops(OpTable& t);
 void register_sequence_ops(OpTable& t);
 void register_quantize_ops(OpTable& t);
 void register_misc_ops(OpTable& t);
+void register_rnn_ops(OpTable& t);
 // Operators of other domains are keyed "domain::Op" (ai.onnx.preview.training::Gradient).
 void register_gradient_ops(OpTable& t);
 std::string op_key(const proto::Node& n);

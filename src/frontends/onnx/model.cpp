@@ -27,6 +27,7 @@ const OpTable& op_table() {
     register_sequence_ops(t);
     register_quantize_ops(t);
     register_misc_ops(t);
+    register_rnn_ops(t);
     register_gradient_ops(t);
     return t;
   }();
