@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -119,6 +121,14 @@ void stream_copy(void* dst, const void* src, int64_t bytes) {
     _mm_stream_si128(reinterpret_cast<__m128i*>(d), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s)));
 #endif
   std::memcpy(d, s, static_cast<size_t>(bytes));
+}
+
+bool stream_output(int64_t bytes) {
+  static const bool enabled = [] {
+    const char* v = std::getenv("SINTER_STREAM_STORES");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return enabled && bytes >= kStreamMinBytes;
 }
 
 void stream_fence() {
@@ -269,7 +279,7 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, const void* ctx, int64_t
   // A large contiguous output is computed into buf[0] (and converted into obuf) in L1, then streamed out.
   const Operand& out = ops_[0];
   const int64_t out_esize = static_cast<int64_t>(element_size(out.dtype));
-  const bool stream = ndim == 1 && out.strides[0] == out_esize && numel_ * out_esize >= kStreamMinBytes;
+  const bool stream = ndim == 1 && out.strides[0] == out_esize && stream_output(numel_ * out_esize);
 
   parallel_for(0, numel_, grain, [&](int64_t begin, int64_t end) {
     alignas(64) char buf[kMaxOperands][kChunk * 8];

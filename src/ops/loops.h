@@ -31,6 +31,9 @@ inline constexpr int64_t kChunk = 256;  // elements per chunk: buffers stay in L
 // worth of data moves 3 through memory. Above about one socket's last-level cache the output cannot stay
 // cached for its consumer anyway; smaller outputs keep ordinary stores so the next op finds them in cache.
 inline constexpr int64_t kStreamMinBytes = int64_t{32} << 20;
+// Whether an output of `bytes` is streamed: at least kStreamMinBytes, unless SINTER_STREAM_STORES=0 (read once)
+// turns streaming off, to compare both on a machine at hand.
+bool stream_output(int64_t bytes);
 // Copies `bytes` from src to dst with streaming stores for dst's whole aligned 16-byte pieces (ordinary stores
 // for an unaligned head and tail). A thread that streamed calls stream_fence() before its results are used.
 void stream_copy(void* dst, const void* src, int64_t bytes);

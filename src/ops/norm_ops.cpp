@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/loops.h"
 #include "ops/reduce_engine.h"
 #include "ops/reduce_internal.h"
 
@@ -56,31 +57,55 @@ void for_each_row(const Tensor& in, const Tensor& out, int64_t rows, int64_t len
   const int64_t isz = static_cast<int64_t>(in.element_size()), osz = static_cast<int64_t>(out.element_size());
   const char* ibase = static_cast<const char*>(in.data_ptr());
   char* obase = static_cast<char*>(out.data_ptr());
+  // A large output is computed row by row in cache and streamed out (loops::kStreamMinBytes says why).
+  const bool stream = loops::stream_output(rows * len * osz);
   parallel_for(0, rows, std::max<int64_t>(1, kGrainElementwise / len), [&](int64_t b, int64_t e) {
-    std::vector<C> xbuf(load ? static_cast<size_t>(len) : 0), ybuf(store ? static_cast<size_t>(len) : 0);
+    std::vector<C> xbuf(load ? static_cast<size_t>(len) : 0), ybuf(store || stream ? static_cast<size_t>(len) : 0);
+    std::vector<char> obuf(store && stream ? static_cast<size_t>(len * osz) : 0);
     for (int64_t r = b; r < e; ++r) {
       const C* x = load ? xbuf.data() : reinterpret_cast<const C*>(ibase + r * len * isz);
       if (load) load(ibase + r * len * isz, xbuf.data(), len);
-      C* y = store ? ybuf.data() : reinterpret_cast<C*>(obase + r * len * osz);
+      char* dst = obase + r * len * osz;
+      C* y = store || stream ? ybuf.data() : reinterpret_cast<C*>(dst);
       body(x, y, r);
-      if (store) store(ybuf.data(), obase + r * len * osz, len);
+      if (stream) {
+        const void* out = y;
+        if (store) {
+          store(y, obuf.data(), len);
+          out = obuf.data();
+        }
+        loops::stream_copy(dst, out, len * osz);
+      } else if (store) {
+        store(y, dst, len);
+      }
     }
+    if (stream) loops::stream_fence();
   });
 }
 
 // Mean and 1 / sqrt(var + eps) of a row (biased variance).
+// Always inlined (as affine_row) so that layer_norm_row's wide-vector clones compile them too.
 template <class C>
-void row_stats(const C* x, int64_t n, C eps, C& mean, C& rstd) {
-  mean = lane_sum<C>(x, n, [](C v) { return v; }) / static_cast<C>(n);
+[[gnu::always_inline]] inline void row_stats(const C* x, int64_t n, C eps, C& mean, C& rstd) {
+  mean = static_cast<C>(block_sum(x, n, [](C v) { return v; }) / static_cast<double>(n));
   const C m = mean;
-  const C var = lane_sum<C>(x, n, [m](C v) { return (v - m) * (v - m); }) / static_cast<C>(n);
+  const C var = static_cast<C>(block_sum(x, n, [m](C v) { return (v - m) * (v - m); }) / static_cast<double>(n));
   rstd = C(1) / std::sqrt(var + eps);
 }
 
 template <class C>
-void affine_row(const C* __restrict x, C* __restrict y, const C* __restrict w, const C* __restrict b,
+[[gnu::always_inline]] inline void affine_row(const C* __restrict x, C* __restrict y, const C* __restrict w, const C* __restrict b,
                 int64_t n, C mean, C rstd) {
   for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd * w[j] + b[j];
+}
+
+// One layer_norm row: statistics and the affine map, compiled for wider vectors too (three passes over a row
+// in L1 are compute, not memory).
+template <class C>
+SINTER_CLONES void layer_norm_row(const C* x, C* y, const C* w, const C* b, int64_t n, C eps) {
+  C mean, rstd;
+  row_stats(x, n, eps, mean, rstd);
+  affine_row(x, y, w, b, n, mean, rstd);
 }
 
 // ---- layer_norm (input, normalized_shape, weight?, bias?, eps) ----
@@ -99,9 +124,7 @@ void layer_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   visit_float_compute(x.dtype(), [&]<class C>() {
     const std::vector<C> w = param_or<C>(a[2], len, C(1)), b = param_or<C>(a[3], len, C(0));
     for_each_row<C>(x, outs[0], rows, len, [&](const C* xr, C* yr, int64_t) {
-      C mean, rstd;
-      row_stats(xr, len, static_cast<C>(eps), mean, rstd);
-      affine_row(xr, yr, w.data(), b.data(), len, mean, rstd);
+      layer_norm_row(xr, yr, w.data(), b.data(), len, static_cast<C>(eps));
     });
   });
 }

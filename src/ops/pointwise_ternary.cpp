@@ -1,6 +1,7 @@
 // Pointwise ops of three operands: where, clamp (Scalar and Tensor bounds), lerp, addcmul/addcdiv and
 // masked_fill; their in-place forms run these kernels with self as the output.
 #include <cmath>
+#include <bit>
 #include <cstring>
 
 #include "ops/pointwise_common.h"
@@ -96,12 +97,21 @@ ShapeResult ternary_shape(OpId op, const Args& args) {
 }
 
 // c ? a : b for a mask loaded from a bool tensor. Reading the bool's byte as an integer lets g++ vectorize the
-// loop (a byte compare and a blend); with the bool itself (or pmath::select's -int(c) mask) it stays scalar.
+// loop; with the bool itself it stays scalar. The byte then becomes an all-ones or all-zeros mask that picks
+// bits: a conditional expression instead compiles, in the AVX-512 clone, to masked loads of a and b, which
+// from memory ran at half speed on a Zen 4 host (where(mask, a, b) on 2^25 floats: 15 -> 11 ms, one thread;
+// and 26 ms with streaming stores).
 template <class C>
 inline C pick(bool c, C a, C b) {
   uint8_t u;
   std::memcpy(&u, &c, 1);
-  return u ? a : b;
+  if constexpr (std::is_same_v<C, bool>) {
+    return u ? a : b;
+  } else {
+    using U = std::conditional_t<sizeof(C) == 4, uint32_t, uint64_t>;
+    const U m = U(0) - static_cast<U>(u);
+    return std::bit_cast<C>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & ~m));
+  }
 }
 
 void ternary_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {

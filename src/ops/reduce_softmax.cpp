@@ -3,6 +3,7 @@
 // tile. float16/bfloat16 rows are converted to float once, computed, and rounded once when written.
 #include <cmath>
 
+#include "ops/loops.h"
 #include "ops/reduce_engine.h"
 #include "ops/reduce_internal.h"
 
@@ -24,7 +25,7 @@ ShapeResult softmax_shape(OpId op, const Args& a) {
 // y = softmax(x) or log_softmax(x) over one contiguous row (x and y may be the same buffer).
 template <bool kLog, class C>
 SINTER_CLONES void softmax_row(const C* x, C* y, int64_t n) {
-  const C m = lane_extreme<true>(x, n, lowest<C>(), [](C v) { return v; });
+  const C m = lane_max_shift(x, n, lowest<C>());
   if constexpr (kLog) {
     // (x - m) - log(s), not x - (m + log(s)): x - m is exact, so large inputs keep their precision.
     const C log_s = static_cast<C>(std::log(exp_sum<false>(x, y, n, m)));
@@ -127,8 +128,11 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
     return;
   }
   if (I == 1) {
+    // A large output is computed row by row in cache and streamed out (loops::kStreamMinBytes says why).
+    const bool stream = loops::stream_output(O * N * osz);
     parallel_for(0, O, std::max<int64_t>(1, kGrainElementwise / N), [&](int64_t b, int64_t e) {
-      std::vector<C> buf(load || store ? static_cast<size_t>(N) : 0);
+      std::vector<C> buf(load || store || stream ? static_cast<size_t>(N) : 0);
+      std::vector<char> obuf(store && stream ? static_cast<size_t>(N * osz) : 0);
       for (int64_t o = b; o < e; ++o) {
         const char* src = plan.data + o * N * esz;
         char* dst = obase + o * N * osz;
@@ -137,10 +141,20 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
           load(src, buf.data(), N);
           x = buf.data();
         }
-        C* y = store ? buf.data() : reinterpret_cast<C*>(dst);
+        C* y = store || stream ? buf.data() : reinterpret_cast<C*>(dst);
         softmax_row<kLog>(x, y, N);
-        if (store) store(y, dst, N);
+        if (stream) {
+          const void* out = y;
+          if (store) {
+            store(y, obuf.data(), N);
+            out = obuf.data();
+          }
+          loops::stream_copy(dst, out, N * osz);
+        } else if (store) {
+          store(y, dst, N);
+        }
       }
+      if (stream) loops::stream_fence();
     });
     return;
   }

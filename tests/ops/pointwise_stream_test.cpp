@@ -78,5 +78,23 @@ TEST(PointwiseStream, StreamCopyAtEveryAlignment) {
   }
 }
 
+// softmax, log_softmax and layer_norm stream large outputs row by row: the rows must equal those of a small
+// (not streamed) input with the same rows, for float32 and for bfloat16 (rounded, then streamed).
+TEST(NormStream, LargeRowOutputsEqualSmallOnes) {
+  const int64_t cols = 1000, rows = loops::kStreamMinBytes / (2 * cols) + 3;  // bf16 outputs stream too
+  Tensor x = testing::random({rows, cols}, kFloat32, 6) * 3;
+  Tensor head = x.narrow(0, 0, 5).clone(), tail = x.narrow(0, rows - 5, 5).clone();
+  Tensor w = testing::random({cols}, kFloat32, 7), b = testing::random({cols}, kFloat32, 8);
+  for (DType dt : {kFloat32, kBFloat16}) {
+    Tensor xd = x.to(dt), hd = head.to(dt), td = tail.to(dt), wd = w.to(dt), bd = b.to(dt);
+    Tensor s = softmax(xd, -1), ls = log_softmax(xd, -1), ln = layer_norm(xd, {cols}, wd, bd);
+    EXPECT_TENSOR_EQ(s.narrow(0, 0, 5), softmax(hd, -1));
+    EXPECT_TENSOR_EQ(s.narrow(0, rows - 5, 5), softmax(td, -1));
+    EXPECT_TENSOR_EQ(ls.narrow(0, rows - 5, 5), log_softmax(td, -1));
+    EXPECT_TENSOR_EQ(ln.narrow(0, 0, 5), layer_norm(hd, {cols}, wd, bd));
+    EXPECT_TENSOR_EQ(ln.narrow(0, rows - 5, 5), layer_norm(td, {cols}, wd, bd));
+  }
+}
+
 }  // namespace
 }  // namespace sinter
