@@ -73,6 +73,7 @@ class Lowerer final : public PointwiseContext {
     std::vector<ExprPtr> strides;
     ExprPtr offset;
     bool meta_layout = true;  // the strides/offset are the graph meta's (so a view's meta applies)
+    ExprPtr meta_offset;      // the graph tensor's storage offset (a stored value's buffer starts there)
     std::function<SExpr(const std::vector<ExprPtr>&)> fn;  // lazy
     std::map<std::vector<ExprPtr>, SExpr> memo;
   };
@@ -83,6 +84,7 @@ class Lowerer final : public PointwiseContext {
     return it->second;
   }
   int add_value(const Tensor& proxy, LValue v) {
+    v.meta_offset = ex(proxy.storage_offset());
     values_.push_back(std::move(v));
     int id = static_cast<int>(values_.size()) - 1;
     value_of_[proxy.impl()] = id;
@@ -166,7 +168,9 @@ class Lowerer final : public PointwiseContext {
     L.meta_layout = meta;
     L.fn = nullptr;
     L.memo.clear();
-    base_[bid] = c0();
+    // Views of this value name offsets in the graph's storage: the buffer's first element is the value's own
+    // (a value stored in its meta layout), so a view at storage offset o reads at o - base.
+    base_[bid] = meta ? L.meta_offset : c0();
   }
 
   // Appends a pointwise or reduction node computing `body` over `domain` into buffer `out` at `store_offset`.

@@ -153,6 +153,17 @@ TEST(Inductor, ViewsBecomeIndexing) {
   check([](const Tensor& x) { return exp(x).unsqueeze(0).expand({3, 4, 6, 8}) + 1; }, x);
 }
 
+// A view of a view of a computed value: the inner view (select at storage offset 45) is stored, and the outer one
+// (narrow at offset 55) must index that buffer from its own start (offset 10), not from the graph's storage.
+TEST(Inductor, ViewOfAStoredViewIndexesFromItsStart) {
+  Tensor x = random({2, 3, 3}), w = random({15, 3}), b = random({15}), h = random({3, 5});
+  auto f = [](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& h) {
+    Tensor xw = add(matmul(x, w.t()), b);
+    return mul(narrow(select(xw, 0, 1), -1, 10, 5), h) + sigmoid(narrow(select(xw, 0, 0), -1, 5, 5));
+  };
+  check(f, x, w, b, h);
+}
+
 TEST(Inductor, NonContiguousAndBroadcastInputs) {
   Tensor x = testing::non_contiguous(random({16, 9}));
   Tensor y = random({9});
