@@ -1,7 +1,8 @@
 // sinter's own float32 GEMM (src/ops/sgemm.*) against OpenBLAS on the workloads' shapes, side by side in one
 // process: OpenBLAS on its own threads, and sinter's tiles over sinter's pool, with B stored [K, N] and [N, K]
 // (a linear layer's weight). Build (after the library):
-//   g++ -O2 -std=c++20 -I src bench/sgemm_probe.cpp -L build -lsinter -lopenblas -Wl,-rpath,$PWD/build
+//   g++ -O2 -std=c++20 -I src bench/sgemm_probe.cpp -L build -lsinter -lopenblas -lfmt -Wl,-rpath,$PWD/build
+// Variants of the tiling constants: add src/ops/sgemm.cpp -DSINTER_SGEMM_KC=384 (its copy replaces the library's).
 #include <cblas.h>
 
 #include <algorithm>
@@ -66,6 +67,8 @@ int main(int argc, char** argv) {
     double err = 0;
     for (size_t i = 0; i < c1.size(); ++i) err = std::max(err, double(std::abs(c1[i] - c2[i])));
     double gf = 2.0 * m * n * k / 1e6;
+    g.b = b.data(), g.b_rs = n, g.b_cs = 1;
+    std::printf("          %s\n", sinter::blas::sgemm_plan(g, threads).c_str());
     std::printf("%-9s %5dx%5dx%5d  sinter %7.3f ms %6.0f GF/s (B^T %7.3f ms %6.0f)  openblas %7.3f ms %6.0f GF/s (B^T %7.3f ms)"
                 "  sinter/openblas %.2f  max|diff| %.1e\n",
                 s.what, m, n, k, ours, gf / ours, ours_t, gf / ours_t, blas, gf / blas, blas_t,

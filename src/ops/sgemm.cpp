@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "sinter/ops.h"
 #include "support/check.h"
@@ -16,8 +20,15 @@
 namespace sinter::blas {
 namespace {
 
-// Depth of one packed block: a KC x NR panel of B stays in L1 while the MR-row panels of A stream from L2.
-constexpr int64_t kKC = 256;
+// Depth of one packed block: a KC x NR panel of B stays in L1/L2 while the MR-row panels of A stream from L2.
+// (The macros let bench/sgemm_probe.cpp compile variants side by side; the library uses the defaults.)
+#ifndef SINTER_SGEMM_KC
+#define SINTER_SGEMM_KC 256
+#endif
+#ifndef SINTER_SGEMM_PASS_FLOPS
+#define SINTER_SGEMM_PASS_FLOPS 2e7
+#endif
+constexpr int64_t kKC = SINTER_SGEMM_KC;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -218,14 +229,19 @@ void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, floa
 struct Plan {
   int64_t kblocks = 0, strips = 0, row_tiles = 1, strip_tiles = 1;
   int64_t mc = 0, strips_per_tile = 0;  // a tile's rows, and its width in strips of nr columns
+  bool shared_b = false;                // B packed once for every task (else each task packs its columns)
   int64_t tasks() const { return row_tiles * strip_tiles; }
 };
 
-// Every task packs its own rows of A and columns of B (no task waits for another, so the pool may run them in
-// any order, or all on one thread), so a tile shape trades packing traffic (A once per column tile, B once per
-// row tile) against balance over the threads. Tiles stay under kMaxTileRows x kMaxTileStrips so the packed
-// blocks fit in cache; a callback that needs whole rows gets tiles as wide as C.
+// No task ever waits for another (the pool may run them in any order, or all on one thread). Each packs its own
+// rows of A; B is either packed once up front and shared (one more pass over the pool, memory for all of B) or
+// packed by each task for its columns (again for every row tile). The plan weighs, in flop-equivalents on the
+// busiest thread: the tiles' balance over the threads, packing traffic (A once per column tile), reading the
+// shared B once per row tile, and a fixed cost per pass and per task. Tiles stay under kMaxTileRows x
+// kMaxTileStrips so the packed blocks fit in cache; a callback that needs whole rows gets tiles as wide as C.
 constexpr int64_t kMaxTileRows = 384, kMaxTileStrips = 16;
+constexpr double kFlopsPerPackedByte = 8, kFlopsPerReadByte = 1, kFlopsPerPass = SINTER_SGEMM_PASS_FLOPS;
+constexpr double kFlopsPerTask = 2e4;
 
 Plan plan(const TiledGemm& g, const Micro& u, int threads) {
   Plan best;
@@ -235,7 +251,7 @@ Plan plan(const TiledGemm& g, const Micro& u, int threads) {
   double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   double a_bytes = 4.0 * static_cast<double>(g.m) * static_cast<double>(g.k);
   double b_bytes = 4.0 * static_cast<double>(g.k) * static_cast<double>(g.n);
-  double best_cost = -1;
+  double best_cost = -1, th = threads;
   int64_t min_rt = ceil_div(row_panels * u.mr, kMaxTileRows);
   int64_t max_st = g.whole_rows ? 1 : best.strips;
   int64_t min_st = g.whole_rows ? 1 : ceil_div(best.strips, kMaxTileStrips);
@@ -245,22 +261,25 @@ Plan plan(const TiledGemm& g, const Micro& u, int threads) {
     for (int64_t rt = min_rt; rt <= row_panels; ++rt) {
       int64_t mc = ceil_div(row_panels, rt) * u.mr;
       if (rt > min_rt && ceil_div(g.m, mc) != rt) continue;
-      int64_t tasks = rt * st;
-      int64_t rounds = ceil_div(tasks, threads);
-      // Time in flop-equivalents: the busiest thread's share of the work, plus packing traffic (about 5 flops
-      // per byte moved through the caches), plus a little per task.
-      double cost = flops / static_cast<double>(tasks) * static_cast<double>(rounds) +
-                    5.0 * (a_bytes * static_cast<double>(st) + b_bytes * static_cast<double>(rt)) / threads +
-                    2e4 * static_cast<double>(rounds);
-      if (best_cost < 0 || cost < best_cost) {
-        best_cost = cost;
-        best.row_tiles = rt, best.strip_tiles = st, best.mc = mc, best.strips_per_tile = per;
+      double tasks = static_cast<double>(rt * st), rounds = std::ceil(tasks / th);
+      double base = flops / tasks * rounds + kFlopsPerPackedByte * a_bytes * static_cast<double>(st) / th +
+                    kFlopsPerTask * rounds;
+      double own = base + kFlopsPerPackedByte * b_bytes * static_cast<double>(rt) / th;
+      double shared = base + (kFlopsPerPackedByte + kFlopsPerReadByte * static_cast<double>(rt)) * b_bytes / th +
+                      (threads > 1 ? kFlopsPerPass : 0.0);
+      for (bool sh : {false, true}) {
+        double cost = sh ? shared : own;
+        if (best_cost < 0 || cost < best_cost) {
+          best_cost = cost;
+          best.row_tiles = rt, best.strip_tiles = st, best.mc = mc, best.strips_per_tile = per, best.shared_b = sh;
+        }
       }
-      if (tasks >= 4 * threads) break;  // more row tiles only add packing
+      if (tasks >= 4 * th) break;  // more row tiles only add packing
     }
   }
   best.row_tiles = ceil_div(g.m, best.mc);
   best.strip_tiles = ceil_div(best.strips, best.strips_per_tile);
+  if (best.row_tiles == 1) best.shared_b = false;  // nothing would be packed twice
   return best;
 }
 
@@ -281,6 +300,14 @@ void for_each_task(int64_t tasks, int threads, F&& fn) {
 
 bool sgemm_available() { return micro().fn != nullptr; }
 
+std::string sgemm_plan(const TiledGemm& g, int threads) {
+  const Micro& u = micro();
+  if (!u.fn) return "no micro-kernel";
+  Plan p = plan(g, u, threads);
+  return fmt::format("{}x{} micro-tiles, {} tiles of {} rows x {} columns, B {}", u.mr, u.nr, p.tasks(), p.mc,
+                     p.strips_per_tile * u.nr, p.shared_b ? "packed once and shared" : "packed per tile");
+}
+
 bool sgemm_suits(int64_t m, int64_t n, int64_t k) { return sgemm_available() && m >= 4 && n >= 8 && k >= 4; }
 
 void sgemm_tiled(const TiledGemm& g) {
@@ -298,15 +325,28 @@ void sgemm_tiled(const TiledGemm& g) {
   int threads = in_parallel_region() || flops < (1 << 21) ? 1 : get_num_threads();
   Plan p = plan(g, u, threads);
   const int mr = u.mr, nr = u.nr;
-  // Per worker: one block of A (mc x KC) and one of B (KC x the tile's columns), reused for every k block.
-  const int64_t a_size = p.mc * kKC, b_size = kKC * p.strips_per_tile * nr, slot = a_size + b_size + 16;
-  Tensor scratch = empty({workers(p.tasks(), threads) * slot}, TensorOptions{});
-  float* base = scratch.data_ptr<float>();
+  // Shared B: block kb starts at k0 * np, strip s of it at s * kc * nr. Per worker: one block of A (mc x KC),
+  // and without shared B one of B (KC x the tile's columns), reused for every k block.
+  const int64_t np = p.strips * nr, shared_size = p.shared_b ? g.k * np + 16 : 0;
+  const int64_t a_size = p.mc * kKC, b_size = p.shared_b ? 0 : kKC * p.strips_per_tile * nr;
+  const int64_t slot = a_size + b_size + 16;
+  Tensor scratch = empty({shared_size + workers(p.tasks(), threads) * slot}, TensorOptions{});
+  auto aligned = [](float* q) {
+    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(q) + 63) & ~uintptr_t{63});
+  };
+  float* shared_b = aligned(scratch.data_ptr<float>());
+  float* base = scratch.data_ptr<float>() + shared_size;
+  if (p.shared_b)
+    for_each_task(p.kblocks * p.strips, threads, [&](int64_t t, int64_t) {
+      int64_t kb = t / p.strips, s = t % p.strips;
+      int64_t k0 = kb * kKC, kc = std::min(kKC, g.k - k0);
+      pack_b(g, k0, kc, s * nr, nr, shared_b + k0 * np + s * kc * nr);
+    });
 
   for_each_task(p.tasks(), threads, [&](int64_t t, int64_t worker) {
     int64_t i0 = (t % p.row_tiles) * p.mc, i1 = std::min(g.m, i0 + p.mc);
     int64_t s0 = (t / p.row_tiles) * p.strips_per_tile, s1 = std::min(p.strips, s0 + p.strips_per_tile);
-    float* ap = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(base + worker * slot) + 63) & ~uintptr_t{63});
+    float* ap = aligned(base + worker * slot);
     float* bp = ap + a_size;
     alignas(64) float edge[16 * 64];
     int64_t panels = ceil_div(i1 - i0, mr);
@@ -316,9 +356,10 @@ void sgemm_tiled(const TiledGemm& g) {
     for (int64_t kb = 0; kb < p.kblocks; ++kb) {
       int64_t k0 = kb * kKC, kc = std::min(kKC, g.k - k0);
       for (int64_t r = 0; r < panels; ++r) pack_a(g, i0 + r * mr, mr, k0, kc, ap + r * kc * mr);
-      for (int64_t s = s0; s < s1; ++s) pack_b(g, k0, kc, s * nr, nr, bp + (s - s0) * kc * nr);
+      if (!p.shared_b)
+        for (int64_t s = s0; s < s1; ++s) pack_b(g, k0, kc, s * nr, nr, bp + (s - s0) * kc * nr);
       for (int64_t s = s0; s < s1; ++s) {
-        const float* bs = bp + (s - s0) * kc * nr;
+        const float* bs = p.shared_b ? shared_b + k0 * np + s * kc * nr : bp + (s - s0) * kc * nr;
         int64_t j = s * nr, cols = std::min<int64_t>(nr, g.n - j);
         for (int64_t r = 0; r < panels; ++r) {
           int64_t i = i0 + r * mr, rows = std::min<int64_t>(mr, i1 - i);

@@ -5,6 +5,7 @@
 // with the pool's next kernel, which cost compiled graphs 10-30% on the 16-core host.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace sinter::blas {
 
@@ -32,5 +33,7 @@ void sgemm_tiled(const TiledGemm& g);
 // Whether sgemm_tiled is the better choice for this product: a micro-kernel exists and the product is not so
 // thin that padding to micro-tiles wastes most of it (matrix-vector products stay with BLAS's gemv).
 bool sgemm_suits(int64_t m, int64_t n, int64_t k);
+// How sgemm_tiled would cut this product over `threads` threads ("6x64 micro-tiles, 48 tiles of 132 rows x ...").
+std::string sgemm_plan(const TiledGemm& g, int threads);
 
 }  // namespace sinter::blas

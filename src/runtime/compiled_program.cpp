@@ -197,7 +197,7 @@ void CompiledProgram::run_loops(Run& r, int k) const {
 
 // out[M, N] = A[M, K] @ B[K, N] on sinter's own GEMM over the pool, the epilogue kernel run on each finished tile
 // while it is in cache (whole rows for a row epilogue such as residual + layer norm). On a CPU without its
-// micro-kernels, OpenBLAS computes the product and the epilogue sweeps the output once.
+// micro-kernels, or for thin products, OpenBLAS computes the product and the epilogue sweeps the output once.
 void CompiledProgram::run_gemm(Run& r, int k) const {
   const Kernel& kernel = schedule_.kernels[k];
   const LoopNode& n = program_.nodes[kernel.nodes[0]];
@@ -205,7 +205,7 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
   const Tensor& c = r.bufs[n.outs[0]];
   int64_t m = a.size(0).hint(), kk = a.size(1).hint(), nn = b.size(1).hint();
   const int e = kernel.epilogue;
-  if (!blas::sgemm_available()) {
+  if (!blas::sgemm_suits(m, nn, kk)) {  // the choice eager's GEMM makes too, so both round alike
     if (!blas::blas_compatible(m, kk, a.stride(0).hint(), a.stride(1).hint())) a = a.contiguous();
     if (!blas::blas_compatible(kk, nn, b.stride(0).hint(), b.stride(1).hint())) b = b.contiguous();
     blas::Gemm<float> g;
