@@ -39,20 +39,26 @@ elif [ "$PART" = 4 ]; then
     --no-probe --json "$OUT/torch-cpu-$HOST-$DATE.json" > "$OUT/vs_torch.log" 2>&1
   tail -28 "$OUT/vs_torch.log"; grep vectorised "$OUT/bench_cpu.log"
 elif [ "$PART" = 5 ]; then
-  # Part 5: part 4 plus sinter's own GEMM against OpenBLAS (bench/sgemm_probe.cpp), a per-kernel profile of the
-  # slowest workloads (SINTER_LOGS=profile) and the eager suite. Seven files come back.
+  # Part 5: part 4 plus sinter's own GEMM against OpenBLAS (bench/sgemm_probe.cpp, with variants of its tiling
+  # constants), a per-kernel profile of the slowest workloads (SINTER_LOGS=profile) and the eager suite with and
+  # without streaming stores. Eight files come back.
   cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > /dev/null 2>&1
   ninja -C build-h200 -j16 sinter_cli sinter_tests > "$OUT/logs.txt" 2>&1 || { tail -50 "$OUT/logs.txt"; exit 1; }
-  g++ -O2 -std=c++20 -I src bench/sgemm_probe.cpp -L build-h200 -lsinter -lopenblas -Wl,-rpath,$PWD/build-h200 \
-    -o /tmp/sgemm_probe && /tmp/sgemm_probe "$THREADS" > "$OUT/sgemm_probe.txt" 2>&1
-  cat "$OUT/sgemm_probe.txt"
+  probe() {  # $1: label, rest: extra compiler flags (a variant compiles its own copy of src/ops/sgemm.cpp)
+    local label=$1; shift
+    g++ -O2 -std=c++20 -I src -I include bench/sgemm_probe.cpp "$@" -L build-h200 -lsinter -lopenblas -lfmt \
+      -Wl,-rpath,$PWD/build-h200 -o /tmp/sgemm_probe && { echo "== $label"; /tmp/sgemm_probe "$THREADS"; }
+  }
+  { probe library; for v in ${SGEMM_VARIANTS:-}; do probe "$v" src/ops/sgemm.cpp -D${v//,/ -D}; done; } \
+    > "$OUT/sgemm_probe.txt" 2>&1
+  grep -v '^ ' "$OUT/sgemm_probe.txt"
   SINTER_CACHE_DIR=$(mktemp -d) timeout 300 build-h200/sinter_tests --gtest_brief=1 2>&1 | grep -v '^\[ measure' \
     | grep -E '^\[  FAILED|PASSED|SKIPPED|ran\.|Failure' | tail -20 > "$OUT/tests.txt"
   cat "$OUT/tests.txt"
   export SINTER_CACHE_DIR=$(mktemp -d)
-  for w in gpt_block resnet_block mlp naive_attention; do
+  for w in gpt_block resnet_block mlp; do
     SINTER_LOGS=profile build-h200/sinter bench --device cpu --threads "$THREADS" --only $w --backends inductor 2>&1 \
-      | grep -v '^\[sinter:profile\] [0-9] calls' | grep -A14 'calls,'
+      | grep -v '^\[sinter:profile\] [0-9] calls' | grep -A12 'calls,' | grep -v '^$'
   done > "$OUT/profile.txt" 2>&1
   build-h200/sinter bench --device cpu --threads "$THREADS" --json "$OUT/sinter-cpu-$HOST-$DATE.json" \
     >> "$OUT/logs.txt" 2>&1
@@ -60,7 +66,9 @@ elif [ "$PART" = 5 ]; then
     --no-probe --json "$OUT/torch-cpu-$HOST-$DATE.json" > "$OUT/vs_torch.txt" 2>&1
   tail -28 "$OUT/vs_torch.txt"
   build-h200/sinter bench --suite eager --threads "$THREADS" --json "$OUT/eager-cpu-$HOST-$DATE.json" >> "$OUT/logs.txt" 2>&1
-  tail -24 "$OUT/logs.txt"
+  echo "== eager suite with SINTER_STREAM_STORES=0" >> "$OUT/logs.txt"
+  SINTER_STREAM_STORES=0 build-h200/sinter bench --suite eager --threads "$THREADS" >> "$OUT/logs.txt" 2>&1
+  grep -E 'ceiling|% of|^==' "$OUT/logs.txt" | tail -44
 elif [ "$PART" = 3 ]; then
   # Part 3: does OpenBLAS's spinning after a threaded GEMM slow the kernels that follow? (OPENBLAS_THREAD_TIMEOUT
   # is read when the library loads: 2^n spin loops before its threads sleep; default 28.)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ops/blas.h"
+#include "ops/sgemm.h"
 #include "ops/linalg_util.h"
 
 namespace sinter {
@@ -274,6 +275,65 @@ void conv_nhwc(const T* x, const T* wt, const T* bias, T* y, const Geo& g) {
   });
 }
 
+// Implicit-GEMM conv (float32, channels-last, one group) on sinter's own GEMM: all output pixels of all images at
+// once, A the im2col built row by row while the GEMM packs it (never stored), B the weight as [kh * kw * C, O],
+// the bias added to each finished tile while it is in cache.
+struct ImplicitConv {
+  const float* x;
+  const Geo* g;
+  const float* bias;
+  float* y;
+};
+
+void pack_im2col(const void* ctx, int64_t i0, int rows, int mr, int64_t k0, int64_t kc, float* out) {
+  const ImplicitConv& c = *static_cast<const ImplicitConv*>(ctx);
+  const Geo& g = *c.g;
+  constexpr int kMaxRows = 16;
+  SINTER_INTERNAL_ASSERT(mr <= kMaxRows, "conv im2col packing: {} rows per micro-tile", mr);
+  int64_t n[kMaxRows], oh[kMaxRows], ow[kMaxRows];
+  for (int i = 0; i < rows; ++i) {
+    int64_t pix = i0 + i, plane = g.OH * g.OW;
+    n[i] = pix / plane, oh[i] = pix % plane / g.OW, ow[i] = pix % g.OW;
+  }
+  const float* r[kMaxRows];
+  for (int64_t p = k0; p < k0 + kc;) {
+    int64_t tap = p / g.C, c0 = p % g.C, len = std::min(g.C - c0, k0 + kc - p);
+    int64_t ki = tap / g.kw, kj = tap % g.kw;
+    for (int i = 0; i < mr; ++i) {
+      r[i] = nullptr;
+      if (i >= rows) continue;
+      int64_t ih = oh[i] * g.sh - g.ph + ki * g.dh, iw = ow[i] * g.sw - g.pw + kj * g.dw;
+      if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) r[i] = c.x + ((n[i] * g.H + ih) * g.W + iw) * g.C + c0;
+    }
+    blas::pack_rows(r, mr, len, out + (p - k0) * mr);
+    p += len;
+  }
+}
+
+void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, float* y, const Geo& g) {
+  ImplicitConv c{x, &g, bias, y};
+  blas::TiledGemm gm;
+  gm.m = g.N * g.OH * g.OW, gm.n = g.O, gm.k = g.kh * g.kw * g.C;
+  if (g.pointwise) {  // the input itself is A
+    gm.a = x, gm.a_rs = g.C, gm.a_cs = 1;
+  } else {
+    gm.pack_a = pack_im2col, gm.pack_ctx = &c;
+  }
+  gm.b = wt, gm.b_rs = g.O, gm.b_cs = 1;
+  gm.c = y, gm.c_rs = g.O;
+  if (bias) {
+    gm.ctx = &c;
+    gm.tile_done = [](void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+      const ImplicitConv& cv = *static_cast<const ImplicitConv*>(ctx);
+      for (int64_t i = i0; i < i1; ++i) {
+        float* row = cv.y + i * cv.g->O;
+        for (int64_t j = j0; j < j1; ++j) row[j] += cv.bias[j];
+      }
+    };
+  }
+  blas::sgemm_tiled(gm);
+}
+
 // One input channel per group: direct loops, one output plane per task (vectorised along a row for stride 1).
 template <class T>
 void depthwise_nchw(const T* x, const T* w, const T* bias, T* y, const Geo& g) {
@@ -409,7 +469,11 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
         Tensor wt = contiguous_as(
             strided_view(weight, {g.G, g.kh, g.kw, g.Cg, g.Og}, {g.Og * ws[0], ws[2], ws[3], ws[1], ws[0]}),
             cd);
-        conv_nhwc(xp, wt.data_ptr<T>(), bp, yp, g);
+        if (std::is_same_v<T, float> && g.G == 1 && blas::sgemm_suits(g.N * g.OH * g.OW, g.O, g.kh * g.kw * g.C))
+          conv_nhwc_implicit(reinterpret_cast<const float*>(xp), reinterpret_cast<const float*>(wt.data_ptr<T>()),
+                             reinterpret_cast<const float*>(bp), reinterpret_cast<float*>(yp), g);
+        else
+          conv_nhwc(xp, wt.data_ptr<T>(), bp, yp, g);
       }
     }
   });

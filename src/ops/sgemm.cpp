@@ -192,11 +192,11 @@ void pack_b(const TiledGemm& g, int64_t k0, int64_t kc, int64_t j0, int nr, floa
   }
 }
 
-// MR row streams of a row-major A read in step and written in order (the row count known to the compiler).
+// MR row streams read in step and written in order (the row count known to the compiler).
 template <int MR>
-void pack_rows(const float* src, int64_t rs, int64_t kc, float* __restrict out) {
+void pack_rows_fixed(const float* const* rows, int64_t kc, float* __restrict out) {
   const float* row[MR];
-  for (int i = 0; i < MR; ++i) row[i] = src + i * rs;
+  for (int i = 0; i < MR; ++i) row[i] = rows[i];
   for (int64_t p = 0; p < kc; ++p, out += MR)
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) out[i] = row[i][p];
@@ -205,6 +205,10 @@ void pack_rows(const float* src, int64_t rs, int64_t kc, float* __restrict out) 
 // Packs rows [i0, i0 + mr) x columns [k0, k0 + kc) of A into kc runs of mr values (zero past row m).
 void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, float* out) {
   int64_t rows = std::min<int64_t>(mr, g.m - i0);
+  if (g.pack_a) {
+    g.pack_a(g.pack_ctx, i0, static_cast<int>(rows), mr, k0, kc, out);
+    return;
+  }
   if (g.alpha != 1.0f) {
     for (int64_t p = 0; p < kc; ++p) {
       const float* src = g.a + i0 * g.a_rs + (k0 + p) * g.a_cs;
@@ -215,7 +219,9 @@ void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, floa
     return;
   }
   if (g.a_cs == 1 && rows == mr && mr == 6) {
-    pack_rows<6>(g.a + i0 * g.a_rs + k0, g.a_rs, kc, out);
+    const float* r[6];
+    for (int i = 0; i < 6; ++i) r[i] = g.a + (i0 + i) * g.a_rs + k0;
+    pack_rows_fixed<6>(r, kc, out);
     return;
   }
   for (int64_t p = 0; p < kc; ++p) {
@@ -299,6 +305,19 @@ void for_each_task(int64_t tasks, int threads, F&& fn) {
 }  // namespace
 
 bool sgemm_available() { return micro().fn != nullptr; }
+
+void pack_rows(const float* const* rows, int mr, int64_t len, float* out) {
+  bool dense = mr == 6;
+  for (int i = 0; i < mr && dense; ++i) dense = rows[i] != nullptr;
+  if (dense) {
+    pack_rows_fixed<6>(rows, len, out);
+    return;
+  }
+  for (int i = 0; i < mr; ++i) {
+    const float* r = rows[i];
+    for (int64_t p = 0; p < len; ++p) out[p * mr + i] = r ? r[p] : 0.0f;
+  }
+}
 
 std::string sgemm_plan(const TiledGemm& g, int threads) {
   const Micro& u = micro();

@@ -12,10 +12,16 @@ namespace sinter::blas {
 // Called once per finished tile of C: rows [i0, i1), columns [j0, j1).
 using TileFn = void (*)(void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
+// Packs rows [i0, i0 + rows) and columns [k0, k0 + kc) of a virtual A into out[p * mr + i] (rows <= mr; the rows
+// from `rows` to mr are zero). Lets a caller build A on the fly, e.g. a convolution's im2col while packing.
+using PackAFn = void (*)(const void* ctx, int64_t i0, int rows, int mr, int64_t k0, int64_t kc, float* out);
+
 struct TiledGemm {
   int64_t m = 0, n = 0, k = 0;
   const float* a = nullptr;  // element (i, p) at a[i * a_rs + p * a_cs]: any strides
   int64_t a_rs = 0, a_cs = 0;
+  PackAFn pack_a = nullptr;  // when set, A is read only through it (a, a_rs, a_cs unused; alpha must be 1)
+  const void* pack_ctx = nullptr;
   const float* b = nullptr;  // element (p, j) at b[p * b_rs + j * b_cs]: any strides
   int64_t b_rs = 0, b_cs = 0;
   float* c = nullptr;        // element (i, j) at c[i * c_rs + j]
@@ -25,6 +31,10 @@ struct TiledGemm {
   void* ctx = nullptr;
   bool whole_rows = false;   // every tile spans all n columns (for callbacks that reduce over a row)
 };
+
+// For PackAFn implementations: interleaves `mr` rows of `len` values (row i at rows[i], null for a row of
+// zeros) into out[p * mr + i].
+void pack_rows(const float* const* rows, int mr, int64_t len, float* out);
 
 // Whether this CPU has one of the micro-kernels (AVX-512F, or AVX2 with FMA). Without, callers use OpenBLAS.
 bool sgemm_available();

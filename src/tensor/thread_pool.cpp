@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -18,6 +19,28 @@ namespace sinter {
 namespace {
 
 thread_local bool tls_in_region = false;
+
+// A worker that finished a job keeps polling for the next one this long before it sleeps, and a caller polls
+// this long for its workers to finish: a compiled program runs kernel after kernel, and waking a sleeping
+// thread (a futex wake, an inter-processor interrupt on a VM) costs tens of microseconds per region.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls `ready` until it holds or kSpin has passed; returns whether it holds.
+template <class F>
+bool spin_until(F&& ready) {
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() - start > kSpin) return ready();
+  }
+}
 
 int default_threads() {
   for (const char* var : {"SINTER_NUM_THREADS", "OMP_NUM_THREADS"}) {
@@ -56,14 +79,15 @@ class Pool {
       next_task_.store(0);
       pending_.store(tasks);
       error_ = nullptr;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     work(job_);  // the caller takes tasks too
+    spin_until([&] { return pending_.load() == 0 && active_.load() == 0; });
     {
       // Wait for every task and for every worker to leave the job, so none touches it once we return.
       std::unique_lock<std::mutex> lock(mutex_);
-      done_.wait(lock, [&] { return pending_.load() == 0 && active_ == 0; });
+      done_.wait(lock, [&] { return pending_.load() == 0 && active_.load() == 0; });
     }
     if (error_) std::rethrow_exception(error_);
     return true;
@@ -102,11 +126,12 @@ class Pool {
   void worker_loop(uint64_t seen) {
     for (;;) {
       Job job;
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen || stopping_.load(); });
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
+        wake_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen; });
+        if (stopping_.load()) return;
+        seen = generation_.load();
         if (pending_.load() == 0) continue;  // that job finished before this worker woke: never run it late
         job = job_;
         ++active_;
@@ -114,7 +139,7 @@ class Pool {
       work(job);
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (--active_ == 0) done_.notify_all();
+        if (active_.fetch_sub(1) == 1) done_.notify_all();
       }
     }
   }
@@ -126,7 +151,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = false;
-      generation = generation_;
+      generation = generation_.load();
     }
     for (int i = 0; i < n; ++i) workers_.emplace_back([this, generation] { worker_loop(generation); });
   }
@@ -150,9 +175,9 @@ class Pool {
   Job job_;
   std::atomic<int64_t> next_task_{0}, pending_{0};
   std::exception_ptr error_;
-  uint64_t generation_ = 0;
-  int active_ = 0;  // workers inside a job
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};  // changed under mutex_, polled without it by spinning workers
+  std::atomic<int> active_{0};           // workers inside a job
+  std::atomic<bool> stopping_{false};
 };
 
 Pool& pool() {
