@@ -109,6 +109,8 @@ struct LoopNode {
   std::vector<BufferView> tensor_args;
   std::vector<int> outs;  // output buffers (allocated by the extern's kernel)
   bool gemm = false;      // out[M, N] = A[M, K] @ B[K, N] (tensor_args 0 and 1), rows blockable
+  bool conv = false;      // conv2d computed as one implicit GEMM over output pixels (float32, channels-last
+                          // output, one group): a flat epilogue over its memory order runs per finished tile
 };
 
 struct LoopProgram {

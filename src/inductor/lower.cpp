@@ -562,6 +562,9 @@ void Lowerer::lower_extern(const Node& n) {
   }
   int node_id = static_cast<int>(p_.nodes.size());  // after the materialisations above
   ln.id = node_id;
+  if ((n.op == OpId::conv2d || n.op == OpId::conv2d_padding) && n.meta().dtype == kFloat32 &&
+      n.meta().device.is_cpu() && n.arg("groups").to_int() == 1 && n.meta().sizes.size() == 4)
+    ln.conv = n.outputs[0].is_contiguous(MemoryFormat::kChannelsLast) && !n.outputs[0].is_contiguous();
   p_.nodes.push_back(std::move(ln));
   for (const Tensor& out : n.outputs) p_.nodes[node_id].outs.push_back(new_buffer(out, node_id));
 }

@@ -173,16 +173,22 @@ void Scheduler::bind_epilogues() {
   for (size_t i = 1; i < s_.kernels.size(); ++i) {
     Kernel& k = s_.kernels[i];
     Kernel& g = s_.kernels[i - 1];
-    if (k.kind != Kernel::Kind::kLoops || g.kind != Kernel::Kind::kExtern || !p_.nodes[g.nodes[0]].gemm) continue;
+    if (k.kind != Kernel::Kind::kLoops || g.kind != Kernel::Kind::kExtern) continue;
     const LoopNode& gemm = p_.nodes[g.nodes[0]];
+    if (!gemm.gemm && !gemm.conv) continue;
     const Buffer& out = p_.buffers[gemm.outs[0]];
     size_t r = out.sizes.size();
-    bool shape_ok = k.rows ? same_dims(k.outer, k.outer.size(), out.sizes, r - 1)
-                           : same_dims(k.outer, k.outer.size(), out.sizes, r);
+    // A conv's tiles are blocks of output pixels x channels in channels-last memory order: only a flat
+    // epilogue whose flat index is that memory offset fits.
+    bool shape_ok = gemm.conv ? false
+                    : k.rows  ? same_dims(k.outer, k.outer.size(), out.sizes, r - 1)
+                              : same_dims(k.outer, k.outer.size(), out.sizes, r);
     // A flat kernel over another arrangement of the same elements (qkv -> view -> permute -> unbind) still
     // fits when its flat index is the GEMM output's: every read of the output is at the kernel's flat index.
     bool flat_order = !k.rows && !shape_ok && flat_reads_match(k, out);
-    std::string why = shape_ok || flat_order ? "" : "it does not walk the GEMM's output rows";
+    std::string why = shape_ok || flat_order ? ""
+                      : gemm.conv     ? "it does not walk the conv's output in its memory order"
+                                      : "it does not walk the GEMM's output rows";
     for (int id : k.nodes) {
       if (flat_order) break;
       if (!why.empty()) break;

@@ -170,6 +170,18 @@ void conv_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
                  as_4d(outs[0], c.batched, one_d));
 }
 
+}  // namespace
+
+bool conv2d_tiled(OpId op, const Args& args, const Tensor& out, blas::TileFn tile_done, void* ctx) {
+  if (op != OpId::conv2d && op != OpId::conv2d_padding) return false;
+  ConvArgs c = conv_args(op, args);
+  if (!c.batched) return false;
+  Tensor bias = args[2].is_none() ? Tensor() : args[2].tensor();
+  return conv2d_forward_tiled(args[0].tensor(), args[1].tensor(), bias, c.p, out, tile_done, ctx);
+}
+
+namespace {
+
 // ---- conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation) ----
 struct TransposeArgs {
   ConvArgs c;

@@ -310,8 +310,16 @@ void pack_im2col(const void* ctx, int64_t i0, int rows, int mr, int64_t k0, int6
   }
 }
 
-void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, float* y, const Geo& g) {
+struct TileChain {  // the bias, then the caller's callback, on each finished tile
+  const ImplicitConv* conv;
+  blas::TileFn next;
+  void* next_ctx;
+};
+
+void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, float* y, const Geo& g,
+                        blas::TileFn tile_done = nullptr, void* ctx = nullptr) {
   ImplicitConv c{x, &g, bias, y};
+  TileChain chain{&c, tile_done, ctx};
   blas::TiledGemm gm;
   gm.m = g.N * g.OH * g.OW, gm.n = g.O, gm.k = g.kh * g.kw * g.C;
   if (g.pointwise) {  // the input itself is A
@@ -321,14 +329,17 @@ void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, floa
   }
   gm.b = wt, gm.b_rs = g.O, gm.b_cs = 1;
   gm.c = y, gm.c_rs = g.O;
-  if (bias) {
-    gm.ctx = &c;
+  if (bias || tile_done) {
+    gm.ctx = &chain;
     gm.tile_done = [](void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-      const ImplicitConv& cv = *static_cast<const ImplicitConv*>(ctx);
-      for (int64_t i = i0; i < i1; ++i) {
-        float* row = cv.y + i * cv.g->O;
-        for (int64_t j = j0; j < j1; ++j) row[j] += cv.bias[j];
-      }
+      const TileChain& t = *static_cast<const TileChain*>(ctx);
+      const ImplicitConv& cv = *t.conv;
+      if (cv.bias)
+        for (int64_t i = i0; i < i1; ++i) {
+          float* row = cv.y + i * cv.g->O;
+          for (int64_t j = j0; j < j1; ++j) row[j] += cv.bias[j];
+        }
+      if (t.next) t.next(t.next_ctx, i0, i1, j0, j1);
     };
   }
   blas::sgemm_tiled(gm);
@@ -438,6 +449,11 @@ MemoryFormat layout_of(const Tensor& out) {
   return out.is_contiguous() ? MemoryFormat::kContiguous : MemoryFormat::kChannelsLast;
 }
 
+bool implicit_applies(const Geo& g, const Tensor& out) {
+  return out.dtype() == kFloat32 && g.G == 1 && layout_of(out) == MemoryFormat::kChannelsLast &&
+         blas::sgemm_suits(g.N * g.OH * g.OW, g.O, g.kh * g.kw * g.C);
+}
+
 }  // namespace
 
 void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
@@ -469,7 +485,7 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
         Tensor wt = contiguous_as(
             strided_view(weight, {g.G, g.kh, g.kw, g.Cg, g.Og}, {g.Og * ws[0], ws[2], ws[3], ws[1], ws[0]}),
             cd);
-        if (std::is_same_v<T, float> && g.G == 1 && blas::sgemm_suits(g.N * g.OH * g.OW, g.O, g.kh * g.kw * g.C))
+        if (std::is_same_v<T, float> && implicit_applies(g, Y))
           conv_nhwc_implicit(reinterpret_cast<const float*>(xp), reinterpret_cast<const float*>(wt.data_ptr<T>()),
                              reinterpret_cast<const float*>(bp), reinterpret_cast<float*>(yp), g);
         else
@@ -478,6 +494,22 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
     }
   });
   write_into(out, Y);
+}
+
+bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                          const Tensor& out, blas::TileFn tile_done, void* ctx) {
+  if (out.numel().hint() == 0 || out.dim() != 4 || input.dtype() != kFloat32 || weight.dtype() != kFloat32 ||
+      (bias.defined() && bias.dtype() != kFloat32) || !out.is_contiguous(MemoryFormat::kChannelsLast))
+    return false;
+  Geo g = geometry(input, weight, out, p, false);
+  if (!implicit_applies(g, out)) return false;
+  Tensor X = contiguous_as(input, kFloat32, MemoryFormat::kChannelsLast);
+  Tensor B = bias.defined() ? contiguous_as(bias, kFloat32) : Tensor();
+  std::vector<int64_t> ws = strides_of(weight);
+  Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.Cg, g.Og}, {ws[2], ws[3], ws[1], ws[0]}), kFloat32);
+  conv_nhwc_implicit(X.data_ptr<float>(), wt.data_ptr<float>(), B.defined() ? B.data_ptr<float>() : nullptr,
+                     out.data_ptr<float>(), g, tile_done, ctx);
+  return true;
 }
 
 void conv_transpose2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,

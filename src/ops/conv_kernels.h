@@ -2,7 +2,10 @@
 // channels-last; a width-only im2col and one GEMM per height tap for stride 1), a direct GEMM for 1x1
 // stride-1 convs, and direct loops for depthwise convs. Shape rules live in conv_2d.cpp.
 #pragma once
+#include "ops/sgemm.h"
 #include "sinter/tensor.h"
+#include "sinter/graph.h"
+#include "sinter/value.h"
 
 namespace sinter {
 
@@ -19,6 +22,17 @@ struct Conv2dParams {
 // Floating dtypes.
 void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
                     const Tensor& out);
+
+// The same as one implicit GEMM over the output pixels (float32, channels-last `out`, one group, a CPU with
+// sinter's micro-kernels), calling tile_done(ctx, p0, p1, o0, o1) on each finished block of output pixels
+// [p0, p1) (channels-last order) x channels [o0, o1), bias included, while it is still in cache. Returns false,
+// having done nothing, when any of those does not hold.
+bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
+                          const Tensor& out, blas::TileFn tile_done, void* ctx);
+// conv2d / conv2d.padding with the op's own arguments (checked as the op checks them) into `out` (the op's
+// output sizes and layout), through conv2d_forward_tiled. Returns false, having done nothing, when it does not
+// apply.
+bool conv2d_tiled(OpId op, const Args& args, const Tensor& out, blas::TileFn tile_done, void* ctx);
 
 // out = conv_transpose2d(input, weight) + bias. input [N, Cin, H, W], weight [Cin, Cout/groups, kh, kw],
 // out [N, Cout, OH, OW] (any dense layout); pad_before is the padding, pad_after is ignored.

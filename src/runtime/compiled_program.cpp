@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "ops/blas.h"
+#include "ops/conv_kernels.h"
 #include "ops/dispatch.h"
 #include "ops/sgemm.h"
 #include "sinter/ops.h"
@@ -45,6 +46,23 @@ Tensor make_view(const Tensor& base, const SymIntList& sizes, const SymIntList& 
 }
 
 }  // namespace
+
+// A generated epilogue kernel run on finished tiles of a GEMM's [M, N] output (row stride ldc).
+struct TileEpilogue {
+  void (*fn)(void* args, int64_t begin, int64_t end);
+  void* args;
+  int64_t ldc;
+  // A flat epilogue (element-wise over [M, N]) row by row over the tile's columns.
+  static void flat(void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    auto* p = static_cast<TileEpilogue*>(ctx);
+    for (int64_t i = i0; i < i1; ++i) p->fn(p->args, i * p->ldc + j0, i * p->ldc + j1);
+  }
+  // A row epilogue (it reduces over rows, e.g. residual + layer norm) over whole rows.
+  static void rows(void* ctx, int64_t i0, int64_t i1, int64_t, int64_t) {
+    auto* p = static_cast<TileEpilogue*>(ctx);
+    p->fn(p->args, i0, i1);
+  }
+};
 
 struct CompiledProgram::Run {
   std::vector<int64_t> syms;
@@ -126,7 +144,8 @@ std::string CompiledProgram::describe(int k) const {
     what = fmt::format("gemm [{}] @ [{}]", dims(first.tensor_args[0]), dims(first.tensor_args[1]));
     if (kernel.epilogue >= 0) what += fmt::format(" + epilogue {}", schedule_.kernels[kernel.epilogue].name);
   } else if (kernel.kind == Kernel::Kind::kExtern) {
-    what = fmt::format("extern {}", op_name(first.op));
+    what = fmt::format("extern {}{}", op_name(first.op), first.conv ? " (implicit GEMM)" : "");
+    if (kernel.epilogue >= 0) what += fmt::format(" + epilogue {}", schedule_.kernels[kernel.epilogue].name);
   } else {
     what = fmt::format("loops ({} nodes, {} stages)", kernel.nodes.size(), kernel.stages.size());
   }
@@ -169,7 +188,7 @@ void CompiledProgram::plan_lifetimes() {
     int s = step(kernel_of_node[n.id]);
     if (n.kind == LoopKind::kExtern) {
       for (const BufferView& v : n.tensor_args) last[v.buffer] = std::max(last[v.buffer], s);
-      if (n.gemm) allocs_[s].push_back(n.outs[0]);
+      if (n.gemm || n.conv) allocs_[s].push_back(n.outs[0]);
       continue;
     }
     if (!local[n.out]) allocs_[s].push_back(n.out);
@@ -216,11 +235,6 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
     if (e >= 0) run_loops(r, e);
     return;
   }
-  struct Epilogue {
-    KernelFn fn;
-    void* args;
-    int64_t ldc;
-  };
   blas::TiledGemm g;
   g.m = m, g.n = nn, g.k = kk;
   g.a = a.data_ptr<float>(), g.a_rs = a.stride(0).hint(), g.a_cs = a.stride(1).hint();
@@ -232,26 +246,15 @@ void CompiledProgram::run_gemm(Run& r, int k) const {
   }
   const codegen::cpp::KernelInfo& info = code_.kernels[e];
   KernelCall call(r, info);
-  Epilogue ep{fns_[e], &call.args, nn};
+  TileEpilogue ep{fns_[e], &call.args, nn};
   g.ctx = &ep;
-  g.whole_rows = info.row_elems == nullptr;
-  if (g.whole_rows) {  // a row epilogue: it reduces over each row, so it is called with whole rows
-    g.tile_done = [](void* ctx, int64_t i0, int64_t i1, int64_t, int64_t) {
-      auto* p = static_cast<Epilogue*>(ctx);
-      p->fn(p->args, i0, i1);
-    };
-  } else {  // a flat epilogue: element-wise over [M, N], called row by row over the tile's columns
-    g.tile_done = [](void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-      auto* p = static_cast<Epilogue*>(ctx);
-      for (int64_t i = i0; i < i1; ++i) p->fn(p->args, i * p->ldc + j0, i * p->ldc + j1);
-    };
-  }
+  g.whole_rows = info.row_elems == nullptr;  // a row epilogue reduces over each row: it needs whole rows
+  g.tile_done = g.whole_rows ? TileEpilogue::rows : TileEpilogue::flat;
   blas::sgemm_tiled(g);
   call.check();
 }
 
-void CompiledProgram::run_extern(Run& r, int k) const {
-  const LoopNode& n = program_.nodes[schedule_.kernels[k].nodes[0]];
+Args CompiledProgram::extern_args(Run& r, const LoopNode& n) const {
   Args args = n.args;
   size_t t = 0;
   for (Value& v : args) {
@@ -269,6 +272,36 @@ void CompiledProgram::run_extern(Run& r, int k) const {
       v = Value(std::move(l));
     }
   }
+  return args;
+}
+
+// A conv2d as one implicit GEMM, its epilogue run on each finished tile of output pixels x channels. Where the
+// implicit GEMM does not apply at run time (no micro-kernel on this CPU), the eager conv fills the buffer and
+// the epilogue sweeps it.
+void CompiledProgram::run_conv(Run& r, int k) const {
+  const Kernel& kernel = schedule_.kernels[k];
+  const LoopNode& n = program_.nodes[kernel.nodes[0]];
+  Args args = extern_args(r, n);
+  const Tensor& out = r.bufs[n.outs[0]];
+  const int e = kernel.epilogue;
+  if (e < 0) {
+    if (conv2d_tiled(n.op, args, out, nullptr, nullptr)) return;
+  } else {
+    KernelCall call(r, code_.kernels[e]);
+    TileEpilogue ep{fns_[e], &call.args, out.size(1).hint()};  // channels: the row stride of [pixels, O]
+    if (conv2d_tiled(n.op, args, out, TileEpilogue::flat, &ep)) {
+      call.check();
+      return;
+    }
+  }
+  std::vector<Tensor> outs = run_eager(n.op, args, Loc::current());
+  r.bufs[n.outs[0]].copy_(outs[0]);
+  if (e >= 0) run_loops(r, e);
+}
+
+void CompiledProgram::run_extern(Run& r, int k) const {
+  const LoopNode& n = program_.nodes[schedule_.kernels[k].nodes[0]];
+  Args args = extern_args(r, n);
   std::vector<Tensor> outs = run_eager(n.op, args, Loc::current());
   SINTER_INTERNAL_ASSERT(outs.size() == n.outs.size(), "compiled graph: {} returned {} outputs, expected {}",
                          op_name(n.op), outs.size(), n.outs.size());
@@ -307,6 +340,7 @@ std::vector<Tensor> CompiledProgram::run(const std::vector<Tensor>& inputs) cons
     for (int b : allocs_[k]) allocate(r, b);
     if (kernel.kind == Kernel::Kind::kLoops) run_loops(r, static_cast<int>(k));
     else if (program_.nodes[kernel.nodes[0]].gemm) run_gemm(r, static_cast<int>(k));
+    else if (program_.nodes[kernel.nodes[0]].conv) run_conv(r, static_cast<int>(k));
     else run_extern(r, static_cast<int>(k));
     for (int b : frees_[k]) r.bufs[b] = Tensor();
     if (profile_) seconds[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -42,6 +42,8 @@ class CompiledProgram {
   void run_loops(Run& r, int k) const;
   void run_gemm(Run& r, int k) const;
   void run_extern(Run& r, int k) const;
+  void run_conv(Run& r, int k) const;
+  Args extern_args(Run& r, const inductor::LoopNode& n) const;  // the op's arguments, tensors bound to buffers
   void allocate(Run& r, int buffer) const;
 
   inductor::LoopProgram program_;

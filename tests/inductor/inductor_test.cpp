@@ -121,6 +121,30 @@ TEST(Inductor, MlpIsTwoGemmKernels) {
   EXPECT_EQ(check(f, x, w1, b1, w2, b2), 2);
 }
 
+// A channels-last float32 conv runs as one implicit GEMM with its element-wise consumers (bias, batch-norm
+// affine, residual, relu) applied to each finished tile: conv + bn + relu, then conv + bn + residual + relu, is
+// two kernels. Padding, stride and a 1x1 conv take the same path; a contiguous (NCHW) conv is not fused.
+TEST(Inductor, ConvEpiloguesFuseIntoTheImplicitGemm) {
+  Tensor x = random({2, 16, 9, 11}).contiguous(MemoryFormat::kChannelsLast);
+  Tensor w1 = random({24, 16, 3, 3}, kFloat32, 1), w2 = random({24, 24, 3, 3}, kFloat32, 2);
+  Tensor b1 = random({24}, kFloat32, 3), s = random({24}, kFloat32, 4), t = random({24}, kFloat32, 5);
+  Tensor wr = random({24, 16, 1, 1}, kFloat32, 6);
+  auto block = [](const Tensor& x, const Tensor& w1, const Tensor& w2, const Tensor& b1, const Tensor& s,
+                  const Tensor& t, const Tensor& wr) {
+    Tensor sc = s.view({1, 24, 1, 1}), sh = t.view({1, 24, 1, 1});
+    Tensor shortcut = conv2d(x, wr);  // (an epilogue must follow its conv in program order)
+    Tensor h = relu(conv2d(x, w1, b1, {1, 1}, {1, 1}) * sc + sh);
+    return relu(conv2d(h, w2, {}, {1, 1}, {1, 1}) * sc + sh + shortcut);
+  };
+  EXPECT_EQ(check(block, x, w1, w2, b1, s, t, wr), 3);  // three convs, every element-wise op in an epilogue
+  auto strided = [](const Tensor& x, const Tensor& w1, const Tensor& b1) {
+    return sigmoid(conv2d(x, w1, b1, {2, 2}, {0, 1}, {1, 2}));
+  };
+  EXPECT_EQ(check(strided, x, w1, b1), 1);
+  auto nchw = [](const Tensor& x, const Tensor& w1) { return relu(conv2d(x, w1, {}, {1, 1}, {1, 1})); };
+  EXPECT_EQ(check(nchw, x.contiguous(), w1), 2);  // the conv (an ordinary extern), then the relu
+}
+
 TEST(Inductor, SmallOpsAtMostTenKernels) {
   Tensor x = random({64, 64}), w = random({64, 64}, kFloat32, 1);
   auto f = [](Tensor x, const Tensor& w) {
