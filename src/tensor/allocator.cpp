@@ -1,6 +1,7 @@
 // The CPU allocator and the per-device lookup. Blocks are 64-byte aligned (vector loads of any width start
-// aligned). Large blocks are cached after use and handed out again for the same size class: a fresh large block
-// comes from mmap with every page faulting on first touch, which costs more than the kernel writing it.
+// aligned). Blocks from 64 KiB up are cached after use and handed out again for the same size class: glibc
+// serves such sizes from mmap (or trims them back to the OS), so a fresh block faults on every page at first
+// touch, which costs more than the kernel writing it (a compiled program's 768 KB intermediates did, per call).
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -17,7 +18,7 @@
 namespace sinter {
 namespace {
 
-constexpr size_t kCacheMinBytes = size_t{1} << 20;      // smaller blocks go straight to malloc's own pools
+constexpr size_t kCacheMinBytes = size_t{1} << 16;      // smaller blocks go straight to malloc's own pools
 constexpr size_t kCacheLimitBytes = size_t{2} << 30;    // never hold more than this much unused memory
 
 // Size classes: 1/8 steps between powers of two, so a reused block wastes at most 12.5%.
