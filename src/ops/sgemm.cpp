@@ -26,7 +26,10 @@ namespace {
 #define SINTER_SGEMM_KC 256
 #endif
 #ifndef SINTER_SGEMM_PASS_FLOPS
-#define SINTER_SGEMM_PASS_FLOPS 2e7
+#define SINTER_SGEMM_PASS_FLOPS 5e6
+#endif
+#ifndef SINTER_SGEMM_STRAGGLE
+#define SINTER_SGEMM_STRAGGLE 0.5
 #endif
 constexpr int64_t kKC = SINTER_SGEMM_KC;
 
@@ -248,6 +251,9 @@ struct Plan {
 constexpr int64_t kMaxTileRows = 384, kMaxTileStrips = 16;
 constexpr double kFlopsPerPackedByte = 8, kFlopsPerReadByte = 1, kFlopsPerPass = SINTER_SGEMM_PASS_FLOPS;
 constexpr double kFlopsPerTask = 2e4;
+// Threads finish unevenly (hyperthread siblings, a VM's other tenants): the last task handed out ends about
+// this fraction of a task after the others, so smaller tasks (more of them) balance better.
+constexpr double kStraggle = SINTER_SGEMM_STRAGGLE;
 
 Plan plan(const TiledGemm& g, const Micro& u, int threads) {
   Plan best;
@@ -268,8 +274,8 @@ Plan plan(const TiledGemm& g, const Micro& u, int threads) {
       int64_t mc = ceil_div(row_panels, rt) * u.mr;
       if (rt > min_rt && ceil_div(g.m, mc) != rt) continue;
       double tasks = static_cast<double>(rt * st), rounds = std::ceil(tasks / th);
-      double base = flops / tasks * rounds + kFlopsPerPackedByte * a_bytes * static_cast<double>(st) / th +
-                    kFlopsPerTask * rounds;
+      double base = flops / tasks * (rounds + (threads > 1 ? kStraggle : 0.0)) +
+                    kFlopsPerPackedByte * a_bytes * static_cast<double>(st) / th + kFlopsPerTask * rounds;
       double own = base + kFlopsPerPackedByte * b_bytes * static_cast<double>(rt) / th;
       double shared = base + (kFlopsPerPackedByte + kFlopsPerReadByte * static_cast<double>(rt)) * b_bytes / th +
                       (threads > 1 ? kFlopsPerPass : 0.0);
