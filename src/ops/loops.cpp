@@ -16,21 +16,11 @@ namespace sinter::loops {
 
 namespace {
 
-// float -> bfloat16 bits, round to nearest even, NaN kept quiet: BFloat16::from_float without its branch (the
-// NaN test is a mask), so that the loop below vectorizes; bf16 results are written through here.
-inline uint16_t bf16_bits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  const uint32_t quiet = (x >> 16) | 0x40u;
-  const uint32_t m = 0u - static_cast<uint32_t>((x & 0x7fffffffu) > 0x7f800000u);
-  return static_cast<uint16_t>((quiet & m) | (rounded & ~m));
-}
-
 SINTER_VECTOR_CLONES void float_to_bf16(const float* s, uint16_t* d, int64_t n) {
   if (n == kChunk) {
-    for (int64_t k = 0; k < kChunk; ++k) d[k] = bf16_bits(s[k]);
+    for (int64_t k = 0; k < kChunk; ++k) d[k] = f32_to_bf16(s[k]);
   } else {
-    for (int64_t k = 0; k < n; ++k) d[k] = bf16_bits(s[k]);
+    for (int64_t k = 0; k < n; ++k) d[k] = f32_to_bf16(s[k]);
   }
 }
 
@@ -38,9 +28,9 @@ SINTER_VECTOR_CLONES void float_to_bf16(const float* s, uint16_t* d, int64_t n) 
 // (BFloat16's conversion operator does not); bf16 inputs are read through here.
 SINTER_VECTOR_CLONES void bf16_to_float(const uint16_t* s, float* d, int64_t n) {
   if (n == kChunk) {
-    for (int64_t k = 0; k < kChunk; ++k) d[k] = std::bit_cast<float>(static_cast<uint32_t>(s[k]) << 16);
+    for (int64_t k = 0; k < kChunk; ++k) d[k] = bf16_to_f32(s[k]);
   } else {
-    for (int64_t k = 0; k < n; ++k) d[k] = std::bit_cast<float>(static_cast<uint32_t>(s[k]) << 16);
+    for (int64_t k = 0; k < n; ++k) d[k] = bf16_to_f32(s[k]);
   }
 }
 
@@ -247,7 +237,7 @@ void Loop::prepare() {
   for (int i = 0; i < nops_; ++i) ops_[i].strides = std::move(strides[i]);
 }
 
-void Loop::run_chunks(const DType* compute, ChunkFn fn, const void* ctx, int64_t grain) {
+void Loop::run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void* ctx, int64_t grain) {
   prepare();
   if (numel_ == 0) return;
   for (int i = 1; i < nops_; ++i) {
@@ -280,6 +270,10 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, const void* ctx, int64_t
   const Operand& out = ops_[0];
   const int64_t out_esize = static_cast<int64_t>(element_size(out.dtype));
   const bool stream = ndim == 1 && out.strides[0] == out_esize && stream_output(numel_ * out_esize);
+  // Every operand a contiguous bfloat16 tensor: the functor reads and writes them in place (call_chunk_bf16).
+  bool direct_bf16 = bf16 != nullptr && ndim == 1;
+  for (int i = 0; direct_bf16 && i < nops_; ++i)
+    direct_bf16 = !ops_[i].is_constant && ops_[i].dtype == kBFloat16 && ops_[i].strides[0] == 2;
 
   parallel_for(0, numel_, grain, [&](int64_t begin, int64_t end) {
     alignas(64) char buf[kMaxOperands][kChunk * 8];
@@ -331,6 +325,19 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, const void* ctx, int64_t
         if (mis != 0 && mis % out_esize == 0) n = std::min(n, (64 - mis) / out_esize);
       }
       first = false;
+      if (direct_bf16) {  // ndim == 1: idx[0] is the element index
+        for (int i = 1; i < nops_; ++i) in[i - 1] = ops_[i].data + idx[0] * 2;
+        char* dst = out.data + idx[0] * 2;
+        if (stream) {
+          bf16(ctx, in, obuf, n);
+          stream_copy(dst, obuf, n * 2);
+        } else {
+          bf16(ctx, in, dst, n);
+        }
+        advance(idx, n);
+        begin += n;
+        continue;
+      }
       const bool single = n <= n0 - idx[0];
       for (int i = 1; i < nops_; ++i) {
         const Operand& op = ops_[i];
