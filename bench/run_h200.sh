@@ -90,8 +90,8 @@ else
   # Part 2: sinter's workloads and PyTorch's, side by side in one call (at most 8 files come back).
   cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > /dev/null 2>&1
   ninja -C build-h200 -j16 sinter_cli > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
-  g++ -O2 -std=c++20 bench/gemm_probe.cpp $(pkg-config --cflags openblas 2>/dev/null) -lopenblas -lpthread \
-    -o /tmp/gemm_probe && /tmp/gemm_probe > "$OUT/gemm_probe.txt" 2>&1
+  g++ -O2 -std=c++20 -I src -I include bench/sgemm_probe.cpp -L build-h200 -lsinter -lopenblas -lfmt \
+    -Wl,-rpath,$PWD/build-h200 -o /tmp/sgemm_probe && /tmp/sgemm_probe "$THREADS" > "$OUT/gemm_probe.txt" 2>&1
   export SINTER_CACHE_DIR=$(mktemp -d)
   build-h200/sinter bench --device cpu --threads "$THREADS" --json "$OUT/sinter-cpu-$HOST-$DATE.json" \
     > "$OUT/bench_cpu.log" 2>&1

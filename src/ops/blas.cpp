@@ -140,9 +140,10 @@ Split plan(int64_t batch, int64_t m, int64_t n, int64_t k) {
   return s;
 }
 
-// One big GEMM at a time may run on OpenBLAS's own threads: for a single large product its threads share the
-// packed panels, which beats independent tiles by 15-30% on the 16-core machine (bench/gemm_probe.cpp). The
-// thread count goes back to 1 right after, so eager kernels that call OpenBLAS inside the pool stay serial.
+// One big double-precision GEMM at a time may run on OpenBLAS's own threads: for a single large product its
+// threads share the packed panels, which beat independent tiles by 15-30% on the 16-core machine. The thread
+// count goes back to 1 right after, so eager kernels that call OpenBLAS inside the pool stay serial. (float32
+// products run on sinter's own GEMM over the pool where the CPU has its micro-kernels.)
 std::mutex& threaded_gemm_mutex() {
   static std::mutex m;
   return m;
