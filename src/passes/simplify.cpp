@@ -147,6 +147,8 @@ class Simplifier {
   explicit Simplifier(Graph& g) : g_(g), rw_(g) {}
 
   bool run() {
+    std::vector<TensorMeta> before;
+    for (const Tensor& out : g_.outputs()) before.push_back(out.meta());
     bool changed = false;
     for (int round = 0; round < kMaxRounds; ++round) {
       bool c = apply_identities();
@@ -155,14 +157,34 @@ class Simplifier {
       c = rw_.eliminate_dead_code() > 0 || c;
       if (restride_) rw_.recompute_metas();
       restride_ = false;
-      if (!c) return changed;
+      if (!c) return restore_output_layouts(before) || changed;
       changed = true;
     }
     SINTER_LOG(kPasses, "simplify: no fixed point after {} rounds", kMaxRounds);
-    return changed;
+    return restore_output_layouts(before) || changed;
   }
 
  private:
+  // A removed copy lets a layout flow further than eager's did (clone(x, contiguous) of a channels-last x, then
+  // a conv and a relu: the relu came out contiguous, now channels-last). Graph outputs keep eager's layout: an
+  // output whose dense layout changed gets a clone back to it (lowered as the output's store, so free there).
+  bool restore_output_layouts(const std::vector<TensorMeta>& before) {
+    std::vector<Tensor> outs = g_.outputs();
+    bool changed = false;
+    for (size_t i = 0; i < outs.size() && i < before.size(); ++i) {
+      if (same_layout(outs[i].meta(), before[i])) continue;
+      Tensor old = empty_from_meta(before[i], /*with_data=*/false);
+      std::optional<MemoryFormat> format;
+      if (old.is_contiguous()) format = MemoryFormat::kContiguous;
+      else if (old.is_contiguous(MemoryFormat::kChannelsLast)) format = MemoryFormat::kChannelsLast;
+      if (!format) continue;  // not a dense layout a clone can ask for: left as it is
+      outs[i] = g_.add_op1(OpId::clone, {outs[i], *format});
+      changed = true;
+    }
+    if (changed) g_.set_outputs(outs);
+    return changed;
+  }
+
   // Moves the users of `old_value` to `value`, when that keeps the meaning: same sizes/dtype/device; a different
   // layout only where no view or output reads it; and no graph output starts aliasing an input, a constant or
   // another output.

@@ -124,6 +124,20 @@ TEST(Simplify, ContiguousCloneBeforeAViewStays) {
   verify(g);
 }
 
+// Removing a copy must not change an output's layout: the relu after a removed contiguous clone of a
+// channels-last input would come out channels-last, so the output gets a clone back to eager's layout.
+TEST(Simplify, OutputsKeepTheirLayoutWhenACopyGoes) {
+  expect_simplifies_to(
+      "graph(%x: f32[2, 3, 4, 5]{60, 1, 15, 3}):\n"
+      "  %1 = clone(%x, memory_format=contiguous_format)  # f32[2, 3, 4, 5]\n"
+      "  %2 = relu(%1)  # f32[2, 3, 4, 5]\n"
+      "  return (%2)\n",
+      "graph(%x: f32[2, 3, 4, 5]{60, 1, 15, 3}):\n"
+      "  %1 = relu(%x)  # f32[2, 3, 4, 5]{60, 1, 15, 3}\n"
+      "  %2 = clone(%1, memory_format=contiguous_format)  # f32[2, 3, 4, 5]\n"
+      "  return (%2)\n");
+}
+
 TEST(Simplify, CommonSubexpressions) {
   expect_simplifies_to(
       "graph(%x: f32[4, 8]):\n"
