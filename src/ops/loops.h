@@ -39,6 +39,8 @@ bool stream_output(int64_t bytes);
 // Copies `bytes` from src to dst with streaming stores for dst's whole aligned 16-byte pieces (ordinary stores
 // for an unaligned head and tail). A thread that streamed calls stream_fence() before its results are used.
 void stream_copy(void* dst, const void* src, int64_t bytes);
+// dst[i] = src[i] * k for i < n, streamed as stream_copy (softmax's last pass and its copy out in one).
+void stream_scale(float* dst, const float* src, int64_t n, float k);
 void stream_fence();
 
 // The dtype of a compute type (float, double, int64_t, bool).

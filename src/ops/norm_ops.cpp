@@ -47,7 +47,7 @@ std::vector<C> param_or(const Value& v, int64_t n, C fill) {
   return read_values<C>(v.tensor());
 }
 
-// Runs `body(x, y, row)` over `rows` contiguous rows of length `len` of `in`, writing `out` (same layout):
+// Runs `body(x, y, row, next)` over `rows` contiguous rows of length `len` of `in`, writing `out` (same layout):
 // rows are converted to C in a buffer when `in` is not C, and results rounded into `out` when it is not C.
 template <class C, class F>
 void for_each_row(const Tensor& in, const Tensor& out, int64_t rows, int64_t len, F body) {
@@ -67,7 +67,10 @@ void for_each_row(const Tensor& in, const Tensor& out, int64_t rows, int64_t len
       if (load) load(ibase + r * len * isz, xbuf.data(), len);
       char* dst = obase + r * len * osz;
       C* y = store || stream ? ybuf.data() : reinterpret_cast<C*>(dst);
-      body(x, y, r);
+      // The next row's input, for bodies that prefetch it (map_row_prefetch); only for large (streamed) outputs,
+      // whose inputs come from memory.
+      const char* next = stream && r + 1 < e ? ibase + (r + 1) * len * isz : nullptr;
+      body(x, y, r, next);
       if (stream) {
         const void* out = y;
         if (store) {
@@ -83,13 +86,52 @@ void for_each_row(const Tensor& in, const Tensor& out, int64_t rows, int64_t len
   });
 }
 
+// Prefetches bytes [from, to) of `next` (may be null), one instruction per 64-byte line.
+[[gnu::always_inline]] inline void prefetch_lines(const char* next, int64_t from, int64_t to) {
+  if (next == nullptr) return;
+  for (int64_t i = from; i < to; i += 64) __builtin_prefetch(next + i);
+}
+
+// sum of f(x[i]) for i < n as block_sum does (float blocks of kPairwiseBlock, added in double), but with 64
+// lanes: four AVX-512 registers, so the add latency is hidden (16 lanes, one register, made the variance pass
+// from L1 wait on each add). When `next` is given, next_bytes of it are prefetched across the pass.
+template <class C, class F>
+[[gnu::always_inline]] inline double wide_sum(const C* x, int64_t n, const char* next, int64_t next_bytes, F&& f) {
+  constexpr int kWide = 64;
+  double total = 0;
+  int64_t fetched = 0;
+  for (int64_t b = 0; b < n; b += kPairwiseBlock) {
+    const int64_t len = std::min(n - b, kPairwiseBlock);
+    const C* p = x + b;
+    C acc[kWide] = {};
+    int64_t i = 0;
+    for (; i + kWide <= len; i += kWide) {
+      if (next != nullptr && (i & 255) == 0) {  // a share of the lines every 256 elements
+        const int64_t upto = next_bytes * (b + i + 256) / n;
+        prefetch_lines(next, fetched, upto);
+        fetched = std::max(fetched, upto);
+      }
+      for (int j = 0; j < kWide; ++j) acc[j] += f(p[i + j]);
+    }
+    C tail = 0;
+    for (; i < len; ++i) tail += f(p[i]);
+    for (int w = kWide / 2; w >= 1; w /= 2)
+      for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+    total += acc[0] + tail;
+  }
+  prefetch_lines(next, fetched, next_bytes);
+  return total;
+}
+
 // Mean and 1 / sqrt(var + eps) of a row (biased variance).
 // Always inlined (as affine_row) so that layer_norm_row's wide-vector clones compile them too.
 template <class C>
-[[gnu::always_inline]] inline void row_stats(const C* x, int64_t n, C eps, C& mean, C& rstd) {
-  mean = static_cast<C>(block_sum(x, n, [](C v) { return v; }) / static_cast<double>(n));
+[[gnu::always_inline]] inline void row_stats(const C* x, int64_t n, C eps, C& mean, C& rstd,
+                                             const char* next = nullptr, int64_t next_bytes = 0) {
+  mean = static_cast<C>(wide_sum(x, n, nullptr, 0, [](C v) { return v; }) / static_cast<double>(n));
   const C m = mean;
-  const C var = static_cast<C>(block_sum(x, n, [m](C v) { return (v - m) * (v - m); }) / static_cast<double>(n));
+  const C var = static_cast<C>(wide_sum(x, n, next, next_bytes, [m](C v) { return (v - m) * (v - m); }) /
+                               static_cast<double>(n));
   rstd = C(1) / std::sqrt(var + eps);
 }
 
@@ -100,11 +142,13 @@ template <class C>
 }
 
 // One layer_norm row: statistics and the affine map, compiled for wider vectors too (three passes over a row
-// in L1 are compute, not memory).
+// in L1 are compute, not memory). The next row (when given) is prefetched during the variance pass, which
+// reads this row from L1: the next row's mean pass then finds it in cache instead of waiting on memory.
 template <class C>
-SINTER_CLONES void layer_norm_row(const C* x, C* y, const C* w, const C* b, int64_t n, C eps) {
+SINTER_CLONES void layer_norm_row(const C* x, C* y, const C* w, const C* b, int64_t n, C eps, const char* next,
+                                  int64_t next_bytes) {
   C mean, rstd;
-  row_stats(x, n, eps, mean, rstd);
+  row_stats(x, n, eps, mean, rstd, next, next_bytes);
   affine_row(x, y, w, b, n, mean, rstd);
 }
 
@@ -123,8 +167,9 @@ void layer_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   const double eps = a[4].to_double();
   visit_float_compute(x.dtype(), [&]<class C>() {
     const std::vector<C> w = param_or<C>(a[2], len, C(1)), b = param_or<C>(a[3], len, C(0));
-    for_each_row<C>(x, outs[0], rows, len, [&](const C* xr, C* yr, int64_t) {
-      layer_norm_row(xr, yr, w.data(), b.data(), len, static_cast<C>(eps));
+    const int64_t row_bytes = len * static_cast<int64_t>(x.element_size());
+    for_each_row<C>(x, outs[0], rows, len, [&](const C* xr, C* yr, int64_t, const char* next) {
+      layer_norm_row(xr, yr, w.data(), b.data(), len, static_cast<C>(eps), next, row_bytes);
     });
   });
 }
@@ -177,7 +222,7 @@ void rms_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   const DType in_dtype = x.dtype();
   visit_float_compute(outs[0].dtype(), [&]<class C>() {
     const std::vector<C> w = param_or<C>(a[2], len, C(1));
-    for_each_row<C>(x, outs[0], rows, len, [&](const C* xr, C* yr, int64_t) {
+    for_each_row<C>(x, outs[0], rows, len, [&](const C* xr, C* yr, int64_t, const char*) {
       const C ms = lane_sum<C>(xr, len, [](C v) { return v * v; }) / static_cast<C>(len);
       const C r = C(1) / std::sqrt(ms + static_cast<C>(eps));
       map_row(xr, yr, len, [r](C v) { return v * r; });
@@ -220,7 +265,7 @@ void group_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   const double eps = a[4].to_double();
   visit_float_compute(x.dtype(), [&]<class C>() {
     const std::vector<C> w = param_or<C>(a[2], channels, C(1)), b = param_or<C>(a[3], channels, C(0));
-    for_each_row<C>(x, outs[0], n * groups, len, [&](const C* xr, C* yr, int64_t row) {
+    for_each_row<C>(x, outs[0], n * groups, len, [&](const C* xr, C* yr, int64_t row, const char*) {
       C mean, rstd;
       row_stats(xr, len, static_cast<C>(eps), mean, rstd);
       // Per channel the normalisation and affine fold into y = x * scale + shift.
@@ -312,7 +357,7 @@ void batch_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
       scale[c] = w[c] / std::sqrt(var[c] + static_cast<C>(eps));
       shift[c] = b[c] - mean[c] * scale[c];
     }
-    for_each_row<C>(x, outs[0], n * channels, hw, [&](const C* xr, C* yr, int64_t row) {
+    for_each_row<C>(x, outs[0], n * channels, hw, [&](const C* xr, C* yr, int64_t row, const char*) {
       const C sc = scale[row % channels], sh = shift[row % channels];
       map_row(xr, yr, hw, [sc, sh](C v) { return v * sc + sh; });
     });

@@ -22,6 +22,18 @@ ShapeResult softmax_shape(OpId op, const Args& a) {
   return dense_meta(self.sizes(), out, self.device());
 }
 
+// y = exp(x - max(x)) over one contiguous row; returns 1 / sum(y), the factor that makes y the softmax (the
+// same sum as exp_sum's: blocks of kPairwiseBlock in lanes, added in double). Prefetches `next` meanwhile.
+template <class C>
+SINTER_CLONES C softmax_exps(const C* x, C* y, int64_t n, const char* next, int64_t next_bytes) {
+  const C m = lane_max_shift(x, n, lowest<C>());
+  map_row_prefetch(x, y, n, next, next_bytes, [m](C v) { return exp_fast(v - m); });
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kPairwiseBlock)
+    total += lane_sum_leaf<C>(y + b, std::min(n - b, kPairwiseBlock), [](C v) { return v; });
+  return static_cast<C>(1.0 / total);
+}
+
 // y = softmax(x) or log_softmax(x) over one contiguous row (x and y may be the same buffer).
 template <bool kLog, class C>
 SINTER_CLONES void softmax_row(const C* x, C* y, int64_t n) {
@@ -142,6 +154,13 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
           x = buf.data();
         }
         C* y = store || stream ? buf.data() : reinterpret_cast<C*>(dst);
+        if constexpr (!kLog && std::is_same_v<C, float>) {
+          if (stream && !store) {  // the scaling pass writes the output: one pass over the row fewer
+            const char* next = o + 1 < e ? src + N * esz : nullptr;
+            loops::stream_scale(reinterpret_cast<float*>(dst), y, N, softmax_exps(x, y, N, next, N * esz));
+            continue;
+          }
+        }
         softmax_row<kLog>(x, y, N);
         if (stream) {
           const void* out = y;

@@ -4,7 +4,9 @@
 // runs on one thread or several, and for the plain stream_copy helper at every alignment.
 #include "ops/loops.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "testing.h"
 
@@ -76,6 +78,54 @@ TEST(PointwiseStream, StreamCopyAtEveryAlignment) {
       ASSERT_EQ(dst[off + len], 0) << off << " " << len;
     }
   }
+}
+
+TEST(PointwiseStream, StreamScaleAtEveryAlignment) {
+  std::vector<float> src(300), dst(340);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) * 0.37f - 20.f;
+  src[5] = std::numeric_limits<float>::quiet_NaN();
+  src[6] = std::numeric_limits<float>::infinity();
+  for (int off = 0; off < 20; ++off) {
+    for (int64_t len : {0, 1, 3, 4, 15, 16, 17, 31, 32, 33, 100, 280}) {
+      std::fill(dst.begin(), dst.end(), 0.f);
+      const float k = 1.0f / 3.0f;
+      loops::stream_scale(dst.data() + off, src.data() + off % 3, len, k);
+      loops::stream_fence();
+      for (int64_t i = 0; i < len; ++i) {
+        const float want = src[off % 3 + i] * k;
+        if (std::isnan(want))
+          ASSERT_TRUE(std::isnan(dst[off + i])) << off << " " << len << " " << i;
+        else
+          ASSERT_EQ(dst[off + i], want) << off << " " << len << " " << i;
+      }
+      for (int i = 0; i < off; ++i) ASSERT_EQ(dst[i], 0.f);
+      ASSERT_EQ(dst[off + len], 0.f) << off << " " << len;
+    }
+  }
+}
+
+// Large (streamed) softmax and layer_norm outputs with an odd row length (rows start off the 64-byte line, row
+// tails shorter than a vector), a NaN row, an infinite element and a constant row: each row as the same row
+// computed alone (not streamed), and NaN stays in its row.
+TEST(NormStream, OddRowsNanAndInfRows) {
+  const int64_t cols = 1037, rows = loops::kStreamMinBytes / (4 * cols) + 5;
+  Tensor x = testing::random({rows, cols}, kFloat32, 9) * 4;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  x.select(0, 1).select(0, 17).fill_(nan);
+  x.select(0, 2).select(0, 0).fill_(inf);
+  x.select(0, rows - 1).fill_(2.5);
+  Tensor s = softmax(x, -1), ln = layer_norm(x, {cols});
+  for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}, rows - 2, rows - 1}) {
+    Tensor row = x.narrow(0, r, 1).clone();
+    EXPECT_TENSOR_EQ(s.narrow(0, r, 1), softmax(row, -1)) << r;
+    EXPECT_TENSOR_EQ(ln.narrow(0, r, 1), layer_norm(row, {cols})) << r;
+  }
+  EXPECT_TRUE(std::isnan(s.select(0, 1).select(0, 3).item<float>()));
+  EXPECT_TRUE(std::isnan(ln.select(0, 1).select(0, 3).item<float>()));
+  EXPECT_FALSE(std::isnan(s.select(0, 0).sum().item<float>()));
+  EXPECT_NEAR(s.select(0, 0).sum().item<double>(), 1.0, 1e-5);
+  EXPECT_NEAR(s.select(0, rows - 1).select(0, 5).item<double>(), 1.0 / cols, 1e-9);
+  EXPECT_EQ(ln.select(0, rows - 1).abs().amax().item<float>(), 0.f);
 }
 
 // softmax, log_softmax and layer_norm stream large outputs row by row: the rows must equal those of a small
