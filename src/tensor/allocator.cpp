@@ -20,6 +20,7 @@ namespace {
 
 constexpr size_t kCacheMinBytes = size_t{1} << 16;      // smaller blocks go straight to malloc's own pools
 constexpr size_t kCacheLimitBytes = size_t{2} << 30;    // never hold more than this much unused memory
+constexpr size_t kColorMinBytes = size_t{1} << 20;      // blocks this large start at varying cache lines
 
 // Size classes: 1/8 steps between powers of two, so a reused block wastes at most 12.5%.
 size_t size_class(size_t nbytes) {
@@ -38,25 +39,31 @@ class CpuAllocator final : public Allocator {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = free_.find(bytes);
       if (it != free_.end()) {
-        void* p = it->second;
+        Block b = it->second;
         free_.erase(it);
         cached_ -= bytes;
         count(bytes);
-        return {p, [this, bytes](void* q) { release(q, bytes); }};
+        return {b.data, [this, bytes, b](void*) { release(b, bytes); }};
       }
     }
-    void* p = std::aligned_alloc(64, bytes);
-    if (!p) {
+    // Large blocks start at a varying cache line within their first page: blocks fresh from mmap all start at the
+    // same page offset, so a kernel's input and output streams would alias in the 4 KiB address bits the store-
+    // to-load checks compare (bf16 add ran at a third of its speed on the dev VM that way).
+    size_t offset = bytes >= kColorMinBytes ? 64 * (color_.fetch_add(1, std::memory_order_relaxed) % 64) : 0;
+    size_t total = bytes + (offset ? 4096 : 0);
+    void* base = std::aligned_alloc(64, total);
+    if (!base) {
       trim();
-      p = std::aligned_alloc(64, bytes);
+      base = std::aligned_alloc(64, total);
     }
-    if (!p) throw Error(fmt::format("out of memory: could not allocate {} bytes on the CPU", nbytes));
+    if (!base) throw Error(fmt::format("out of memory: could not allocate {} bytes on the CPU", nbytes));
     count(bytes);
     if (bytes >= kCacheMinBytes) {
-      madvise(p, bytes, MADV_HUGEPAGE);  // fewer page faults and TLB misses on first touch; a hint only
-      return {p, [this, bytes](void* q) { release(q, bytes); }};
+      madvise(base, total, MADV_HUGEPAGE);  // fewer page faults and TLB misses on first touch; a hint only
+      Block b{static_cast<char*>(base) + offset, offset};
+      return {b.data, [this, bytes, b](void*) { release(b, bytes); }};
     }
-    return {p, [this, bytes](void* q) {
+    return {base, [this, bytes](void* q) {
               allocated_.fetch_sub(bytes, std::memory_order_relaxed);
               std::free(q);
             }};
@@ -73,26 +80,33 @@ class CpuAllocator final : public Allocator {
     }
   }
 
-  void release(void* p, size_t bytes) {
+  struct Block {
+    void* data;     // what the tensor sees
+    size_t offset;  // from the start of the allocation
+    void free() const { std::free(static_cast<char*>(data) - offset); }
+  };
+
+  void release(const Block& b, size_t bytes) {
     allocated_.fetch_sub(bytes, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(mutex_);
     if (cached_ + bytes > kCacheLimitBytes) {
-      std::free(p);
+      b.free();
       return;
     }
-    free_.emplace(bytes, p);
+    free_.emplace(bytes, b);
     cached_ += bytes;
   }
 
   void trim() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [bytes, p] : free_) std::free(p);
+    for (auto& [bytes, b] : free_) b.free();
     free_.clear();
     cached_ = 0;
   }
 
   std::mutex mutex_;
-  std::multimap<size_t, void*> free_;
+  std::multimap<size_t, Block> free_;
+  std::atomic<size_t> color_{0};  // the next large block's first cache line within its page
   size_t cached_ = 0;
   std::atomic<size_t> allocated_{0}, peak_{0};  // live bytes, for the benchmark's peak-memory report
 };
