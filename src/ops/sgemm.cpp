@@ -28,6 +28,12 @@ namespace {
 #ifndef SINTER_SGEMM_PASS_FLOPS
 #define SINTER_SGEMM_PASS_FLOPS 5e6
 #endif
+#ifndef SINTER_SGEMM_PACK_FLOPS
+#define SINTER_SGEMM_PACK_FLOPS 4
+#endif
+#ifndef SINTER_SGEMM_READ_FLOPS
+#define SINTER_SGEMM_READ_FLOPS 2
+#endif
 #ifndef SINTER_SGEMM_STRAGGLE
 #define SINTER_SGEMM_STRAGGLE 0.5
 #endif
@@ -249,7 +255,8 @@ struct Plan {
 // shared B once per row tile, and a fixed cost per pass and per task. Tiles stay under kMaxTileRows x
 // kMaxTileStrips so the packed blocks fit in cache; a callback that needs whole rows gets tiles as wide as C.
 constexpr int64_t kMaxTileRows = 384, kMaxTileStrips = 16;
-constexpr double kFlopsPerPackedByte = 8, kFlopsPerReadByte = 1, kFlopsPerPass = SINTER_SGEMM_PASS_FLOPS;
+constexpr double kFlopsPerPackedByte = SINTER_SGEMM_PACK_FLOPS, kFlopsPerReadByte = SINTER_SGEMM_READ_FLOPS;
+constexpr double kFlopsPerPass = SINTER_SGEMM_PASS_FLOPS;
 constexpr double kFlopsPerTask = 2e4;
 // Threads finish unevenly (hyperthread siblings, a VM's other tenants): the last task handed out ends about
 // this fraction of a task after the others, so smaller tasks (more of them) balance better.
