@@ -49,6 +49,7 @@ class Scheduler {
     SINTER_LOG(kFusion, "{}", text);
   }
   void close_kernel();
+  void move_next_to_readers();
   void bind_epilogues();
   void build_stages(Kernel& k);
   bool flat_reads_match(const Kernel& k, const Buffer& out) const;
@@ -162,11 +163,52 @@ Schedule Scheduler::run() {
     producer_kernel_[n.out] = open_;
   }
   close_kernel();
+  move_next_to_readers();
   bind_epilogues();
   for (Kernel& k : s_.kernels)
     if (k.kind == Kernel::Kind::kLoops) build_stages(k);
   find_local_buffers();
   return std::move(s_);
+}
+
+// A GEMM or conv whose first reader comes later, with kernels that do not read its output in between (a copy or
+// reduction of something else), moves down to just before that reader, so the reader can become its epilogue.
+// Legal: its inputs were all made before its old place, and nothing it skips reads it. It never moves past another
+// GEMM or conv (with a ResNet shortcut conv in between, the shortcut conv hosts the epilogue instead).
+void Scheduler::move_next_to_readers() {
+  auto reads = [&](const Kernel& k, const std::vector<int>& bufs) {
+    for (int id : k.nodes) {
+      const LoopNode& n = p_.nodes[id];
+      if (n.kind == LoopKind::kExtern) {
+        for (const BufferView& v : n.tensor_args)
+          if (std::find(bufs.begin(), bufs.end(), v.buffer) != bufs.end()) return true;
+        continue;
+      }
+      std::vector<SExpr> loads;
+      collect_loads(n.body, loads);
+      for (SExpr l : loads)
+        if (std::find(bufs.begin(), bufs.end(), l->buffer) != bufs.end()) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < s_.kernels.size(); ++i) {
+    const Kernel& g = s_.kernels[i];
+    if (g.kind != Kernel::Kind::kExtern) continue;
+    const LoopNode& n = p_.nodes[g.nodes[0]];
+    if (!n.gemm && !n.conv) continue;
+    size_t j = i + 1;
+    bool past_gemm = false;  // never past another GEMM/conv: two feeding one reader would swap places forever
+    for (; j < s_.kernels.size() && !reads(s_.kernels[j], n.outs); ++j) {
+      const Kernel& m = s_.kernels[j];
+      past_gemm = past_gemm || (m.kind == Kernel::Kind::kExtern && (p_.nodes[m.nodes[0]].gemm || p_.nodes[m.nodes[0]].conv));
+    }
+    if (past_gemm || j == i + 1 || j == s_.kernels.size() || s_.kernels[j].kind != Kernel::Kind::kLoops) continue;
+    decide(fmt::format("move {} down past {} kernel(s) to just before its first reader {}", g.name, j - i - 1,
+                       s_.kernels[j].name));
+    std::rotate(s_.kernels.begin() + static_cast<std::ptrdiff_t>(i), s_.kernels.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                s_.kernels.begin() + static_cast<std::ptrdiff_t>(j));
+    --i;  // the kernel now at i has not been looked at
+  }
 }
 
 void Scheduler::bind_epilogues() {

@@ -132,9 +132,10 @@ TEST(Inductor, ConvEpiloguesFuseIntoTheImplicitGemm) {
   auto block = [](const Tensor& x, const Tensor& w1, const Tensor& w2, const Tensor& b1, const Tensor& s,
                   const Tensor& t, const Tensor& wr) {
     Tensor sc = s.view({1, 24, 1, 1}), sh = t.view({1, 24, 1, 1});
-    Tensor shortcut = conv2d(x, wr);  // (an epilogue must follow its conv in program order)
     Tensor h = relu(conv2d(x, w1, b1, {1, 1}, {1, 1}) * sc + sh);
-    return relu(conv2d(h, w2, {}, {1, 1}, {1, 1}) * sc + sh + shortcut);
+    Tensor y = conv2d(h, w2, {}, {1, 1}, {1, 1});
+    Tensor shortcut = conv2d(x, wr);  // between y's conv and its batch norm: y's conv moves down past it
+    return relu(y * sc + sh + shortcut);
   };
   EXPECT_EQ(check(block, x, w1, w2, b1, s, t, wr), 3);  // three convs, every element-wise op in an epilogue
   auto strided = [](const Tensor& x, const Tensor& w1, const Tensor& b1) {
@@ -143,6 +144,18 @@ TEST(Inductor, ConvEpiloguesFuseIntoTheImplicitGemm) {
   EXPECT_EQ(check(strided, x, w1, b1), 1);
   auto nchw = [](const Tensor& x, const Tensor& w1) { return relu(conv2d(x, w1, {}, {1, 1}, {1, 1})); };
   EXPECT_EQ(check(nchw, x.contiguous(), w1), 2);  // the conv (an ordinary extern), then the relu
+}
+
+// A GEMM whose consumer comes after an unrelated kernel moves down next to it, and the consumer becomes its
+// epilogue: the column sums of z, then the GEMM with relu(y + s) applied per tile.
+TEST(Inductor, GemmMovesNextToItsEpilogue) {
+  Tensor x = random({64, 32}), w = random({32, 48}, kFloat32, 1), z = random({80, 48}, kFloat32, 2);
+  auto f = [](const Tensor& x, const Tensor& w, const Tensor& z) {
+    Tensor y = matmul(x, w);
+    Tensor s = exp(z).sum(DimList{0});
+    return relu(y + s);
+  };
+  EXPECT_EQ(check(f, x, w, z), 2);
 }
 
 TEST(Inductor, SmallOpsAtMostTenKernels) {
