@@ -171,6 +171,86 @@ TEST(ReduceSum, LargeFloat32SumsStayAccurate) {
   EXPECT_CLOSE(sum(m, DimList{1}), reference(m, {1}, false, ref_sum), 1e-6);
 }
 
+// Column reductions of few outputs split the reduced rows into slices summed into private partials; the
+// shapes below take that path with row counts that leave partial groups of four rows and partial slices.
+struct Threads {
+  explicit Threads(int n) { set_num_threads(n); }
+  ~Threads() { set_num_threads(0); }
+};
+const std::vector<Case> kColumnCases = {
+    {{1027, 129}, {0}}, {{2, 4099, 37}, {1}}, {{64, 8195}, {0}}, {{9000, 3}, {0}}, {{3, 1030, 70}, {0, 1}},
+};
+
+TEST(ReduceColumns, SplitRowsMatchReferenceForDtypesLayoutsAndThreads) {
+  for (int threads : {1, 3}) {
+    Threads scope(threads);
+    for (DType dt : {kFloat32, kFloat64, kBFloat16, kInt64, kInt32, kUInt8}) {
+      for (const Case& c : kColumnCases) {
+        Tensor x0 = random(c.shape, dt, 11);
+        for (const Tensor& x : layouts(x0)) {
+          for (bool keepdim : {false, true}) {
+            SCOPED_TRACE(fmt::format("threads {} {} {} dims [{}] keepdim {} strides {}", threads, dtype_name(dt),
+                                     c.shape.str(), fmt::join(c.dims, ", "), keepdim, x.strides().str()));
+            DimList d(c.dims);
+            Tensor s = sum(x, d, keepdim);
+            EXPECT_CLOSE(s, reference(x, c.dims, keepdim, ref_sum).to(s.dtype()));
+            EXPECT_CLOSE(amax(x, d, keepdim), reference(x, c.dims, keepdim, ref_max).to(x.dtype()), 0);
+            EXPECT_CLOSE(amin(x, d, keepdim), reference(x, c.dims, keepdim, ref_min).to(x.dtype()), 0);
+            if (is_floating(dt))
+              EXPECT_CLOSE(mean(x, d, keepdim), reference(x, c.dims, keepdim, [](const Group& g) {
+                                                  return ref_sum(g) / g.size();
+                                                }).to(dt));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ReduceColumns, SameBitsForEveryThreadCount) {
+  // The slices depend on the shape only, so partials merge in the same order whatever the pool size.
+  for (const SymIntList& shape : {SymIntList{8192, 256}, SymIntList{64, 65536}, SymIntList{65536, 64}}) {
+    Tensor x = random(shape, kFloat32, 12);
+    Tensor one;
+    {
+      Threads scope(1);
+      one = sum(x, DimList{0});
+    }
+    for (int threads : {2, 3, 5}) {
+      Threads scope(threads);
+      EXPECT_TENSOR_EQ(sum(x, DimList{0}), one);
+    }
+  }
+}
+
+TEST(ReduceColumns, NaNAndInfinitiesPropagateThroughPartials) {
+  Tensor x = random({1027, 129}, kFloat32, 13).contiguous();
+  float* p = x.data_ptr<float>();
+  p[700 * 129 + 5] = NAN;  // in the middle slice
+  p[3 * 129 + 7] = INFINITY;
+  p[1026 * 129 + 7] = -INFINITY;  // in the last, short slice
+  p[1025 * 129 + 9] = INFINITY;
+  for (int threads : {1, 2}) {
+    Threads scope(threads);
+    std::vector<float> s = sum(x, DimList{0}).to_vector<float>();
+    EXPECT_TRUE(std::isnan(s[5]));
+    EXPECT_TRUE(std::isnan(s[7]));  // inf + -inf
+    EXPECT_EQ(s[9], INFINITY);
+    EXPECT_TRUE(std::isfinite(s[8]));
+    EXPECT_TRUE(std::isnan(amax(x, DimList{0}).to_vector<float>()[5]));
+    EXPECT_TRUE(std::isnan(amin(x, DimList{0}, true).to_vector<float>()[5]));
+    EXPECT_EQ(amax(x, DimList{0}).to_vector<float>()[7], INFINITY);
+    EXPECT_EQ(amin(x, DimList{0}).to_vector<float>()[7], -INFINITY);
+  }
+}
+
+TEST(ReduceColumns, TallFloat32ColumnsStayAccurate) {
+  Tensor x = random_positive({65536, 64}, kFloat32, 0.5, 1.5, 14);
+  EXPECT_CLOSE(sum(x, DimList{0}), reference(x, {0}, false, ref_sum), 1e-6);
+  Tensor y = random_positive({16384, 256}, kFloat32, 0.5, 1.5, 15);
+  EXPECT_CLOSE(sum(y, DimList{0}), sum(y.to(kFloat64), DimList{0}), 1e-6);
+}
+
 TEST(ReduceSum, BadDimsNameTheRange) {
   Tensor x = random({2, 3});
   EXPECT_ERROR(sum(x, DimList{2}), "dim 2 is out of range", "[-2, 1]");
