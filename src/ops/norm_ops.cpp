@@ -71,16 +71,7 @@ void for_each_row(const Tensor& in, const Tensor& out, int64_t rows, int64_t len
       // whose inputs come from memory.
       const char* next = stream && r + 1 < e ? ibase + (r + 1) * len * isz : nullptr;
       body(x, y, r, next);
-      if (stream) {
-        const void* out = y;
-        if (store) {
-          store(y, obuf.data(), len);
-          out = obuf.data();
-        }
-        loops::stream_copy(dst, out, len * osz);
-      } else if (store) {
-        store(y, dst, len);
-      }
+      write_row(dst, y, len, osz, store, stream, obuf.data());
     }
     if (stream) loops::stream_fence();
   });

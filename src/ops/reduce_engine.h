@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ops/kernel_util.h"
+#include "ops/loops.h"
 #include "ops/reduce_math.h"
 #include "sinter/tensor.h"
 
@@ -42,6 +43,22 @@ template <class V>
 using StoreFn = void (*)(const V* src, void* dst, int64_t n);
 template <class V>
 StoreFn<V> store_fn(DType to);
+
+// Writes one row `y` of `len` computed values to `dst` (elements of `osz` bytes): converted by `store` when set,
+// and with streaming stores when `stream` (through `obuf`, len * osz bytes, when also converting).
+template <class V>
+void write_row(void* dst, const V* y, int64_t len, int64_t osz, StoreFn<V> store, bool stream, char* obuf) {
+  if (!stream) {
+    if (store) store(y, dst, len);
+    return;
+  }
+  const void* out = y;
+  if (store) {
+    store(y, obuf, len);
+    out = obuf;
+  }
+  loops::stream_copy(dst, out, len * osz);
+}
 
 // The canonical form of one reduction. `data` points at a contiguous [O, R, I] block (the input itself when
 // its layout allows, else a copy that `owner` keeps alive). Output q = o * I + i is produced in plan order;

@@ -162,16 +162,7 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
           }
         }
         softmax_row<kLog>(x, y, N);
-        if (stream) {
-          const void* out = y;
-          if (store) {
-            store(y, obuf.data(), N);
-            out = obuf.data();
-          }
-          loops::stream_copy(dst, out, N * osz);
-        } else if (store) {
-          store(y, dst, N);
-        }
+        write_row(dst, y, N, osz, store, stream, obuf.data());
       }
       if (stream) loops::stream_fence();
     });
