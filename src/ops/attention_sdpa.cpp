@@ -3,7 +3,6 @@
 // probabilities from the Philox generator. Work is split over (batch item, block of query rows); each task
 // does its two GEMMs single-threaded, so the score block stays in cache. Causal blocks compute only the keys
 // they can see. Rows whose every key is masked out give zeros (PyTorch's _safe_softmax), not NaN.
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -154,9 +153,8 @@ void sdpa(const Args& args, const Tensor& y) {
   // Causal (top-left aligned): row li sees keys [0, li], so a block of rows [l0, l0 + lb) needs only the first
   // min(S, l0 + lb) keys; the rest would be exp(-inf) = 0 weights. Both GEMMs skip them.
   auto keys_of = [&](int64_t l0, int64_t lb) { return causal ? std::min(S, l0 + lb) : S; };
-  // Item i, in decreasing cost (later row blocks first when causal); workers pull items from a shared counter,
-  // so blocks of different cost even out (the pool hands out fixed chunks).
-  std::atomic<int64_t> next{0};
+  // Item i, in decreasing cost (later row blocks first when causal); parallel_for_dynamic hands items out one
+  // at a time, so blocks of different cost even out.
   auto run_item = [&](int64_t i, A* sc) {
     int64_t b = i % B, blk = causal ? blocks - 1 - i / B : i / B;
     int64_t l0 = blk * rows, lb = std::min(rows, L - l0), Sb = keys_of(l0, lb);
@@ -189,10 +187,10 @@ void sdpa(const Args& args, const Tensor& y) {
     blas::gemm_serial(false, v_t, lb, Ev, Sb, A(1), sc, Sb, V.data + V.off[b], v_ld, A(0),
                       out + (b * L + l0) * Ev, Ev);
   };
-  parallel_for(0, std::min(items, threads), 1, [&](int64_t, int64_t) {
-    auto scores = std::make_unique_for_overwrite<A[]>(rows * S);  // the first GEMM writes it (beta 0)
-    for (int64_t i = next.fetch_add(1); i < items; i = next.fetch_add(1)) run_item(i, scores.get());
-  });
+  // One score block per worker; the first GEMM writes it (beta 0).
+  auto scores = std::make_unique_for_overwrite<A[]>(std::max<int64_t>(1, std::min(items, threads)) * rows * S);
+  parallel_for_dynamic(items, threads,
+                       [&](int64_t i, int64_t worker) { run_item(i, scores.get() + worker * rows * S); });
 }
 
 void sdpa_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {

@@ -1,7 +1,6 @@
 #include "ops/sgemm.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -302,18 +301,8 @@ Plan plan(const TiledGemm& g, const Micro& u, int threads) {
   return best;
 }
 
-// Runs `fn(task, worker)` for task in [0, tasks) handed out one at a time to the pool's threads; `worker` in
-// [0, workers(...)) is distinct among the calls running at once (it picks a scratch buffer).
+// Scratch slots for parallel_for_dynamic's workers.
 int64_t workers(int64_t tasks, int threads) { return std::max<int64_t>(1, std::min<int64_t>(threads, tasks)); }
-
-template <class F>
-void for_each_task(int64_t tasks, int threads, F&& fn) {
-  std::atomic<int64_t> next{0};
-  parallel_for(0, workers(tasks, threads), 1, [&](int64_t w0, int64_t w1) {
-    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) fn(t, w0);
-    (void)w1;
-  });
-}
 
 }  // namespace
 
@@ -369,13 +358,13 @@ void sgemm_tiled(const TiledGemm& g) {
   float* shared_b = aligned(scratch.data_ptr<float>());
   float* base = scratch.data_ptr<float>() + shared_size;
   if (p.shared_b)
-    for_each_task(p.kblocks * p.strips, threads, [&](int64_t t, int64_t) {
+    parallel_for_dynamic(p.kblocks * p.strips, threads, [&](int64_t t, int64_t) {
       int64_t kb = t / p.strips, s = t % p.strips;
       int64_t k0 = kb * kKC, kc = std::min(kKC, g.k - k0);
       pack_b(g, k0, kc, s * nr, nr, shared_b + k0 * np + s * kc * nr);
     });
 
-  for_each_task(p.tasks(), threads, [&](int64_t t, int64_t worker) {
+  parallel_for_dynamic(p.tasks(), threads, [&](int64_t t, int64_t worker) {
     int64_t i0 = (t % p.row_tiles) * p.mc, i1 = std::min(g.m, i0 + p.mc);
     int64_t s0 = (t / p.row_tiles) * p.strips_per_tile, s1 = std::min(p.strips, s0 + p.strips_per_tile);
     float* ap = aligned(base + worker * slot);

@@ -2,6 +2,8 @@
 // over it. A parallel_for issued while the pool is busy (from another user thread, or nested inside a worker)
 // runs inline on the calling thread, so nothing ever oversubscribes the cores.
 #pragma once
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <utility>
 
@@ -25,6 +27,18 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
   using Fn = std::remove_reference_t<F>;
   parallel_for_raw(begin, end, grain, [](void* ctx, int64_t b, int64_t e) { (*static_cast<Fn*>(ctx))(b, e); },
                    const_cast<void*>(static_cast<const void*>(&f)));
+}
+
+// Calls fn(task, worker) for every task in [0, tasks), handed out one at a time to whichever of up to `workers`
+// threads is free, so tasks of uneven cost even out (parallel_for hands out fixed chunks). `worker` is distinct
+// among the calls running at once and below min(workers, tasks) (it picks a scratch buffer); inside a parallel
+// region, or when the pool is busy, one worker runs every task.
+template <class F>
+void parallel_for_dynamic(int64_t tasks, int64_t workers, F&& fn) {
+  std::atomic<int64_t> next{0};
+  parallel_for(0, std::max<int64_t>(1, std::min(workers, tasks)), 1, [&](int64_t w, int64_t) {
+    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) fn(t, w);
+  });
 }
 
 // A grain that gives each task about 32K elements of simple work.
