@@ -454,6 +454,16 @@ bool implicit_applies(const Geo& g, const Tensor& out) {
          blas::sgemm_suits(g.N * g.OH * g.OW, g.O, g.kh * g.kw * g.C);
 }
 
+// The implicit GEMM from float32 channels-last X into float32 channels-last Y (the weight reordered to
+// [kh, kw, C, O], the GEMM's B).
+void run_implicit(const Tensor& X, const Tensor& weight, const Tensor& B, const Geo& g, const Tensor& Y,
+                  blas::TileFn tile_done, void* ctx) {
+  std::vector<int64_t> ws = strides_of(weight);
+  Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.Cg, g.Og}, {ws[2], ws[3], ws[1], ws[0]}), kFloat32);
+  conv_nhwc_implicit(X.data_ptr<float>(), wt.data_ptr<float>(), B.defined() ? B.data_ptr<float>() : nullptr,
+                     Y.data_ptr<float>(), g, tile_done, ctx);
+}
+
 }  // namespace
 
 void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
@@ -466,6 +476,11 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
   Tensor X = contiguous_as(input, cd, fmt);
   Tensor Y = out.dtype() == cd ? out : empty_from_meta(dense_meta(out.sizes(), cd, kCPU, fmt));
   Tensor B = bias.defined() ? contiguous_as(bias, cd) : Tensor();
+  if (cd == kFloat32 && implicit_applies(g, Y)) {
+    run_implicit(X, weight, B, g, Y, nullptr, nullptr);
+    write_into(out, Y);
+    return;
+  }
   std::vector<int64_t> ws = strides_of(weight);
   visit_floating(cd, [&]<class T>() {
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
@@ -485,11 +500,7 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
         Tensor wt = contiguous_as(
             strided_view(weight, {g.G, g.kh, g.kw, g.Cg, g.Og}, {g.Og * ws[0], ws[2], ws[3], ws[1], ws[0]}),
             cd);
-        if (std::is_same_v<T, float> && implicit_applies(g, Y))
-          conv_nhwc_implicit(reinterpret_cast<const float*>(xp), reinterpret_cast<const float*>(wt.data_ptr<T>()),
-                             reinterpret_cast<const float*>(bp), reinterpret_cast<float*>(yp), g);
-        else
-          conv_nhwc(xp, wt.data_ptr<T>(), bp, yp, g);
+        conv_nhwc(xp, wt.data_ptr<T>(), bp, yp, g);
       }
     }
   });
@@ -504,11 +515,7 @@ bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tenso
   Geo g = geometry(input, weight, out, p, false);
   if (!implicit_applies(g, out)) return false;
   Tensor X = contiguous_as(input, kFloat32, MemoryFormat::kChannelsLast);
-  Tensor B = bias.defined() ? contiguous_as(bias, kFloat32) : Tensor();
-  std::vector<int64_t> ws = strides_of(weight);
-  Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.Cg, g.Og}, {ws[2], ws[3], ws[1], ws[0]}), kFloat32);
-  conv_nhwc_implicit(X.data_ptr<float>(), wt.data_ptr<float>(), B.defined() ? B.data_ptr<float>() : nullptr,
-                     out.data_ptr<float>(), g, tile_done, ctx);
+  run_implicit(X, weight, bias.defined() ? contiguous_as(bias, kFloat32) : Tensor(), g, out, tile_done, ctx);
   return true;
 }
 
