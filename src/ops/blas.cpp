@@ -153,13 +153,6 @@ template <class T>
 bool gemm_threaded(const Gemm<T>& g, bool ta, int64_t lda, bool tb, int64_t ldb) {
   int threads = get_num_threads();
   if (!prefers_threaded_gemm(g.batch, g.m, g.n, g.k) || threads <= 1) return false;
-  if constexpr (std::is_same_v<T, float>) {
-    if (sgemm_suits(g.m, g.n, g.k)) {  // sinter's own GEMM over the pool: no second set of threads
-      serial<T>(ta, tb, g.m, g.n, g.k, g.alpha, g.a + (g.a_off ? g.a_off[0] : 0), lda,
-                g.b + (g.b_off ? g.b_off[0] : 0), ldb, g.beta, g.c, g.c_rs);
-      return true;
-    }
-  }
   std::unique_lock<std::mutex> lock(threaded_gemm_mutex(), std::try_to_lock);
   if (!lock.owns_lock()) return false;  // another thread runs one: split over the pool instead
   ensure_single_threaded();
@@ -184,6 +177,14 @@ void gemm_float(const Gemm<T>& g) {
   SINTER_INTERNAL_ASSERT(
       layout(g.m, g.k, g.a_rs, g.a_cs, ta, lda) && layout(g.k, g.n, g.b_rs, g.b_cs, tb, ldb),
       "gemm operand is not BLAS-compatible");
+  if constexpr (std::is_same_v<T, float>) {
+    // One float32 product: sinter's own GEMM cuts it over the pool itself (serial() hands it over).
+    if (g.batch == 1 && sgemm_suits(g.m, g.n, g.k)) {
+      serial<T>(ta, tb, g.m, g.n, g.k, g.alpha, g.a + (g.a_off ? g.a_off[0] : 0), lda,
+                g.b + (g.b_off ? g.b_off[0] : 0), ldb, g.beta, g.c, g.c_rs);
+      return;
+    }
+  }
   if (gemm_threaded(g, ta, lda, tb, ldb)) return;
   Split s = plan(g.batch, g.m, g.n, g.k);
   int64_t tasks = g.batch * s.splits;
