@@ -72,6 +72,27 @@ elif [ "$PART" = 5 ]; then
   echo "== eager suite with SINTER_STREAM_STORES=0" >> "$OUT/logs.txt"
   SINTER_STREAM_STORES=0 build-h200/sinter bench --suite eager --threads "$THREADS" >> "$OUT/logs.txt" 2>&1
   grep -E 'ceiling|% of|^==' "$OUT/logs.txt" | tail -44
+elif [ "$PART" = 6 ]; then
+  # Part 6 (a GEMM tuning run): PyTorch's GEMM and sinter's planned and best-found configurations on the same
+  # shapes (bench/torch_mm.py, bench/sgemm_probe.cpp --sweep), then part 5's profile and side-by-side run.
+  cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > /dev/null 2>&1
+  ninja -C build-h200 -j16 sinter_cli > "$OUT/logs.txt" 2>&1 || { tail -50 "$OUT/logs.txt"; exit 1; }
+  g++ -O2 -std=c++20 -I src -I include bench/sgemm_probe.cpp -L build-h200 -lsinter -lopenblas -lfmt \
+    -Wl,-rpath,$PWD/build-h200 -o /tmp/sgemm_probe || exit 1
+  { python3 bench/torch_mm.py "$THREADS"; /tmp/sgemm_probe "$THREADS" --sweep; python3 bench/torch_mm.py "$THREADS"; } \
+    > "$OUT/sgemm_sweep.txt" 2>&1
+  grep -E 'torch |planned|best' "$OUT/sgemm_sweep.txt" | grep -v 'stage 1'
+  export SINTER_CACHE_DIR=$(mktemp -d)
+  for w in gpt_block resnet_block mlp naive_attention; do
+    SINTER_LOGS=profile build-h200/sinter bench --device cpu --threads "$THREADS" --only $w --backends inductor 2>&1 \
+      | grep -v '^\[sinter:profile\] [0-9] calls' | grep -A12 'calls,' | grep -v '^$'
+  done > "$OUT/profile.txt" 2>&1
+  [ -n "${NO_TORCH:-}" ] && exit 0
+  build-h200/sinter bench --device cpu --threads "$THREADS" --json "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    >> "$OUT/logs.txt" 2>&1
+  timeout ${TORCH_TIMEOUT:-300} python3 bench/vs_torch.py --threads "$THREADS" --sinter "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    --no-probe --json "$OUT/torch-cpu-$HOST-$DATE.json" > "$OUT/vs_torch.txt" 2>&1
+  tail -28 "$OUT/vs_torch.txt"
 elif [ "$PART" = 3 ]; then
   # Part 3: does OpenBLAS's spinning after a threaded GEMM slow the kernels that follow? (OPENBLAS_THREAD_TIMEOUT
   # is read when the library loads: 2^n spin loops before its threads sleep; default 28.)

@@ -1,8 +1,9 @@
-// sinter's own float32 GEMM (src/ops/sgemm.*) against OpenBLAS on the workloads' shapes, side by side in one
-// process: OpenBLAS on its own threads, and sinter's tiles over sinter's pool, with B stored [K, N] and [N, K]
-// (a linear layer's weight). Build (after the library):
+// sinter's own float32 GEMM (src/ops/sgemm.*) on the workloads' shapes: the planned configuration against
+// OpenBLAS, side by side in one process, and with --sweep a search over the configurations sgemm_tiled accepts
+// (micro-kernel, KC, loop order, then tile sizes and B sharing), which shows how far the plan is from the best.
+// Times are the minimum over repeats (the VM's other tenants only ever add time). Build (after the library):
 //   g++ -O2 -std=c++20 -I src bench/sgemm_probe.cpp -L build -lsinter -lopenblas -lfmt -Wl,-rpath,$PWD/build
-// Variants of the tiling constants: add src/ops/sgemm.cpp -DSINTER_SGEMM_KC=384 (its copy replaces the library's).
+// Usage: sgemm_probe [threads] [--sweep] [--only NAME]
 #include <cblas.h>
 
 #include <algorithm>
@@ -10,7 +11,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ops/sgemm.h"
@@ -18,13 +21,15 @@
 
 extern "C" void openblas_set_num_threads(int);
 
+using sinter::blas::SgemmConfig;
+
 static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 template <class F>
-static double best_ms(F f) {
+static double best_ms(F f, int reps) {
   f();
   double best = 1e9;
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < reps; ++i) {
     double t = now();
     f();
     best = std::min(best, (now() - t) * 1e3);
@@ -32,46 +37,122 @@ static double best_ms(F f) {
   return best;
 }
 
+static std::string describe(const SgemmConfig& c) {
+  std::vector<std::string> micro = sinter::blas::sgemm_micro_kernels();
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s kc=%lld mc=%lld strips=%lld shared=%d%s",
+                c.micro < 0 ? "default" : micro[c.micro].c_str(), (long long)c.kc, (long long)c.mc,
+                (long long)c.strips_per_tile, c.shared_b, c.a_outer ? " a_outer" : "");
+  return buf;
+}
+
+struct Shape {
+  int m, n, k;
+  bool bt;      // B stored [N, K] (a linear layer's weight)
+  int threads;  // 0: the pool's
+  const char* what;
+};
+
+struct Timed {
+  SgemmConfig cfg;
+  double ms;
+};
+
 int main(int argc, char** argv) {
-  int threads = argc > 1 ? std::atoi(argv[1]) : 16;
-  sinter::set_num_threads(threads);
-  struct Shape { int m, n, k; const char* what; };
-  const Shape shapes[] = {{256, 2304, 768, "gpt qkv"},   {256, 768, 768, "gpt proj"},
-                          {256, 3072, 768, "gpt up"},    {256, 768, 3072, "gpt down"},
-                          {512, 4096, 1024, "mlp up"},   {512, 1024, 4096, "mlp down"},
-                          {25088, 64, 576, "conv 3x3"}, {2048, 2048, 2048, "square"}};
-  std::printf("%d threads; sinter's micro-kernel: %s\n", threads, sinter::blas::sgemm_available() ? "yes" : "no");
+  int threads = 16;
+  bool sweep = false;
+  const char* only = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--sweep")) sweep = true;
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else threads = std::atoi(argv[i]);
+  }
+  const Shape shapes[] = {{256, 2304, 768, true, 0, "gpt_qkv"},     {256, 768, 768, true, 0, "gpt_proj"},
+                          {256, 3072, 768, true, 0, "gpt_up"},      {256, 768, 3072, true, 0, "gpt_down"},
+                          {512, 4096, 1024, true, 0, "mlp_up"},     {512, 1024, 4096, true, 0, "mlp_down"},
+                          {2048, 4096, 1024, true, 0, "dmlp_up"},   {2048, 1024, 4096, true, 0, "dmlp_down"},
+                          {25088, 64, 576, false, 0, "conv3x3"},    {2048, 2048, 2048, false, 0, "square"},
+                          {64, 256, 64, true, 1, "attn_qk_1t"},     {64, 64, 256, false, 1, "attn_pv_1t"}};
+  std::vector<std::string> micros = sinter::blas::sgemm_micro_kernels();
+  std::printf("%d threads; sinter's micro-kernels:", threads);
+  for (const std::string& m : micros) std::printf(" %s", m.c_str());
+  std::printf("\n");
   for (const Shape& s : shapes) {
+    if (only && std::strcmp(only, s.what)) continue;
+    int t = s.threads > 0 ? s.threads : threads;
+    sinter::set_num_threads(t);
     int m = s.m, n = s.n, k = s.k;
-    std::vector<float> a(size_t(m) * k), b(size_t(k) * n), bt(size_t(n) * k), c1(size_t(m) * n), c2(size_t(m) * n);
+    std::vector<float> a(size_t(m) * k), b(size_t(k) * n), c1(size_t(m) * n), c2(size_t(m) * n);
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> d(-1, 1);
     for (float& x : a) x = d(rng);
-    for (float& x : b) x = d(rng);
-    for (int j = 0; j < n; ++j)
-      for (int p = 0; p < k; ++p) bt[size_t(j) * k + p] = b[size_t(p) * n + j];
+    for (float& x : b) x = d(rng);  // [K, N], or [N, K] when s.bt
     sinter::blas::TiledGemm g;
     g.m = m, g.n = n, g.k = k, g.a = a.data(), g.a_rs = k, g.a_cs = 1, g.c = c1.data(), g.c_rs = n;
-    g.b = b.data(), g.b_rs = n, g.b_cs = 1;
-    double ours = sinter::blas::sgemm_available() ? best_ms([&] { sinter::blas::sgemm_tiled(g); }) : 0;
-    g.b = bt.data(), g.b_rs = 1, g.b_cs = k;
-    double ours_t = sinter::blas::sgemm_available() ? best_ms([&] { sinter::blas::sgemm_tiled(g); }) : 0;
-    openblas_set_num_threads(threads);
+    g.b = b.data(), g.b_rs = s.bt ? 1 : n, g.b_cs = s.bt ? k : 1;
+    auto run = [&](const SgemmConfig& c, int reps) {
+      return best_ms([&] { sinter::blas::sgemm_tiled(g, c); }, reps);
+    };
+    openblas_set_num_threads(t);
     double blas = best_ms([&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a.data(), k, b.data(), n, 0, c2.data(), n);
-    });
-    double blas_t = best_ms([&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1, a.data(), k, bt.data(), k, 0, c2.data(), n);
-    });
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, s.bt ? CblasTrans : CblasNoTrans, m, n, k, 1, a.data(), k, b.data(),
+                  s.bt ? k : n, 0, c2.data(), n);
+    }, 9);
     openblas_set_num_threads(1);
+    double planned = micros.empty() ? 0 : run({}, 9);
     double err = 0;
     for (size_t i = 0; i < c1.size(); ++i) err = std::max(err, double(std::abs(c1[i] - c2[i])));
     double gf = 2.0 * m * n * k / 1e6;
-    g.b = b.data(), g.b_rs = n, g.b_cs = 1;
-    std::printf("          %s\n", sinter::blas::sgemm_plan(g, threads).c_str());
-    std::printf("%-9s %5dx%5dx%5d  sinter %7.3f ms %6.0f GF/s (B^T %7.3f ms %6.0f)  openblas %7.3f ms %6.0f GF/s (B^T %7.3f ms)"
-                "  sinter/openblas %.2f  max|diff| %.1e\n",
-                s.what, m, n, k, ours, gf / ours, ours_t, gf / ours_t, blas, gf / blas, blas_t,
-                ours > 0 ? blas / ours : 0.0, err);
+    std::printf("%-11s %5dx%5dx%5d%s %2dt  planned %8.4f ms %5.0f GF/s  openblas %8.4f ms %5.0f GF/s  "
+                "openblas/planned %.2f  max|diff| %.1e\n   plan: %s\n",
+                s.what, m, n, k, s.bt ? " B^T" : "    ", t, planned, gf / planned, blas, gf / blas, blas / planned, err,
+                sinter::blas::sgemm_plan(g, t).c_str());
+    if (!sweep || micros.empty()) continue;
+    // Stage 1: micro-kernel x KC x loop order, tiles as planned.
+    std::vector<Timed> all;
+    for (int u = 0; u < static_cast<int>(micros.size()); ++u)
+      for (int64_t kc : {64, 128, 192, 256, 384, 512})
+        for (bool ao : {false, true}) {
+          SgemmConfig c;
+          c.micro = u, c.kc = kc, c.a_outer = ao;
+          all.push_back({c, run(c, 3)});
+        }
+    std::sort(all.begin(), all.end(), [](const Timed& x, const Timed& y) { return x.ms < y.ms; });
+    std::printf("   stage 1 best:");
+    for (int i = 0; i < 5; ++i) std::printf(" [%s %.3f]", describe(all[i].cfg).c_str(), all[i].ms);
+    std::printf("\n");
+    // Stage 2: tiles around the best of stage 1.
+    std::vector<Timed> tiles;
+    SgemmConfig base = all[0].cfg;
+    int mr = std::atoi(micros[base.micro].c_str());
+    int nr = std::atoi(std::strchr(micros[base.micro].c_str(), 'x') + 1);
+    int64_t strips = (n + nr - 1) / nr, panels = (m + mr - 1) / mr;
+    for (int64_t pm : {1, 2, 3, 4, 6, 8, 11, 16, 22, 32, 43, 64}) {
+      if (pm > panels && pm != 1) continue;
+      for (int64_t sp : {1, 2, 3, 4, 6, 8, 12, 16, 24, 48}) {
+        if (sp > strips && sp != 1) continue;
+        if (pm * mr * sp * nr > 1 << 20) continue;  // a tile of over 4 MB
+        for (int sh : {0, 1}) {
+          SgemmConfig c = base;
+          c.mc = pm * mr, c.strips_per_tile = sp, c.shared_b = sh;
+          tiles.push_back({c, run(c, 3)});
+        }
+      }
+    }
+    std::sort(tiles.begin(), tiles.end(), [](const Timed& x, const Timed& y) { return x.ms < y.ms; });
+    // Stage 3: the leaders and the plan, measured again in interleaved rounds.
+    std::vector<Timed> final;
+    final.push_back({SgemmConfig{}, 1e9});
+    for (size_t i = 0; i < 4 && i < all.size(); ++i) final.push_back({all[i].cfg, 1e9});
+    for (size_t i = 0; i < 6 && i < tiles.size(); ++i) final.push_back({tiles[i].cfg, 1e9});
+    for (int round = 0; round < 8; ++round)
+      for (Timed& f : final) f.ms = std::min(f.ms, run(f.cfg, 1));
+    double plan_ms = final[0].ms;
+    std::sort(final.begin(), final.end(), [](const Timed& x, const Timed& y) { return x.ms < y.ms; });
+    std::printf("   planned (re-measured) %.4f ms; best %.4f ms (%.2fx, %.0f GF/s): %s\n", plan_ms, final[0].ms,
+                plan_ms / final[0].ms, gf / final[0].ms, describe(final[0].cfg).c_str());
+    for (size_t i = 1; i < 5 && i < final.size(); ++i)
+      std::printf("      %.4f ms %s\n", final[i].ms, describe(final[i].cfg).c_str());
+    std::fflush(stdout);
   }
 }

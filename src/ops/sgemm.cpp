@@ -46,14 +46,19 @@ using MicroFn = void (*)(int64_t kc, const float* a, const float* b, float* c, i
 
 struct Micro {
   int mr = 0, nr = 0;
+  const char* name = "";
   MicroFn fn = nullptr;
 };
 
 #ifdef SINTER_SGEMM_X86
-template <int MR, int NV>
+// PF: touch C's lines first, so that the stores at the end do not wait for them.
+template <int MR, int NV, bool PF>
 __attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __restrict a,
                                                      const float* __restrict b, float* __restrict c,
                                                      int64_t ldc, bool accumulate) {
+  if constexpr (PF)
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * j), _MM_HINT_T0);
   __m512 acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -81,10 +86,13 @@ __attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __
     }
 }
 
-template <int MR, int NV>
+template <int MR, int NV, bool PF>
 __attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* __restrict a,
                                                     const float* __restrict b, float* __restrict c, int64_t ldc,
                                                     bool accumulate) {
+  if constexpr (PF)
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 8 * j), _MM_HINT_T0);
   __m256 acc[MR][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -113,18 +121,33 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* __r
 }
 #endif
 
-Micro pick_micro() {
+// The micro-kernels this CPU can run, the default first (the others are for tuning runs: sgemm_probe).
+std::vector<Micro> list_micros() {
+  std::vector<Micro> out;
 #ifdef SINTER_SGEMM_X86
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return {6, 64, micro_avx512<6, 4>};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {6, 16, micro_avx2<6, 2>};
+  if (__builtin_cpu_supports("avx512f")) {
+    out.push_back({6, 64, "6x64", micro_avx512<6, 4, false>});
+    out.push_back({6, 64, "6x64+pf", micro_avx512<6, 4, true>});
+    out.push_back({8, 48, "8x48", micro_avx512<8, 3, false>});
+    out.push_back({14, 32, "14x32", micro_avx512<14, 2, false>});
+    out.push_back({14, 32, "14x32+pf", micro_avx512<14, 2, true>});
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    out.push_back({6, 16, "6x16", micro_avx2<6, 2, false>});
+    out.push_back({6, 16, "6x16+pf", micro_avx2<6, 2, true>});
+  }
 #endif
-  return {};
+  return out;
+}
+
+const std::vector<Micro>& micros() {
+  static const std::vector<Micro> m = list_micros();  // a property of the CPU, fixed for the process
+  return m;
 }
 
 const Micro& micro() {
-  static const Micro m = pick_micro();  // a property of the CPU, fixed for the process
-  return m;
+  static const Micro none;
+  return micros().empty() ? none : micros()[0];
 }
 
 bool has_avx2() {
@@ -210,6 +233,16 @@ void pack_rows_fixed(const float* const* rows, int64_t kc, float* __restrict out
     for (int i = 0; i < MR; ++i) out[i] = row[i][p];
 }
 
+// pack_rows_fixed for the micro-kernels' row counts; false for another count.
+bool pack_rows_known(const float* const* rows, int mr, int64_t kc, float* out) {
+  switch (mr) {
+    case 6: pack_rows_fixed<6>(rows, kc, out); return true;
+    case 8: pack_rows_fixed<8>(rows, kc, out); return true;
+    case 14: pack_rows_fixed<14>(rows, kc, out); return true;
+    default: return false;
+  }
+}
+
 // Packs rows [i0, i0 + mr) x columns [k0, k0 + kc) of A into kc runs of mr values (zero past row m).
 void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, float* out) {
   int64_t rows = std::min<int64_t>(mr, g.m - i0);
@@ -226,11 +259,10 @@ void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, floa
     }
     return;
   }
-  if (g.a_cs == 1 && rows == mr && mr == 6) {
-    const float* r[6];
-    for (int i = 0; i < 6; ++i) r[i] = g.a + (i0 + i) * g.a_rs + k0;
-    pack_rows_fixed<6>(r, kc, out);
-    return;
+  if (g.a_cs == 1 && rows == mr && mr <= 16) {
+    const float* r[16];
+    for (int i = 0; i < mr; ++i) r[i] = g.a + (i0 + i) * g.a_rs + k0;
+    if (pack_rows_known(r, mr, kc, out)) return;
   }
   for (int64_t p = 0; p < kc; ++p) {
     const float* src = g.a + i0 * g.a_rs + (k0 + p) * g.a_cs;
@@ -241,7 +273,7 @@ void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, floa
 }
 
 struct Plan {
-  int64_t kblocks = 0, strips = 0, row_tiles = 1, strip_tiles = 1;
+  int64_t kc = kKC, kblocks = 0, strips = 0, row_tiles = 1, strip_tiles = 1;
   int64_t mc = 0, strips_per_tile = 0;  // a tile's rows, and its width in strips of nr columns
   bool shared_b = false;                // B packed once for every task (else each task packs its columns)
   int64_t tasks() const { return row_tiles * strip_tiles; }
@@ -261,9 +293,10 @@ constexpr double kFlopsPerTask = 2e4;
 // this fraction of a task after the others, so smaller tasks (more of them) balance better.
 constexpr double kStraggle = SINTER_SGEMM_STRAGGLE;
 
-Plan plan(const TiledGemm& g, const Micro& u, int threads) {
+Plan plan(const TiledGemm& g, const Micro& u, int threads, int64_t kc) {
   Plan best;
-  best.kblocks = ceil_div(g.k, kKC);
+  best.kc = kc;
+  best.kblocks = ceil_div(g.k, kc);
   best.strips = ceil_div(g.n, u.nr);
   int64_t row_panels = ceil_div(g.m, u.mr);
   double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
@@ -304,36 +337,61 @@ Plan plan(const TiledGemm& g, const Micro& u, int threads) {
 // Scratch slots for parallel_for_dynamic's workers.
 int64_t workers(int64_t tasks, int threads) { return std::max<int64_t>(1, std::min<int64_t>(threads, tasks)); }
 
+// The plan for g under cfg: the model's, with whatever cfg fixes.
+Plan resolve(const TiledGemm& g, const Micro& u, int threads, const SgemmConfig& cfg) {
+  Plan p = plan(g, u, threads, cfg.kc > 0 ? cfg.kc : kKC);
+  if (cfg.mc > 0) {
+    p.mc = ceil_div(cfg.mc, u.mr) * u.mr;
+    p.row_tiles = ceil_div(g.m, p.mc);
+  }
+  if (cfg.strips_per_tile > 0 && !g.whole_rows) {
+    p.strips_per_tile = std::min(cfg.strips_per_tile, p.strips);
+    p.strip_tiles = ceil_div(p.strips, p.strips_per_tile);
+  }
+  if (cfg.shared_b >= 0) p.shared_b = cfg.shared_b > 0 && p.row_tiles > 1;
+  return p;
+}
+
+const Micro& micro_of(const SgemmConfig& cfg) {
+  const std::vector<Micro>& all = micros();
+  SINTER_INTERNAL_ASSERT(!all.empty(), "sgemm_tiled: no micro-kernel for this CPU");
+  SINTER_INTERNAL_ASSERT(cfg.micro < static_cast<int>(all.size()), "sgemm: no micro-kernel {}", cfg.micro);
+  return all[cfg.micro < 0 ? 0 : cfg.micro];
+}
+
 }  // namespace
 
 bool sgemm_available() { return micro().fn != nullptr; }
 
 void pack_rows(const float* const* rows, int mr, int64_t len, float* out) {
-  bool dense = mr == 6;
+  bool dense = true;
   for (int i = 0; i < mr && dense; ++i) dense = rows[i] != nullptr;
-  if (dense) {
-    pack_rows_fixed<6>(rows, len, out);
-    return;
-  }
+  if (dense && pack_rows_known(rows, mr, len, out)) return;
   for (int i = 0; i < mr; ++i) {
     const float* r = rows[i];
     for (int64_t p = 0; p < len; ++p) out[p * mr + i] = r ? r[p] : 0.0f;
   }
 }
 
-std::string sgemm_plan(const TiledGemm& g, int threads) {
-  const Micro& u = micro();
-  if (!u.fn) return "no micro-kernel";
-  Plan p = plan(g, u, threads);
-  return fmt::format("{}x{} micro-tiles, {} tiles of {} rows x {} columns, B {}", u.mr, u.nr, p.tasks(), p.mc,
-                     p.strips_per_tile * u.nr, p.shared_b ? "packed once and shared" : "packed per tile");
+std::vector<std::string> sgemm_micro_kernels() {
+  std::vector<std::string> names;
+  for (const Micro& u : micros()) names.emplace_back(u.name);
+  return names;
+}
+
+std::string sgemm_plan(const TiledGemm& g, int threads, const SgemmConfig& cfg) {
+  if (!sgemm_available()) return "no micro-kernel";
+  const Micro& u = micro_of(cfg);
+  Plan p = resolve(g, u, threads, cfg);
+  return fmt::format("{} micro-tiles, KC {}, {} tiles of {} rows x {} columns, B {}{}", u.name, p.kc, p.tasks(),
+                     p.mc, p.strips_per_tile * u.nr, p.shared_b ? "packed once and shared" : "packed per tile",
+                     cfg.a_outer ? ", A panel outer" : "");
 }
 
 bool sgemm_suits(int64_t m, int64_t n, int64_t k) { return sgemm_available() && m >= 4 && n >= 8 && k >= 4; }
 
-void sgemm_tiled(const TiledGemm& g) {
-  const Micro& u = micro();
-  SINTER_INTERNAL_ASSERT(u.fn, "sgemm_tiled: no micro-kernel for this CPU");
+void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
+  const Micro& u = micro_of(cfg);
   if (g.m <= 0 || g.n <= 0) return;
   if (g.k <= 0 || g.alpha == 0.0f) {  // C = beta * C
     for (int64_t i = 0; i < g.m; ++i)
@@ -344,12 +402,13 @@ void sgemm_tiled(const TiledGemm& g) {
   // Below about 2 MFLOP waking the pool costs more than it saves.
   double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   int threads = in_parallel_region() || flops < (1 << 21) ? 1 : get_num_threads();
-  Plan p = plan(g, u, threads);
+  const Plan p = resolve(g, u, threads, cfg);
   const int mr = u.mr, nr = u.nr;
+  const int64_t KC = p.kc;
   // Shared B: block kb starts at k0 * np, strip s of it at s * kc * nr. Per worker: one block of A (mc x KC),
   // and without shared B one of B (KC x the tile's columns), reused for every k block.
   const int64_t np = p.strips * nr, shared_size = p.shared_b ? g.k * np + 16 : 0;
-  const int64_t a_size = p.mc * kKC, b_size = p.shared_b ? 0 : kKC * p.strips_per_tile * nr;
+  const int64_t a_size = p.mc * KC, b_size = p.shared_b ? 0 : KC * p.strips_per_tile * nr;
   const int64_t slot = a_size + b_size + 16;
   Tensor scratch = empty({shared_size + workers(p.tasks(), threads) * slot}, TensorOptions{});
   auto aligned = [](float* q) {
@@ -360,7 +419,7 @@ void sgemm_tiled(const TiledGemm& g) {
   if (p.shared_b)
     parallel_for_dynamic(p.kblocks * p.strips, threads, [&](int64_t t, int64_t) {
       int64_t kb = t / p.strips, s = t % p.strips;
-      int64_t k0 = kb * kKC, kc = std::min(kKC, g.k - k0);
+      int64_t k0 = kb * KC, kc = std::min(KC, g.k - k0);
       pack_b(g, k0, kc, s * nr, nr, shared_b + k0 * np + s * kc * nr);
     });
 
@@ -375,25 +434,30 @@ void sgemm_tiled(const TiledGemm& g) {
       for (int64_t i = i0; i < i1; ++i)
         for (int64_t j = s0 * nr; j < std::min(g.n, s1 * nr); ++j) g.c[i * g.c_rs + j] *= g.beta;
     for (int64_t kb = 0; kb < p.kblocks; ++kb) {
-      int64_t k0 = kb * kKC, kc = std::min(kKC, g.k - k0);
+      int64_t k0 = kb * KC, kc = std::min(KC, g.k - k0);
+      bool accumulate = kb > 0 || g.beta != 0.0f;
       for (int64_t r = 0; r < panels; ++r) pack_a(g, i0 + r * mr, mr, k0, kc, ap + r * kc * mr);
       if (!p.shared_b)
         for (int64_t s = s0; s < s1; ++s) pack_b(g, k0, kc, s * nr, nr, bp + (s - s0) * kc * nr);
-      for (int64_t s = s0; s < s1; ++s) {
+      auto tile = [&](int64_t s, int64_t r) {
         const float* bs = p.shared_b ? shared_b + k0 * np + s * kc * nr : bp + (s - s0) * kc * nr;
-        int64_t j = s * nr, cols = std::min<int64_t>(nr, g.n - j);
-        for (int64_t r = 0; r < panels; ++r) {
-          int64_t i = i0 + r * mr, rows = std::min<int64_t>(mr, i1 - i);
-          float* c = g.c + i * g.c_rs + j;
-          if (rows == mr && cols == nr) {
-            u.fn(kc, ap + r * kc * mr, bs, c, g.c_rs, kb > 0 || g.beta != 0.0f);
-            continue;
-          }
-          u.fn(kc, ap + r * kc * mr, bs, edge, nr, false);
-          for (int64_t x = 0; x < rows; ++x)
-            for (int64_t y = 0; y < cols; ++y)
-              c[x * g.c_rs + y] = (kb > 0 || g.beta != 0.0f ? c[x * g.c_rs + y] : 0.0f) + edge[x * nr + y];
+        int64_t i = i0 + r * mr, j = s * nr, rows = std::min<int64_t>(mr, i1 - i), cols = std::min<int64_t>(nr, g.n - j);
+        float* c = g.c + i * g.c_rs + j;
+        if (rows == mr && cols == nr) {
+          u.fn(kc, ap + r * kc * mr, bs, c, g.c_rs, accumulate);
+          return;
         }
+        u.fn(kc, ap + r * kc * mr, bs, edge, nr, false);
+        for (int64_t x = 0; x < rows; ++x)
+          for (int64_t y = 0; y < cols; ++y)
+            c[x * g.c_rs + y] = (accumulate ? c[x * g.c_rs + y] : 0.0f) + edge[x * nr + y];
+      };
+      if (cfg.a_outer) {  // an A panel stays in L1 while the tile's B strips stream past it
+        for (int64_t r = 0; r < panels; ++r)
+          for (int64_t s = s0; s < s1; ++s) tile(s, r);
+      } else {  // a B strip stays in L1/L2 while the tile's A panels stream past it
+        for (int64_t s = s0; s < s1; ++s)
+          for (int64_t r = 0; r < panels; ++r) tile(s, r);
       }
     }
     if (g.tile_done) g.tile_done(g.ctx, i0, i1, s0 * nr, std::min(g.n, s1 * nr));

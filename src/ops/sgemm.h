@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sinter::blas {
 
@@ -36,14 +37,26 @@ struct TiledGemm {
 // zeros) into out[p * mr + i].
 void pack_rows(const float* const* rows, int mr, int64_t len, float* out);
 
+// A tuning run's choices (bench/sgemm_probe.cpp sweeps them); every field left at its default is planned.
+struct SgemmConfig {
+  int micro = -1;               // index into sgemm_micro_kernels()
+  int64_t kc = 0;               // depth of a packed block
+  int64_t mc = 0;               // rows of a tile (rounded up to the micro-kernel's rows)
+  int64_t strips_per_tile = 0;  // a tile's width in strips of the micro-kernel's columns
+  int shared_b = -1;            // 1: B packed once and shared, 0: packed per tile
+  bool a_outer = false;         // loop order inside a tile: A panels outside B strips
+};
+// The micro-kernels this CPU runs ("6x64", ...), the default first; empty without AVX2/AVX-512.
+std::vector<std::string> sgemm_micro_kernels();
+
 // Whether this CPU has one of the micro-kernels (AVX-512F, or AVX2 with FMA). Without, callers use OpenBLAS.
 bool sgemm_available();
 // Runs on the pool (or inline inside a parallel region). Requires sgemm_available().
-void sgemm_tiled(const TiledGemm& g);
+void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg = {});
 // Whether sgemm_tiled is the better choice for this product: a micro-kernel exists and the product is not so
 // thin that padding to micro-tiles wastes most of it (matrix-vector products stay with BLAS's gemv).
 bool sgemm_suits(int64_t m, int64_t n, int64_t k);
 // How sgemm_tiled would cut this product over `threads` threads ("6x64 micro-tiles, 48 tiles of 132 rows x ...").
-std::string sgemm_plan(const TiledGemm& g, int threads);
+std::string sgemm_plan(const TiledGemm& g, int threads, const SgemmConfig& cfg = {});
 
 }  // namespace sinter::blas

@@ -23,7 +23,8 @@ struct Seen {
   bool rows_ok = true;
 };
 
-void check_product(int64_t m, int64_t n, int64_t k, bool a_t, bool b_t, bool whole_rows) {
+void check_product(int64_t m, int64_t n, int64_t k, bool a_t, bool b_t, bool whole_rows,
+                   const blas::SgemmConfig& cfg = {}) {
   std::mt19937 rng(static_cast<uint32_t>(m * 131 + n * 7 + k));
   std::normal_distribution<float> dist;
   std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
@@ -48,7 +49,7 @@ void check_product(int64_t m, int64_t n, int64_t k, bool a_t, bool b_t, bool who
     for (int64_t i = i0; i < i1; ++i)
       for (int64_t j = j0; j < j1; ++j) ++s->count[static_cast<size_t>(i * s->n + j)];
   };
-  blas::sgemm_tiled(g);
+  blas::sgemm_tiled(g, cfg);
   double worst = 0;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -62,7 +63,8 @@ void check_product(int64_t m, int64_t n, int64_t k, bool a_t, bool b_t, bool who
       double err = std::abs(c[static_cast<size_t>(i * ldc + j)] - ref) / std::max(scale, 1e-30);
       worst = std::max(worst, std::isnan(err) ? 1.0 : err);
     }
-  EXPECT_LT(worst, 1e-5) << m << "x" << n << "x" << k << " a_t " << a_t << " b_t " << b_t;
+  EXPECT_LT(worst, 1e-5) << m << "x" << n << "x" << k << " a_t " << a_t << " b_t " << b_t << " plan "
+                         << blas::sgemm_plan(g, get_num_threads(), cfg);
   for (int x : seen.count) ASSERT_EQ(x, 1) << "a tile callback missed or repeated an element of C";
   EXPECT_TRUE(seen.rows_ok) << "whole_rows asked, a tile did not span every column";
 }
@@ -77,6 +79,24 @@ TEST(Sgemm, MatchesFloat64OnEveryEdge) {
     for (bool a_t : {false, true})
       for (bool b_t : {false, true}) check_product(70, 130, 270, a_t, b_t, a_t);
   }
+  set_num_threads(0);
+}
+
+// Every micro-kernel, depth, loop order and forced tiling a tuning run may pick computes the same product.
+TEST(Sgemm, EveryConfigurationMatches) {
+  if (!blas::sgemm_available()) GTEST_SKIP() << "no AVX2/AVX-512 micro-kernel on this CPU";
+  set_num_threads(3);
+  int micros = static_cast<int>(blas::sgemm_micro_kernels().size());
+  for (int u = 0; u < micros; ++u)
+    for (int64_t kc : {64, 200})
+      for (bool a_outer : {false, true})
+        for (int shared : {0, 1}) {
+          blas::SgemmConfig cfg;
+          cfg.micro = u, cfg.kc = kc, cfg.a_outer = a_outer, cfg.shared_b = shared;
+          cfg.mc = 20, cfg.strips_per_tile = 2;
+          check_product(45, 150, 290, false, shared == 1, false, cfg);
+          check_product(15, 17, 64, true, false, a_outer, cfg);
+        }
   set_num_threads(0);
 }
 
