@@ -298,7 +298,32 @@ void Loop::prepare() {
   for (int i = 0; i < nops_; ++i) ops_[i].strides = std::move(strides[i]);
 }
 
-void Loop::run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void* ctx, int64_t grain) {
+namespace {
+struct ArrayKernels {
+  Loop::FloatArrayFn f32;
+  Loop::Bf16ArrayFn bf16;
+};
+template <bool kStream>
+void call_float_array(const void* ctx, char* const* in, char* out, int64_t n) {
+  static_cast<const ArrayKernels*>(ctx)->f32(reinterpret_cast<const float*>(in[0]), reinterpret_cast<float*>(out), n,
+                                             kStream);
+}
+void call_bf16_array(const void* ctx, char* const* in, char* out, int64_t n) {
+  static_cast<const ArrayKernels*>(ctx)->bf16(reinterpret_cast<const uint16_t*>(in[0]),
+                                              reinterpret_cast<uint16_t*>(out), n);
+}
+}  // namespace
+
+void Loop::run_float(FloatArrayFn k, Bf16ArrayFn kb, int64_t grain) {
+  SINTER_INTERNAL_ASSERT(nops_ == 2, "run_float takes one input, the loop has {}", nops_ - 1);
+  const DType compute[] = {kFloat32, kFloat32};
+  const ArrayKernels ctx{k, kb};
+  run_chunks(compute, &call_float_array<false>, kb ? &call_bf16_array : nullptr, &ctx, grain,
+             &call_float_array<true>);
+}
+
+void Loop::run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void* ctx, int64_t grain,
+                      ChunkFn stream_fn) {
   prepare();
   if (numel_ == 0) return;
   for (int i = 1; i < nops_; ++i) {
@@ -420,7 +445,9 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void
         }
       }
       char* dst = out.data + offset(0, idx);
-      if (stream) {
+      if (stream && stream_fn != nullptr && out.dtype == compute[0] && (reinterpret_cast<uintptr_t>(dst) & 63) == 0) {
+        stream_fn(ctx, in, dst, n);
+      } else if (stream) {
         fn(ctx, in, buf[0], n);
         const char* src = buf[0];
         if (out.dtype != compute[0]) {

@@ -120,6 +120,15 @@ class Loop {
     run_chunks(compute, &call_chunk<F, R, A...>, bf16, &f, grain);
   }
 
+  // Runs out[i] = k(in0[i]) for a loop with one input, k a hand-vectorized kernel over float arrays
+  // (vec_math.h): operands are converted to and from float as for run<float, float>. A streamed output
+  // (stream_output) is written by the kernel itself with streaming stores (its `stream` argument), not
+  // computed into a buffer in L1 and copied out. `kb`, the same kernel over bfloat16 arrays, serves
+  // all-contiguous bfloat16 operands in place (as run's functor does).
+  using FloatArrayFn = void (*)(const float* x, float* y, int64_t n, bool stream);
+  using Bf16ArrayFn = void (*)(const uint16_t* x, uint16_t* y, int64_t n);
+  void run_float(FloatArrayFn k, Bf16ArrayFn kb, int64_t grain = kGrainElementwise);
+
   int64_t numel() const { return numel_; }  // valid once run() has been called
 
  private:
@@ -168,8 +177,10 @@ class Loop {
   }
 
   // `bf16` (may be null): the functor over bfloat16 operands (call_chunk_bf16), used when the output and every
-  // input are contiguous bfloat16 tensors.
-  void run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void* ctx, int64_t grain);
+  // input are contiguous bfloat16 tensors. `stream_fn` (may be null): fn writing its output with streaming
+  // stores, called for a streamed output of the compute type at a 64-byte-aligned address.
+  void run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void* ctx, int64_t grain,
+                  ChunkFn stream_fn = nullptr);
   void prepare();
 
   struct Operand {

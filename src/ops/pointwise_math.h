@@ -119,14 +119,20 @@ inline T erf_(T x) {
 // is compute-bound otherwise. Accuracy: |error| <= 3e-7 * max(1, |x|). For x below about -3 the result is the
 // difference of two nearly equal numbers, so there its error is absolute, not relative (as in PyTorch's
 // vectorized kernel); -inf gives NaN (-inf + inf) as 0.5 * x * (1 + erf) does, and x <= -5.6 gives exactly 0.
+// The rational's coefficients, highest degree first (also used by vec::gelu, which replaces the division).
+inline constexpr float kGeluErfP[6] = {2.034429569114371e-06f, 2.8743845172807606e-04f, 3.8678148551769703e-03f,
+                                       5.305889642633448e-02f, 1.9275615132321688e-01f, 1.1283790235593694f};
+inline constexpr float kGeluErfQ[6] = {3.806528838750517e-05f, 1.1879337256731834e-03f, 1.5171329200923796e-02f,
+                                       1.1508084917055227e-01f, 5.041573692087985e-01f, 1.f};
+inline constexpr float kGeluErfCut = 3.92f;  // |u| from which erf(u) is +-1 in float
 inline float gelu_erf_f(float x) {
   const float u = x * 0.70710678118654752440f;
   const float s = u * u;
-  const float p = ((((2.034429569114371e-06f * s + 2.8743845172807606e-04f) * s + 3.8678148551769703e-03f) * s +
-                    5.305889642633448e-02f) * s + 1.9275615132321688e-01f) * s + 1.1283790235593694f;
-  const float q = ((((3.806528838750517e-05f * s + 1.1879337256731834e-03f) * s + 1.5171329200923796e-02f) * s +
-                    1.1508084917055227e-01f) * s + 5.041573692087985e-01f) * s + 1.f;
-  const float e = select(std::fabs(u) < 3.92f, u * (p / q), std::copysign(1.f, u));
+  const float* P = kGeluErfP;
+  const float* Q = kGeluErfQ;
+  const float p = ((((P[0] * s + P[1]) * s + P[2]) * s + P[3]) * s + P[4]) * s + P[5];
+  const float q = ((((Q[0] * s + Q[1]) * s + Q[2]) * s + Q[3]) * s + Q[4]) * s + Q[5];
+  const float e = select(std::fabs(u) < kGeluErfCut, u * (p / q), std::copysign(1.f, u));
   const float h = 0.5f * x;
   return h + h * e;
 }

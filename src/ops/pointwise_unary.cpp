@@ -6,6 +6,7 @@
 
 #include "ops/pointwise_common.h"
 #include "ops/pointwise_math.h"
+#include "ops/vec_math.h"
 
 namespace sinter::pointwise {
 namespace {
@@ -97,6 +98,21 @@ T elu(T v, T neg_coef, T pos_coef, T input_scale) {
   return v <= T(0) ? std::expm1(v * input_scale) * neg_coef : v * pos_coef;
 }
 
+// The hand-vectorized kernels of an op (vec_math.h), float and bfloat16, or false where there are none: the
+// ops whose auto-vectorized functors are compute-bound (an exp, a divide) on large inputs.
+bool vec_kernels(OpId op, const Args& args, loops::Loop::FloatArrayFn& f32, loops::Loop::Bf16ArrayFn& bf16) {
+  switch (op) {
+    case OpId::exp: f32 = &vec::exp, bf16 = &vec::exp_bf16; return true;
+    case OpId::sigmoid: f32 = &vec::sigmoid, bf16 = &vec::sigmoid_bf16; return true;
+    case OpId::silu: f32 = &vec::silu, bf16 = &vec::silu_bf16; return true;
+    case OpId::gelu:
+      if (args[1].str_value() != "none") return false;
+      f32 = &vec::gelu, bf16 = &vec::gelu_bf16;
+      return true;
+    default: return false;
+  }
+}
+
 void unary_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   const Tensor& out = outs[0];
   Tensor x = loops::unalias_input(out, args[0].tensor());
@@ -113,6 +129,14 @@ void unary_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   };
   auto predicate = [&](auto f) { loops::visit_compute(x.dtype(), [&]<class C>() { loop.run<bool, C>(f); }); };
   auto scalar = [&](int i) { return args[i].scalar().to_double(); };
+
+  // Hand-vectorized kernels on CPUs with AVX-512, for every op computed in float (float32, float16, bfloat16
+  // and integer inputs, any layout: the loop converts and gathers into float buffers where it must), so that
+  // an op gives the same float results whatever path its operands take.
+  loops::Loop::FloatArrayFn vf32;
+  loops::Loop::Bf16ArrayFn vbf16;
+  if (is_floating(dt) && dt != kFloat64 && vec::available() && vec_kernels(op, args, vf32, vbf16))
+    return loop.run_float(vf32, vbf16);
 
   switch (op) {
     case OpId::abs:

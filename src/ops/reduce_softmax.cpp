@@ -6,6 +6,7 @@
 #include "ops/loops.h"
 #include "ops/reduce_engine.h"
 #include "ops/reduce_internal.h"
+#include "ops/vec_math.h"
 
 namespace sinter {
 
@@ -22,11 +23,24 @@ ShapeResult softmax_shape(OpId op, const Args& a) {
   return dense_meta(self.sizes(), out, self.device());
 }
 
+// The sum of exp(x[i] - m) over a row, also written to y when kStore: AVX-512 kernel for float where the CPU
+// has it (one pass that computes, stores and sums, with vscalefps and no selects), else reduce::exp_sum.
+template <bool kStore, class C>
+[[gnu::always_inline]] inline double row_exp_sum(const C* x, C* y, int64_t n, C m) {
+  if constexpr (std::is_same_v<C, float>) {
+    if (vec::available()) return vec::exp_shift_sum(x, kStore ? y : nullptr, n, m);
+  }
+  return exp_sum<kStore>(x, y, n, m);
+}
+
 // y = exp(x - max(x)) over one contiguous row; returns 1 / sum(y), the factor that makes y the softmax (the
 // same sum as exp_sum's: blocks of kPairwiseBlock in lanes, added in double). Prefetches `next` meanwhile.
 template <class C>
 SINTER_CLONES C softmax_exps(const C* x, C* y, int64_t n, const char* next, int64_t next_bytes) {
   const C m = lane_max_shift(x, n, lowest<C>());
+  if constexpr (std::is_same_v<C, float>) {
+    if (vec::available()) return static_cast<C>(1.0 / vec::exp_shift_sum(x, y, n, m, next, next_bytes));
+  }
   map_row_prefetch(x, y, n, next, next_bytes, [m](C v) { return exp_fast(v - m); });
   double total = 0;
   for (int64_t b = 0; b < n; b += kPairwiseBlock)
@@ -40,10 +54,10 @@ SINTER_CLONES void softmax_row(const C* x, C* y, int64_t n) {
   const C m = lane_max_shift(x, n, lowest<C>());
   if constexpr (kLog) {
     // (x - m) - log(s), not x - (m + log(s)): x - m is exact, so large inputs keep their precision.
-    const C log_s = static_cast<C>(std::log(exp_sum<false>(x, y, n, m)));
+    const C log_s = static_cast<C>(std::log(row_exp_sum<false>(x, y, n, m)));
     map_row(x, y, n, [m, log_s](C v) { return (v - m) - log_s; });
   } else {
-    const C inv = static_cast<C>(1.0 / exp_sum<true>(x, y, n, m));
+    const C inv = static_cast<C>(1.0 / row_exp_sum<true>(x, y, n, m));
     map_row(y, y, n, [inv](C v) { return v * inv; });
   }
 }

@@ -1,0 +1,269 @@
+// AVX-512F kernels for exp, sigmoid, silu, gelu and softmax's exp pass (vec_math.h says why they exist).
+// Every function that uses AVX-512 intrinsics carries the target attribute itself (no lambdas: they would
+// not inherit it), so the rest of the library stays baseline x86-64 and these run only after available().
+#include "ops/vec_math.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "ops/pointwise_math.h"
+#include "support/check.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+// g++ 12 warns about the deliberately undefined pass-through operand inside unmasked intrinsics
+// (_mm512_max_ps, _mm512_rcp14_ps, ...): a false positive of its headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define SINTER_VEC_X86 1
+#define SINTER_AVX512 __attribute__((target("avx512f")))
+#define SINTER_AVX512_INLINE __attribute__((target("avx512f"), always_inline)) inline
+#endif
+
+namespace sinter::vec {
+
+bool available() {
+#if defined(SINTER_VEC_X86)
+  static const bool yes = [] {
+    if (!__builtin_cpu_supports("avx512f")) return false;
+    const char* v = std::getenv("SINTER_VEC_MATH");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+#if defined(SINTER_VEC_X86)
+namespace {
+
+constexpr int64_t kSumBlock = 2048;  // reduce::kPairwiseBlock: float lane sums per block, blocks in double
+
+SINTER_AVX512_INLINE __m512 splat(float v) { return _mm512_set1_ps(v); }
+
+// exp(x) for x in [-104, 89] or NaN (callers clamp). x = n ln2 + r with n = round(x log2e), |r| <= ln2/2:
+// the rounding is the 1.5 * 2^23 trick inside one FMA (one uop, where vroundscaleps is two on Intel cores),
+// ln2 in two pieces so that r is exact to about 2^-24 relative (x - n * ln2_hi is exact under FMA). exp(r) is
+// a degree-6 polynomial 1 + r + c2 r^2 + ... + c6 r^6 with c2..c6 fitted for minimax relative error on
+// [-ln2/2, ln2/2] (3e-9, far below float's rounding). vscalefps multiplies by 2^n with one rounding: it
+// gives inf past the top of the range and correctly rounded subnormals or 0 at the bottom, with no selects.
+SINTER_AVX512_INLINE __m512 exp_core(__m512 x) {
+  const __m512 magic = splat(12582912.f);
+  const __m512 t = _mm512_fmadd_ps(x, splat(1.44269504088896341f), magic);
+  const __m512 n = _mm512_sub_ps(t, magic);
+  __m512 r = _mm512_fnmadd_ps(n, splat(0.693147182464599609375f), x);
+  r = _mm512_fnmadd_ps(n, splat(-1.904654299957768e-09f), r);
+  __m512 p = splat(1.381453942e-03f);
+  p = _mm512_fmadd_ps(p, r, splat(8.368745446e-03f));
+  p = _mm512_fmadd_ps(p, r, splat(4.166838899e-02f));
+  p = _mm512_fmadd_ps(p, r, splat(1.666652113e-01f));
+  p = _mm512_fmadd_ps(p, r, splat(4.999999404e-01f));
+  p = _mm512_fmadd_ps(p, r, splat(1.f));
+  p = _mm512_fmadd_ps(p, r, splat(1.f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// The clamps keep exp_core's reduction finite (inf - inf would be NaN); results there are already 0 or inf.
+// vmaxps/vminps return their second operand when either is NaN, so x goes second: NaN passes through.
+SINTER_AVX512_INLINE __m512 exp_v(__m512 x) {
+  return exp_core(_mm512_min_ps(splat(89.f), _mm512_max_ps(splat(-104.f), x)));
+}
+// exp(x) for x <= 0 or NaN: only the lower clamp.
+SINTER_AVX512_INLINE __m512 exp_le0_v(__m512 x) { return exp_core(_mm512_max_ps(splat(-104.f), x)); }
+
+// 1 / d for d in [1, 2]: vrcp14ps (relative error < 2^-14) and one Newton step r + r (1 - d r), which
+// squares the error (about 2^-28, below float's rounding). d has no zeros, infinities or subnormals here.
+SINTER_AVX512_INLINE __m512 recip_1_2(__m512 d) {
+  const __m512 r = _mm512_rcp14_ps(d);
+  return _mm512_fmadd_ps(r, _mm512_fnmadd_ps(d, r, splat(1.f)), r);
+}
+
+// sigmoid through e = exp(-|x|) in (0, 1]: 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0. The divisor stays
+// in (1, 2], so the reciprocal needs no special cases (1 + exp(-x) itself would be inf for x < -88.7), and
+// results for very negative x keep their relative precision down to the subnormals instead of becoming 0.
+SINTER_AVX512_INLINE __m512 sigmoid_v(__m512 x) {
+  const __m512 neg_abs =
+      _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u))));
+  const __m512 e = exp_le0_v(neg_abs);
+  const __m512 r = recip_1_2(_mm512_add_ps(e, splat(1.f)));
+  const __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  return _mm512_mask_mul_ps(r, neg, r, e);
+}
+
+// gelu(x) = h + h erf(x / sqrt2), h = x / 2, with pmath::gelu_erf_f's rational erf(u) = u P(u^2) / Q(u^2). The
+// quotient is vrcp14ps's estimate e0 = uP / Q corrected once by its residual: e0 + (uP - Q e0) / Q, the
+// residual times the estimate of 1/Q. Q >= 1 wherever the rational is used; past the cut (and for the inf / inf
+// that huge u gives) the mask takes sign(u) instead, as gelu_erf_f's select does.
+SINTER_AVX512_INLINE __m512 gelu_v(__m512 x) {
+  const float* P = pmath::kGeluErfP;
+  const float* Q = pmath::kGeluErfQ;
+  const __m512 u = _mm512_mul_ps(x, splat(0.70710678118654752440f));
+  const __m512 s = _mm512_mul_ps(u, u);
+  __m512 p = splat(P[0]), q = splat(Q[0]);
+  for (int i = 1; i < 6; ++i) {
+    p = _mm512_fmadd_ps(p, s, splat(P[i]));
+    q = _mm512_fmadd_ps(q, s, splat(Q[i]));
+  }
+  const __m512 up = _mm512_mul_ps(u, p);
+  const __m512 rq = _mm512_rcp14_ps(q);
+  const __m512 e0 = _mm512_mul_ps(up, rq);
+  const __m512 erf_small = _mm512_fmadd_ps(rq, _mm512_fnmadd_ps(q, e0, up), e0);
+  const __mmask16 small = _mm512_cmp_ps_mask(s, splat(pmath::kGeluErfCut * pmath::kGeluErfCut), _CMP_LT_OQ);
+  // (u & sign bit) | 1.0: +-1 with u's sign, one vpternlogd (0xEA = (A & B) | C).
+  const __m512i sign1 = _mm512_ternarylogic_epi32(_mm512_castps_si512(u), _mm512_set1_epi32(static_cast<int>(0x80000000u)),
+                                                   _mm512_castps_si512(splat(1.f)), 0xEA);
+  const __m512 erf = _mm512_mask_mov_ps(_mm512_castsi512_ps(sign1), small, erf_small);
+  const __m512 h = _mm512_mul_ps(x, splat(0.5f));
+  return _mm512_fmadd_ps(h, erf, h);
+}
+
+struct Exp {
+  SINTER_AVX512_INLINE static __m512 apply(__m512 x) { return exp_v(x); }
+};
+struct Sigmoid {
+  SINTER_AVX512_INLINE static __m512 apply(__m512 x) { return sigmoid_v(x); }
+};
+struct Silu {
+  SINTER_AVX512_INLINE static __m512 apply(__m512 x) { return _mm512_mul_ps(x, sigmoid_v(x)); }
+};
+struct Gelu {
+  SINTER_AVX512_INLINE static __m512 apply(__m512 x) { return gelu_v(x); }
+};
+
+SINTER_AVX512_INLINE __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+// y[i] = Op(x[i]): whole vectors, then one masked vector for the last n % 16 (masked-off lanes are neither
+// read nor written, so there is no scalar tail loop and no reading past the arrays).
+template <class Op>
+SINTER_AVX512_INLINE void map(const float* x, float* y, int64_t n, bool stream) {
+  int64_t i = 0;
+  if (stream && (reinterpret_cast<uintptr_t>(y) & 63) == 0) {
+    for (; i + 16 <= n; i += 16) _mm512_stream_ps(y + i, Op::apply(_mm512_loadu_ps(x + i)));
+  } else {
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, Op::apply(_mm512_loadu_ps(x + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, Op::apply(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+// 16 bfloat16 values -> float: exact, the bits moved to the high half.
+SINTER_AVX512_INLINE __m512 load_bf16(const uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+// 16 floats -> bfloat16, rounded exactly as loops::f32_to_bf16: to nearest even, NaN kept quiet.
+SINTER_AVX512_INLINE void store_bf16(uint16_t* p, __m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i hi = _mm512_srli_epi32(x, 16);
+  const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  const __m512i r = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+}
+
+// The same over bfloat16 arrays, converted in registers. The last n % 16 go through a 16-element copy
+// (masked 16-bit loads and stores would need AVX-512BW).
+template <class Op>
+SINTER_AVX512_INLINE void map_bf16(const uint16_t* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store_bf16(y + i, Op::apply(load_bf16(x + i)));
+  if (i < n) {
+    alignas(32) uint16_t buf[16] = {};
+    std::memcpy(buf, x + i, static_cast<size_t>(n - i) * 2);
+    store_bf16(buf, Op::apply(load_bf16(buf)));
+    std::memcpy(y + i, buf, static_cast<size_t>(n - i) * 2);
+  }
+}
+
+SINTER_AVX512 void exp_avx512(const float* x, float* y, int64_t n, bool stream) { map<Exp>(x, y, n, stream); }
+SINTER_AVX512 void sigmoid_avx512(const float* x, float* y, int64_t n, bool stream) { map<Sigmoid>(x, y, n, stream); }
+SINTER_AVX512 void silu_avx512(const float* x, float* y, int64_t n, bool stream) { map<Silu>(x, y, n, stream); }
+SINTER_AVX512 void gelu_avx512(const float* x, float* y, int64_t n, bool stream) { map<Gelu>(x, y, n, stream); }
+SINTER_AVX512 void exp_bf16_avx512(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16<Exp>(x, y, n); }
+SINTER_AVX512 void sigmoid_bf16_avx512(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16<Sigmoid>(x, y, n); }
+SINTER_AVX512 void silu_bf16_avx512(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16<Silu>(x, y, n); }
+SINTER_AVX512 void gelu_bf16_avx512(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16<Gelu>(x, y, n); }
+
+// One pass computing, storing (kStore) and summing exp(x - m). Two accumulators per block, enough: the exp's
+// dozen dependent operations, not the additions, set the pace. Rows are walked in pieces of 256 elements,
+// each preceded by its share of the prefetches of the next row.
+template <bool kStore>
+SINTER_AVX512 double exp_shift_sum_avx512(const float* x, float* y, int64_t n, float m, const char* next,
+                                          int64_t next_bytes) {
+  constexpr int64_t kPiece = 256;
+  const __m512 mv = splat(m);
+  double total = 0;
+  int64_t fetched = 0;
+  for (int64_t b = 0; b < n; b += kSumBlock) {
+    const int64_t block_end = std::min(n, b + kSumBlock);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    for (int64_t pb = b; pb < block_end; pb += kPiece) {
+      const int64_t end = std::min(block_end, pb + kPiece);
+      if (next != nullptr) {
+        const int64_t upto = next_bytes * end / n;
+        for (; fetched < upto; fetched += 64) _mm_prefetch(next + fetched, _MM_HINT_T0);
+      }
+      int64_t i = pb;
+      for (; i + 32 <= end; i += 32) {
+        const __m512 e0 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
+        const __m512 e1 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
+        if constexpr (kStore) {
+          _mm512_storeu_ps(y + i, e0);
+          _mm512_storeu_ps(y + i + 16, e1);
+        }
+        acc0 = _mm512_add_ps(acc0, e0);
+        acc1 = _mm512_add_ps(acc1, e1);
+      }
+      for (; i < end; i += 16) {
+        const __mmask16 k = tail_mask(std::min<int64_t>(16, end - i));
+        const __m512 e = exp_le0_v(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv));
+        if constexpr (kStore) _mm512_mask_storeu_ps(y + i, k, e);
+        acc0 = _mm512_mask_add_ps(acc0, k, acc0, e);
+      }
+    }
+    total += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)));
+  }
+  return total;
+}
+
+}  // namespace
+
+void exp(const float* x, float* y, int64_t n, bool stream) { exp_avx512(x, y, n, stream); }
+void sigmoid(const float* x, float* y, int64_t n, bool stream) { sigmoid_avx512(x, y, n, stream); }
+void silu(const float* x, float* y, int64_t n, bool stream) { silu_avx512(x, y, n, stream); }
+void gelu(const float* x, float* y, int64_t n, bool stream) { gelu_avx512(x, y, n, stream); }
+void exp_bf16(const uint16_t* x, uint16_t* y, int64_t n) { exp_bf16_avx512(x, y, n); }
+void sigmoid_bf16(const uint16_t* x, uint16_t* y, int64_t n) { sigmoid_bf16_avx512(x, y, n); }
+void silu_bf16(const uint16_t* x, uint16_t* y, int64_t n) { silu_bf16_avx512(x, y, n); }
+void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n) { gelu_bf16_avx512(x, y, n); }
+
+double exp_shift_sum(const float* x, float* y, int64_t n, float m, const char* next, int64_t next_bytes) {
+  if (y != nullptr) return exp_shift_sum_avx512<true>(x, y, n, m, next, next_bytes);
+  return exp_shift_sum_avx512<false>(x, y, n, m, next, next_bytes);
+}
+
+#else  // not x86-64: available() is false, so nothing below runs.
+
+void exp(const float*, float*, int64_t, bool) { SINTER_INTERNAL_ASSERT(false, "vec::exp without AVX-512"); }
+void sigmoid(const float*, float*, int64_t, bool) { SINTER_INTERNAL_ASSERT(false, "vec::sigmoid without AVX-512"); }
+void silu(const float*, float*, int64_t, bool) { SINTER_INTERNAL_ASSERT(false, "vec::silu without AVX-512"); }
+void gelu(const float*, float*, int64_t, bool) { SINTER_INTERNAL_ASSERT(false, "vec::gelu without AVX-512"); }
+void exp_bf16(const uint16_t*, uint16_t*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::exp_bf16 without AVX-512"); }
+void sigmoid_bf16(const uint16_t*, uint16_t*, int64_t) {
+  SINTER_INTERNAL_ASSERT(false, "vec::sigmoid_bf16 without AVX-512");
+}
+void silu_bf16(const uint16_t*, uint16_t*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::silu_bf16 without AVX-512"); }
+void gelu_bf16(const uint16_t*, uint16_t*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::gelu_bf16 without AVX-512"); }
+double exp_shift_sum(const float*, float*, int64_t, float, const char*, int64_t) {
+  SINTER_INTERNAL_ASSERT(false, "vec::exp_shift_sum without AVX-512");
+}
+
+#endif
+
+}  // namespace sinter::vec

@@ -1,0 +1,42 @@
+// Hand-vectorized AVX-512 kernels for the float32 ops that are compute-bound when auto-vectorized: exp,
+// sigmoid, silu, gelu (erf form) and softmax's exp pass. They use what g++ cannot reach from the scalar
+// templates of pointwise_math.h: vscalefps for 2^n (no selects for overflow or subnormal results), vrcp14ps
+// plus one Newton step instead of a divide, masked loads and stores instead of scalar tail loops.
+// Callers check available() and keep their portable code as the fallback for other CPUs.
+#pragma once
+#include <cstdint>
+
+namespace sinter::vec {
+
+// Whether the CPU has AVX-512F and SINTER_VEC_MATH is not "0" (read once; "0" selects the portable kernels,
+// to compare both on one machine). Every function below requires it.
+bool available();
+
+// y[i] = f(x[i]) for i < n: an array kernel, of the signature loops::Loop::run_float takes. x and y may be the
+// same array (not partly overlapping). With `stream` and y 64-byte aligned, whole vectors are written with
+// streaming stores (loops::kStreamMinBytes says when that pays); the caller then fences (loops::stream_fence).
+// Accuracy against the exact function, over the whole float range:
+//   exp      about 1 ulp; inf above 88.72, subnormal results rounded once, 0 below -103.97, NaN stays NaN.
+//   sigmoid  about 2 ulp relative, also where the result is tiny (e^x / (1 + e^x) for x < 0).
+//   silu     x * sigmoid(x).
+//   gelu     |error| <= 3e-7 * max(1, |x|), as pmath::gelu_erf_f (same rational, divide replaced).
+void exp(const float* x, float* y, int64_t n, bool stream);
+void sigmoid(const float* x, float* y, int64_t n, bool stream);
+void silu(const float* x, float* y, int64_t n, bool stream);
+void gelu(const float* x, float* y, int64_t n, bool stream);
+// The same over bfloat16 arrays (the bits of each value), computed in float and rounded as loops::f32_to_bf16
+// rounds: bit for bit the float kernel's result converted, which every other path (float16, strided views,
+// buffers) also gives, so an op's result does not depend on the path its operands take.
+void exp_bf16(const uint16_t* x, uint16_t* y, int64_t n);
+void sigmoid_bf16(const uint16_t* x, uint16_t* y, int64_t n);
+void silu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
+void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
+
+// Softmax's exp pass over one row: y[i] = exp(x[i] - m) (not stored when y is null; y may be x), returning
+// their sum: per block of 2048 elements in float lanes, the blocks added in double (as reduce::exp_sum).
+// m is the row's max, so x[i] - m <= 0 or NaN. Prefetches `next_bytes` bytes from `next` (the row a caller
+// reads after this one; may be null) spread over the pass, as reduce::map_row_prefetch.
+double exp_shift_sum(const float* x, float* y, int64_t n, float m, const char* next = nullptr,
+                     int64_t next_bytes = 0);
+
+}  // namespace sinter::vec
