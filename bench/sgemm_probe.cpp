@@ -42,7 +42,7 @@ static std::string describe(const SgemmConfig& c) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s kc=%lld mc=%lld strips=%lld shared=%d%s",
                 c.micro < 0 ? "default" : micro[c.micro].c_str(), (long long)c.kc, (long long)c.mc,
-                (long long)c.strips_per_tile, c.shared_b, c.a_outer ? " a_outer" : "");
+                (long long)c.strips_per_tile, c.shared_b, c.a_outer > 0 ? " a_outer" : c.a_outer == 0 ? " b_outer" : "");
   return buf;
 }
 
@@ -93,13 +93,13 @@ int main(int argc, char** argv) {
     auto run = [&](const SgemmConfig& c, int reps) {
       return best_ms([&] { sinter::blas::sgemm_tiled(g, c); }, reps);
     };
+    double planned = micros.empty() ? 0 : run({}, 9);  // before OpenBLAS, whose threads spin on after a call
     openblas_set_num_threads(t);
     double blas = best_ms([&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, s.bt ? CblasTrans : CblasNoTrans, m, n, k, 1, a.data(), k, b.data(),
                   s.bt ? k : n, 0, c2.data(), n);
     }, 9);
     openblas_set_num_threads(1);
-    double planned = micros.empty() ? 0 : run({}, 9);
     double err = 0;
     for (size_t i = 0; i < c1.size(); ++i) err = std::max(err, double(std::abs(c1[i] - c2[i])));
     double gf = 2.0 * m * n * k / 1e6;
@@ -114,16 +114,19 @@ int main(int argc, char** argv) {
       for (int64_t kc : {64, 128, 192, 256, 384, 512})
         for (bool ao : {false, true}) {
           SgemmConfig c;
-          c.micro = u, c.kc = kc, c.a_outer = ao;
+          c.micro = u, c.kc = kc, c.a_outer = ao ? 1 : 0;
           all.push_back({c, run(c, 3)});
         }
     std::sort(all.begin(), all.end(), [](const Timed& x, const Timed& y) { return x.ms < y.ms; });
     std::printf("   stage 1 best:");
     for (int i = 0; i < 5; ++i) std::printf(" [%s %.3f]", describe(all[i].cfg).c_str(), all[i].ms);
     std::printf("\n");
-    // Stage 2: tiles around the best of stage 1.
+    // Stage 2: a grid of tile sizes and B sharing under the planned micro-kernel, KC and loop order, every
+    // time printed ("grid" lines: the data to fit the plan's cost model to).
     std::vector<Timed> tiles;
-    SgemmConfig base = all[0].cfg;
+    SgemmConfig base;
+    std::string plan = sinter::blas::sgemm_plan(g, t);
+    base.micro = static_cast<int>(std::find(micros.begin(), micros.end(), plan.substr(0, plan.find(' '))) - micros.begin());
     int mr = std::atoi(micros[base.micro].c_str());
     int nr = std::atoi(std::strchr(micros[base.micro].c_str(), 'x') + 1);
     int64_t strips = (n + nr - 1) / nr, panels = (m + mr - 1) / mr;
@@ -136,6 +139,7 @@ int main(int argc, char** argv) {
           SgemmConfig c = base;
           c.mc = pm * mr, c.strips_per_tile = sp, c.shared_b = sh;
           tiles.push_back({c, run(c, 3)});
+          std::printf("   grid %s %lld %lld %d %.4f\n", s.what, (long long)c.mc, (long long)sp, sh, tiles.back().ms);
         }
       }
     }

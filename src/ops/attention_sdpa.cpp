@@ -144,10 +144,11 @@ void sdpa(const Args& args, const Tensor& y) {
   SINTER_INTERNAL_ASSERT(ready || E == 0 || S == 0, "sdpa operands not BLAS-ready");
   // Row blocks: a score block of about 256 KB, cut finer until there are enough blocks to balance the pool
   // (more for causal, whose blocks differ in cost).
-  int64_t threads = get_num_threads();
+  // Balanced over cores, not hyperthreads: each block packs its share of K and V again, so fewer blocks pack less.
+  int64_t threads = get_num_threads(), cores = cores_for(static_cast<int>(threads));
   int64_t rows = std::clamp<int64_t>((1 << 16) / std::max<int64_t>(S, 1), 1, std::max<int64_t>(L, 1));
   if (causal) rows = std::min<int64_t>(rows, 64);  // finer blocks skip more of the masked triangle
-  while (rows > 1 && B * ceil_div(L, rows) < (causal ? 4 : 2) * threads) rows = ceil_div(rows, 2);
+  while (rows > 1 && B * ceil_div(L, rows) < (causal ? 4 : 2) * cores) rows = ceil_div(rows, 2);
   int64_t blocks = ceil_div(L, rows), items = B * blocks;
   A* out = y.data_ptr<A>();
   // Causal (top-left aligned): row li sees keys [0, li], so a block of rows [l0, l0 + lb) needs only the first

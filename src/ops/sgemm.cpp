@@ -1,8 +1,10 @@
 #include "ops/sgemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
@@ -121,15 +123,16 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* __r
 }
 #endif
 
-// The micro-kernels this CPU can run, the default first (the others are for tuning runs: sgemm_probe).
+// The micro-kernels this CPU can run, in order of preference (measured on the 16-core Xeon host with
+// bench/sgemm_probe.cpp --sweep: 8x48 led on most transformer shapes, 6x64 on products 64 columns wide).
 std::vector<Micro> list_micros() {
   std::vector<Micro> out;
 #ifdef SINTER_SGEMM_X86
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) {
+    out.push_back({8, 48, "8x48", micro_avx512<8, 3, false>});
     out.push_back({6, 64, "6x64", micro_avx512<6, 4, false>});
     out.push_back({6, 64, "6x64+pf", micro_avx512<6, 4, true>});
-    out.push_back({8, 48, "8x48", micro_avx512<8, 3, false>});
     out.push_back({14, 32, "14x32", micro_avx512<14, 2, false>});
     out.push_back({14, 32, "14x32+pf", micro_avx512<14, 2, true>});
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
@@ -276,6 +279,7 @@ struct Plan {
   int64_t kc = kKC, kblocks = 0, strips = 0, row_tiles = 1, strip_tiles = 1;
   int64_t mc = 0, strips_per_tile = 0;  // a tile's rows, and its width in strips of nr columns
   bool shared_b = false;                // B packed once for every task (else each task packs its columns)
+  bool a_outer = false;                 // inside a tile: A panels in the outer loop, B strips in the inner
   int64_t tasks() const { return row_tiles * strip_tiles; }
 };
 
@@ -284,7 +288,8 @@ struct Plan {
 // packed by each task for its columns (again for every row tile). The plan weighs, in flop-equivalents on the
 // busiest thread: the tiles' balance over the threads, packing traffic (A once per column tile), reading the
 // shared B once per row tile, and a fixed cost per pass and per task. Tiles stay under kMaxTileRows x
-// kMaxTileStrips so the packed blocks fit in cache; a callback that needs whole rows gets tiles as wide as C.
+// kMaxTileStrips so the packed blocks fit in cache. Balance is counted over cores, not hardware threads: two
+// hyperthreads of one core share its FMA units, so a core finishes its tasks no sooner for running two at once.
 constexpr int64_t kMaxTileRows = 384, kMaxTileStrips = 16;
 constexpr double kFlopsPerPackedByte = SINTER_SGEMM_PACK_FLOPS, kFlopsPerReadByte = SINTER_SGEMM_READ_FLOPS;
 constexpr double kFlopsPerPass = SINTER_SGEMM_PASS_FLOPS;
@@ -302,10 +307,10 @@ Plan plan(const TiledGemm& g, const Micro& u, int threads, int64_t kc) {
   double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   double a_bytes = 4.0 * static_cast<double>(g.m) * static_cast<double>(g.k);
   double b_bytes = 4.0 * static_cast<double>(g.k) * static_cast<double>(g.n);
-  double best_cost = -1, th = threads;
+  double best_cost = -1, th = cores_for(threads);
   int64_t min_rt = ceil_div(row_panels * u.mr, kMaxTileRows);
-  int64_t max_st = g.whole_rows ? 1 : best.strips;
-  int64_t min_st = g.whole_rows ? 1 : ceil_div(best.strips, kMaxTileStrips);
+  int64_t max_st = best.strips;
+  int64_t min_st = ceil_div(best.strips, kMaxTileStrips);
   for (int64_t st = min_st; st <= max_st; ++st) {
     int64_t per = ceil_div(best.strips, st);
     if (st > min_st && ceil_div(best.strips, per) != st) continue;  // same tiles as a smaller st
@@ -337,27 +342,49 @@ Plan plan(const TiledGemm& g, const Micro& u, int threads, int64_t kc) {
 // Scratch slots for parallel_for_dynamic's workers.
 int64_t workers(int64_t tasks, int threads) { return std::max<int64_t>(1, std::min<int64_t>(threads, tasks)); }
 
+// Depth of the packed blocks. A tile one strip wide loops over its A panels with the B strip held in L1, so
+// that strip (KC x NR floats) must fit in about 32 KB; wider tiles hold one A panel in L1 and stream B strips
+// from L2, where deeper blocks (fewer passes over C) win up to about 512. K is cut into equal blocks.
+int64_t pick_kc(const TiledGemm& g, const Micro& u, bool one_strip) {
+  int64_t most = one_strip ? std::max<int64_t>(64, (32 << 10) / (4 * u.nr)) : 512;
+  int64_t blocks = ceil_div(g.k, most);
+  return ceil_div(ceil_div(g.k, blocks), 8) * 8;
+}
+
 // The plan for g under cfg: the model's, with whatever cfg fixes.
 Plan resolve(const TiledGemm& g, const Micro& u, int threads, const SgemmConfig& cfg) {
-  Plan p = plan(g, u, threads, cfg.kc > 0 ? cfg.kc : kKC);
+  bool one_strip = g.n <= u.nr || cfg.strips_per_tile == 1;
+  Plan p = plan(g, u, threads, cfg.kc > 0 ? cfg.kc : pick_kc(g, u, one_strip));
   if (cfg.mc > 0) {
     p.mc = ceil_div(cfg.mc, u.mr) * u.mr;
     p.row_tiles = ceil_div(g.m, p.mc);
   }
-  if (cfg.strips_per_tile > 0 && !g.whole_rows) {
+  if (cfg.strips_per_tile > 0) {
     p.strips_per_tile = std::min(cfg.strips_per_tile, p.strips);
     p.strip_tiles = ceil_div(p.strips, p.strips_per_tile);
   }
   if (cfg.shared_b >= 0) p.shared_b = cfg.shared_b > 0 && p.row_tiles > 1;
+  p.a_outer = cfg.a_outer >= 0 ? cfg.a_outer > 0 : p.strips_per_tile > 1;
   return p;
 }
 
-const Micro& micro_of(const SgemmConfig& cfg) {
+// The micro-kernel for g: cfg's, else the first in order of preference whose padding of C to whole micro-tiles
+// is within 2% of the least any of them needs (a 64-column product would waste a third of 8x48's work).
+const Micro& pick_micro(const TiledGemm& g, const SgemmConfig& cfg) {
   const std::vector<Micro>& all = micros();
   SINTER_INTERNAL_ASSERT(!all.empty(), "sgemm_tiled: no micro-kernel for this CPU");
   SINTER_INTERNAL_ASSERT(cfg.micro < static_cast<int>(all.size()), "sgemm: no micro-kernel {}", cfg.micro);
-  return all[cfg.micro < 0 ? 0 : cfg.micro];
+  if (cfg.micro >= 0) return all[cfg.micro];
+  auto padding = [&](const Micro& u) {
+    return static_cast<double>(ceil_div(g.m, u.mr) * u.mr) * static_cast<double>(ceil_div(g.n, u.nr) * u.nr);
+  };
+  double least = padding(all[0]);
+  for (const Micro& u : all) least = std::min(least, padding(u));
+  for (const Micro& u : all)
+    if (padding(u) <= 1.02 * least) return u;
+  return all[0];
 }
+
 
 }  // namespace
 
@@ -381,17 +408,17 @@ std::vector<std::string> sgemm_micro_kernels() {
 
 std::string sgemm_plan(const TiledGemm& g, int threads, const SgemmConfig& cfg) {
   if (!sgemm_available()) return "no micro-kernel";
-  const Micro& u = micro_of(cfg);
+  const Micro& u = pick_micro(g, cfg);
   Plan p = resolve(g, u, threads, cfg);
   return fmt::format("{} micro-tiles, KC {}, {} tiles of {} rows x {} columns, B {}{}", u.name, p.kc, p.tasks(),
                      p.mc, p.strips_per_tile * u.nr, p.shared_b ? "packed once and shared" : "packed per tile",
-                     cfg.a_outer ? ", A panel outer" : "");
+                     p.a_outer ? ", A panels outer" : "");
 }
 
 bool sgemm_suits(int64_t m, int64_t n, int64_t k) { return sgemm_available() && m >= 4 && n >= 8 && k >= 4; }
 
 void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
-  const Micro& u = micro_of(cfg);
+  const Micro& u = pick_micro(g, cfg);
   if (g.m <= 0 || g.n <= 0) return;
   if (g.k <= 0 || g.alpha == 0.0f) {  // C = beta * C
     for (int64_t i = 0; i < g.m; ++i)
@@ -423,6 +450,11 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
       pack_b(g, k0, kc, s * nr, nr, shared_b + k0 * np + s * kc * nr);
     });
 
+  std::unique_ptr<std::atomic<int64_t>[]> unfinished;  // per row tile, its strip tiles not yet done
+  if (g.whole_rows && g.tile_done && p.strip_tiles > 1) {
+    unfinished = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(p.row_tiles));
+    for (int64_t i = 0; i < p.row_tiles; ++i) unfinished[i].store(p.strip_tiles, std::memory_order_relaxed);
+  }
   parallel_for_dynamic(p.tasks(), threads, [&](int64_t t, int64_t worker) {
     int64_t i0 = (t % p.row_tiles) * p.mc, i1 = std::min(g.m, i0 + p.mc);
     int64_t s0 = (t / p.row_tiles) * p.strips_per_tile, s1 = std::min(p.strips, s0 + p.strips_per_tile);
@@ -452,7 +484,7 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
           for (int64_t y = 0; y < cols; ++y)
             c[x * g.c_rs + y] = (accumulate ? c[x * g.c_rs + y] : 0.0f) + edge[x * nr + y];
       };
-      if (cfg.a_outer) {  // an A panel stays in L1 while the tile's B strips stream past it
+      if (p.a_outer) {  // an A panel stays in L1 while the tile's B strips stream past it
         for (int64_t r = 0; r < panels; ++r)
           for (int64_t s = s0; s < s1; ++s) tile(s, r);
       } else {  // a B strip stays in L1/L2 while the tile's A panels stream past it
@@ -460,7 +492,14 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
           for (int64_t r = 0; r < panels; ++r) tile(s, r);
       }
     }
-    if (g.tile_done) g.tile_done(g.ctx, i0, i1, s0 * nr, std::min(g.n, s1 * nr));
+    if (!g.tile_done) return;
+    if (!g.whole_rows || p.strip_tiles == 1) {
+      g.tile_done(g.ctx, i0, i1, s0 * nr, std::min(g.n, s1 * nr));
+      return;
+    }
+    // Whole rows: whichever task finishes a row tile's last strip runs the callback on all of its columns (the
+    // acquire makes the other tasks' stores to those rows visible).
+    if (unfinished[t % p.row_tiles].fetch_sub(1, std::memory_order_acq_rel) == 1) g.tile_done(g.ctx, i0, i1, 0, g.n);
   });
 }
 

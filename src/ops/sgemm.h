@@ -30,7 +30,8 @@ struct TiledGemm {
   float alpha = 1, beta = 0;  // C = alpha * A @ B + beta * C (beta 0: C's old contents, NaN included, ignored)
   TileFn tile_done = nullptr;
   void* ctx = nullptr;
-  bool whole_rows = false;   // every tile spans all n columns (for callbacks that reduce over a row)
+  bool whole_rows = false;   // every callback spans all n columns (for callbacks that reduce over a row): it runs
+                             // once per row tile, after the last of that row's tiles is done
 };
 
 // For PackAFn implementations: interleaves `mr` rows of `len` values (row i at rows[i], null for a row of
@@ -44,7 +45,7 @@ struct SgemmConfig {
   int64_t mc = 0;               // rows of a tile (rounded up to the micro-kernel's rows)
   int64_t strips_per_tile = 0;  // a tile's width in strips of the micro-kernel's columns
   int shared_b = -1;            // 1: B packed once and shared, 0: packed per tile
-  bool a_outer = false;         // loop order inside a tile: A panels outside B strips
+  int a_outer = -1;             // loop order inside a tile: 1: A panels outside B strips, 0: inside
 };
 // The micro-kernels this CPU runs ("6x64", ...), the default first; empty without AVX2/AVX-512.
 std::vector<std::string> sgemm_micro_kernels();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -189,6 +190,37 @@ Pool& pool() {
 
 void set_num_threads(int n) { pool().resize(n > 0 ? n : default_threads()); }
 int get_num_threads() { return pool().size(); }
+
+namespace {
+// Logical CPUs of cpu0's core ("0,8", "0-1" or "0" in sysfs); 1 where sysfs does not say.
+int read_threads_per_core() {
+  std::FILE* f = std::fopen("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list", "r");
+  if (!f) return 1;
+  char buf[64] = {};
+  size_t len = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  int count = 0;
+  for (char* p = buf; p < buf + len && *p >= '0' && *p <= '9';) {
+    char* end = nullptr;
+    long first = std::strtol(p, &end, 10), last = first;
+    if (*end == '-') last = std::strtol(end + 1, &end, 10);
+    count += static_cast<int>(std::max(0L, last - first + 1));
+    if (*end != ',') break;
+    p = end + 1;
+  }
+  return std::clamp(count, 1, 8);
+}
+}  // namespace
+
+int threads_per_core() {
+  static const int n = read_threads_per_core();  // a property of the machine
+  return n;
+}
+
+int cores_for(int threads) {
+  int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / threads_per_core());
+  return std::max(1, std::min(threads, cores));
+}
 bool in_parallel_region() { return tls_in_region; }
 
 void parallel_for_raw(int64_t begin, int64_t end, int64_t grain, RangeFn fn, void* ctx) {

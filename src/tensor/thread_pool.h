@@ -11,6 +11,11 @@ namespace sinter {
 
 void set_num_threads(int n);  // 0 restores the default (SINTER_NUM_THREADS, else the number of cores)
 int get_num_threads();
+// Hardware threads sharing one core's execution units (2 with hyperthreading), from sysfs; 1 if unknown.
+int threads_per_core();
+// How many cores `threads` threads of the pool spread over (at most the machine's): the unit to balance
+// compute-bound work over, since two hyperthreads of a core share its FMA units.
+int cores_for(int threads);
 bool in_parallel_region();
 
 using RangeFn = void (*)(void* ctx, int64_t begin, int64_t end);

@@ -92,7 +92,7 @@ TEST(Sgemm, EveryConfigurationMatches) {
       for (bool a_outer : {false, true})
         for (int shared : {0, 1}) {
           blas::SgemmConfig cfg;
-          cfg.micro = u, cfg.kc = kc, cfg.a_outer = a_outer, cfg.shared_b = shared;
+          cfg.micro = u, cfg.kc = kc, cfg.a_outer = a_outer ? 1 : 0, cfg.shared_b = shared;
           cfg.mc = 20, cfg.strips_per_tile = 2;
           check_product(45, 150, 290, false, shared == 1, false, cfg);
           check_product(15, 17, 64, true, false, a_outer, cfg);
