@@ -1,7 +1,7 @@
 // Hand-vectorized AVX-512 kernels for the float32 ops that are compute-bound when auto-vectorized: exp,
 // sigmoid, silu, gelu (erf form) and softmax's exp pass. They use what g++ cannot reach from the scalar
 // templates of pointwise_math.h: vscalefps for 2^n (no selects for overflow or subnormal results), vrcp14ps
-// plus one Newton step instead of a divide, masked loads and stores instead of scalar tail loops.
+// plus one Newton step instead of a divide where that pays, masked loads and stores instead of scalar tails.
 // Callers check available() and keep their portable code as the fallback for other CPUs.
 #pragma once
 #include <cstdint>
@@ -12,18 +12,27 @@ namespace sinter::vec {
 // to compare both on one machine). Every function below requires it.
 bool available();
 
+// How sigmoid, silu and gelu divide: one vdivps, or vrcp14ps and a Newton step (more instructions, none on
+// the divider). division() is the form in use: by CPU (vec_math.cpp says why), or SINTER_VEC_DIVISION.
+enum class Division { kDivide, kReciprocal };
+Division division();
+
 // y[i] = f(x[i]) for i < n: an array kernel, of the signature loops::Loop::run_float takes. x and y may be the
 // same array (not partly overlapping). With `stream` and y 64-byte aligned, whole vectors are written with
 // streaming stores (loops::kStreamMinBytes says when that pays); the caller then fences (loops::stream_fence).
 // Accuracy against the exact function, over the whole float range:
 //   exp      about 1 ulp; inf above 88.72, subnormal results rounded once, 0 below -103.97, NaN stays NaN.
-//   sigmoid  about 2 ulp relative, also where the result is tiny (e^x / (1 + e^x) for x < 0).
+//   sigmoid  under 3 ulp relative, also where the result is tiny (e^x / (1 + e^x) for x < 0).
 //   silu     x * sigmoid(x).
-//   gelu     |error| <= 3e-7 * max(1, |x|), as pmath::gelu_erf_f (same rational, divide replaced).
+//   gelu     |error| <= 3e-7 * max(1, |x|), as pmath::gelu_erf_f (the same rational).
 void exp(const float* x, float* y, int64_t n, bool stream);
 void sigmoid(const float* x, float* y, int64_t n, bool stream);
 void silu(const float* x, float* y, int64_t n, bool stream);
 void gelu(const float* x, float* y, int64_t n, bool stream);
+// The same in a given division form, with ordinary stores (tests and benchmarks compare the forms).
+void sigmoid_as(Division d, const float* x, float* y, int64_t n);
+void silu_as(Division d, const float* x, float* y, int64_t n);
+void gelu_as(Division d, const float* x, float* y, int64_t n);
 // The same over bfloat16 arrays (the bits of each value), computed in float and rounded as loops::f32_to_bf16
 // rounds: bit for bit the float kernel's result converted, which every other path (float16, strided views,
 // buffers) also gives, so an op's result does not depend on the path its operands take.
