@@ -93,6 +93,34 @@ elif [ "$PART" = 6 ]; then
   timeout ${TORCH_TIMEOUT:-300} python3 bench/vs_torch.py --threads "$THREADS" --sinter "$OUT/sinter-cpu-$HOST-$DATE.json" \
     --no-probe --json "$OUT/torch-cpu-$HOST-$DATE.json" > "$OUT/vs_torch.txt" 2>&1
   tail -28 "$OUT/vs_torch.txt"
+elif [ "$PART" = 7 ]; then
+  # Part 7 (a session's check): build, tests, GEMM probe beside PyTorch's GEMM, per-kernel profiles, the
+  # side-by-side workloads, and the eager suite in both of vec_math's division forms.
+  cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > /dev/null 2>&1
+  ninja -C build-h200 -j16 sinter_cli sinter_tests > "$OUT/logs.txt" 2>&1 || { tail -50 "$OUT/logs.txt"; exit 1; }
+  SINTER_CACHE_DIR=$(mktemp -d) timeout 300 build-h200/sinter_tests --gtest_brief=1 2>&1 | grep -v '^\[ measure' \
+    | grep -E '^\[  FAILED|PASSED|SKIPPED|ran\.|Failure' | tail -20 > "$OUT/tests.txt"
+  cat "$OUT/tests.txt"
+  g++ -O2 -std=c++20 -I src -I include bench/sgemm_probe.cpp -L build-h200 -lsinter -lopenblas -lfmt \
+    -Wl,-rpath,$PWD/build-h200 -o /tmp/sgemm_probe && /tmp/sgemm_probe "$THREADS" > "$OUT/sgemm_probe.txt" 2>&1
+  python3 bench/torch_mm.py "$THREADS" >> "$OUT/sgemm_probe.txt" 2>&1
+  grep -E 'planned|torch ' "$OUT/sgemm_probe.txt" | cut -c1-200
+  export SINTER_CACHE_DIR=$(mktemp -d)
+  for w in gpt_block resnet_block mlp naive_attention; do
+    SINTER_LOGS=profile build-h200/sinter bench --device cpu --threads "$THREADS" --only $w --backends inductor 2>&1 \
+      | grep -v '^\[sinter:profile\] [0-9] calls' | grep -A12 'calls,' | grep -v '^$'
+  done > "$OUT/profile.txt" 2>&1
+  build-h200/sinter bench --device cpu --threads "$THREADS" --json "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    >> "$OUT/logs.txt" 2>&1
+  timeout ${TORCH_TIMEOUT:-300} python3 bench/vs_torch.py --threads "$THREADS" --sinter "$OUT/sinter-cpu-$HOST-$DATE.json" \
+    --no-probe --json "$OUT/torch-cpu-$HOST-$DATE.json" > "$OUT/vs_torch.txt" 2>&1
+  tail -28 "$OUT/vs_torch.txt"
+  build-h200/sinter bench --suite eager --threads "$THREADS" --json "$OUT/eager-cpu-$HOST-$DATE.json" > "$OUT/eager.txt" 2>&1
+  for d in ${DIVISIONS:-divide}; do
+    echo "== eager suite with SINTER_VEC_DIVISION=$d" >> "$OUT/eager.txt"
+    SINTER_VEC_DIVISION=$d build-h200/sinter bench --suite eager --threads "$THREADS" >> "$OUT/eager.txt" 2>&1
+  done
+  grep -E 'ceiling|% of|^==' "$OUT/eager.txt" | tail -50
 elif [ "$PART" = 3 ]; then
   # Part 3: does OpenBLAS's spinning after a threaded GEMM slow the kernels that follow? (OPENBLAS_THREAD_TIMEOUT
   # is read when the library loads: 2^n spin loops before its threads sleep; default 28.)

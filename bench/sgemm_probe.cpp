@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
       return best_ms([&] { sinter::blas::sgemm_tiled(g, c); }, reps);
     };
     double planned = micros.empty() ? 0 : run({}, 9);  // before OpenBLAS, whose threads spin on after a call
+    SgemmConfig in_place;
+    in_place.direct = 1;
+    double direct = micros.empty() ? 0 : run(in_place, 9);
     openblas_set_num_threads(t);
     double blas = best_ms([&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, s.bt ? CblasTrans : CblasNoTrans, m, n, k, 1, a.data(), k, b.data(),
@@ -104,9 +107,9 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < c1.size(); ++i) err = std::max(err, double(std::abs(c1[i] - c2[i])));
     double gf = 2.0 * m * n * k / 1e6;
     std::printf("%-11s %5dx%5dx%5d%s %2dt  planned %8.4f ms %5.0f GF/s  openblas %8.4f ms %5.0f GF/s  "
-                "openblas/planned %.2f  max|diff| %.1e\n   plan: %s\n",
+                "openblas/planned %.2f  max|diff| %.1e  in place %8.4f ms\n   plan: %s\n",
                 s.what, m, n, k, s.bt ? " B^T" : "    ", t, planned, gf / planned, blas, gf / blas, blas / planned, err,
-                sinter::blas::sgemm_plan(g, t).c_str());
+                direct, sinter::blas::sgemm_plan(g, t).c_str());
     if (!sweep || micros.empty()) continue;
     // Stage 1: micro-kernel x KC x loop order, tiles as planned.
     std::vector<Timed> all;

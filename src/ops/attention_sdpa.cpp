@@ -6,10 +6,12 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "ops/blas.h"
 #include "ops/linalg_util.h"
 #include "ops/reduce_math.h"
+#include "ops/vec_math.h"
 #include "tensor/generator.h"
 
 namespace sinter {
@@ -79,19 +81,19 @@ Operand<A> operand(const Tensor& x, int64_t rank, const std::vector<int64_t>& ba
   return o;
 }
 
-// The softmax helpers of the reduction family (max and exp-sum in vector lanes), compiled also for AVX2 as the
-// softmax op is: row = exp(row - max), scaled by factor / sum when `scale`. Returns 1 / sum, or 0 when every
-// entry is -inf (row untouched).
+// The softmax helpers of the reduction family (max and exp-sum in vector lanes; AVX-512 exp where the CPU has
+// it), compiled also for AVX2 as the softmax op is: row = exp(row - max). Returns 1 / sum, the factor that
+// makes the row its softmax, or 0 when every entry is -inf (row untouched).
 template <class A>
-SINTER_CLONES A softmax_row(A* row, int64_t n, bool scale, A factor) {
+SINTER_CLONES A softmax_row(A* row, int64_t n) {
   A mx = reduce::lane_extreme<true>(row, n, reduce::lowest<A>(), [](A v) { return v; });
   if (mx == -std::numeric_limits<A>::infinity()) return A(0);
-  A inv = static_cast<A>(1.0 / reduce::exp_sum<true>(row, row, n, mx));
-  if (scale) {
-    A f = inv * factor;
-    for (int64_t j = 0; j < n; ++j) row[j] *= f;
-  }
-  return inv;
+  double sum;
+  if constexpr (std::is_same_v<A, float>)
+    sum = vec::available() ? vec::exp_shift_sum(row, row, n, mx) : reduce::exp_sum<true>(row, row, n, mx);
+  else
+    sum = reduce::exp_sum<true>(row, row, n, mx);
+  return static_cast<A>(1.0 / sum);
 }
 
 template <class A>
@@ -156,11 +158,14 @@ void sdpa(const Args& args, const Tensor& y) {
   auto keys_of = [&](int64_t l0, int64_t lb) { return causal ? std::min(S, l0 + lb) : S; };
   // Item i, in decreasing cost (later row blocks first when causal); parallel_for_dynamic hands items out one
   // at a time, so blocks of different cost even out.
-  auto run_item = [&](int64_t i, A* sc) {
+  auto run_item = [&](int64_t i, A* sc, A* row_scale, A* qs) {
     int64_t b = i % B, blk = causal ? blocks - 1 - i / B : i / B;
     int64_t l0 = blk * rows, lb = std::min(rows, L - l0), Sb = keys_of(l0, lb);
-    blas::gemm_serial(q_t, k_t, lb, Sb, E, scale, Q.data + Q.off[b] + l0 * Q.rs, q_ld, K.data + K.off[b], k_ld,
-                      A(0), sc, Sb);
+    // q * scale first (rows x E values, not rows x S scores), stored row-major so the GEMM reads it in place.
+    const A* q_rows = Q.data + Q.off[b] + l0 * Q.rs;
+    for (int64_t r = 0; r < lb; ++r)
+      for (int64_t e = 0; e < E; ++e) qs[r * E + e] = q_rows[r * Q.rs + e * Q.cs] * scale;
+    blas::gemm_serial(false, k_t, lb, Sb, E, A(1), qs, E, K.data + K.off[b], k_ld, A(0), sc, Sb);
     for (int64_t r = 0; r < lb; ++r) {
       A* row = sc + r * Sb;
       int64_t li = l0 + r;
@@ -174,7 +179,10 @@ void sdpa(const Args& args, const Tensor& y) {
         const A* mr = add_mask + m_off[b] + li * m_rs;
         for (int64_t j = 0; j < Sb; ++j) row[j] += mr[j * m_cs];
       }
-      A inv = softmax_row(row, Sb, !dropout, p >= 1 ? A(0) : A(1));
+      // Without dropout the row keeps exp(x - max) and its output row is scaled by 1 / sum after the second
+      // GEMM: Ev values per row instead of S.
+      A inv = softmax_row(row, Sb);
+      row_scale[r] = p >= 1 ? A(0) : inv;
       if (inv == A(0)) {  // every key masked: zeros, as _safe_softmax
         std::fill(row, row + Sb, A(0));
         continue;
@@ -185,13 +193,20 @@ void sdpa(const Args& args, const Tensor& y) {
           row[j] = philox_uniform(seed, base + j) >= p ? row[j] * inv * keep_scale : A(0);
       }
     }
-    blas::gemm_serial(false, v_t, lb, Ev, Sb, A(1), sc, Sb, V.data + V.off[b], v_ld, A(0),
-                      out + (b * L + l0) * Ev, Ev);
+    A* o = out + (b * L + l0) * Ev;
+    blas::gemm_serial(false, v_t, lb, Ev, Sb, A(1), sc, Sb, V.data + V.off[b], v_ld, A(0), o, Ev);
+    if (!dropout)
+      for (int64_t r = 0; r < lb; ++r)
+        for (int64_t j = 0; j < Ev; ++j) o[r * Ev + j] *= row_scale[r];
   };
   // One score block per worker; the first GEMM writes it (beta 0).
-  auto scores = std::make_unique_for_overwrite<A[]>(std::max<int64_t>(1, std::min(items, threads)) * rows * S);
-  parallel_for_dynamic(items, threads,
-                       [&](int64_t i, int64_t worker) { run_item(i, scores.get() + worker * rows * S); });
+  int64_t slots = std::max<int64_t>(1, std::min(items, threads));
+  auto scores = std::make_unique_for_overwrite<A[]>(slots * rows * S);
+  auto scales = std::make_unique_for_overwrite<A[]>(slots * rows);
+  auto scaled_q = std::make_unique_for_overwrite<A[]>(slots * rows * E);
+  parallel_for_dynamic(items, threads, [&](int64_t i, int64_t worker) {
+    run_item(i, scores.get() + worker * rows * S, scales.get() + worker * rows, scaled_q.get() + worker * rows * E);
+  });
 }
 
 void sdpa_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {

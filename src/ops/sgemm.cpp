@@ -30,10 +30,10 @@ namespace {
 #define SINTER_SGEMM_PASS_FLOPS 5e6
 #endif
 #ifndef SINTER_SGEMM_PACK_FLOPS
-#define SINTER_SGEMM_PACK_FLOPS 4
+#define SINTER_SGEMM_PACK_FLOPS 2
 #endif
 #ifndef SINTER_SGEMM_READ_FLOPS
-#define SINTER_SGEMM_READ_FLOPS 2
+#define SINTER_SGEMM_READ_FLOPS 0.25
 #endif
 #ifndef SINTER_SGEMM_STRAGGLE
 #define SINTER_SGEMM_STRAGGLE 0.5
@@ -42,22 +42,27 @@ constexpr int64_t kKC = SINTER_SGEMM_KC;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// c[MR x NR] (row stride ldc) = (accumulate ? c : 0) + a_panel @ b_panel, where a_panel holds MR values per
-// k step and b_panel NR values per k step (both packed, 64-byte aligned).
-using MicroFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool accumulate);
+// c[MR x NR] (row stride ldc) = (accumulate ? c : 0) + A @ B over kc steps, where A's row i at step p is
+// a[i * a_rs + p * a_ps] and B's NR values of step p start at b + p * b_ps. The packed form (fn) ignores the
+// strides: A panels of MR values per step, B panels of NR, both 64-byte aligned. The strided form (direct)
+// reads A and B where they lie, for operands used once, whose packing would cost more than it saves.
+using MicroFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_ps, const float* b, int64_t b_ps,
+                         float* c, int64_t ldc, bool accumulate);
 
 struct Micro {
   int mr = 0, nr = 0;
   const char* name = "";
   MicroFn fn = nullptr;
+  MicroFn direct = nullptr;  // null: operands are always packed
 };
 
 #ifdef SINTER_SGEMM_X86
-// PF: touch C's lines first, so that the stores at the end do not wait for them.
-template <int MR, int NV, bool PF>
-__attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __restrict a,
-                                                     const float* __restrict b, float* __restrict c,
-                                                     int64_t ldc, bool accumulate) {
+// PF: touch C's lines first, so that the stores at the end do not wait for them. STRIDED: the direct form.
+template <int MR, int NV, bool PF, bool STRIDED>
+__attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __restrict a, int64_t a_rs,
+                                                     int64_t a_ps, const float* __restrict b, int64_t b_ps,
+                                                     float* __restrict c, int64_t ldc, bool accumulate) {
+  const int64_t ars = STRIDED ? a_rs : 1, aps = STRIDED ? a_ps : MR, bps = STRIDED ? b_ps : 16 * NV;
   if constexpr (PF)
     for (int i = 0; i < MR; ++i)
       for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * j), _MM_HINT_T0);
@@ -69,15 +74,15 @@ __attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __
   for (int64_t p = 0; p < kc; ++p) {
     __m512 bv[NV];
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) bv[j] = _mm512_load_ps(b + 16 * j);
+    for (int j = 0; j < NV; ++j) bv[j] = STRIDED ? _mm512_loadu_ps(b + 16 * j) : _mm512_load_ps(b + 16 * j);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      __m512 ai = _mm512_set1_ps(a[i]);
+      __m512 ai = _mm512_set1_ps(a[i * ars]);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(ai, bv[j], acc[i][j]);
     }
-    a += MR;
-    b += 16 * NV;
+    a += aps;
+    b += bps;
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -88,10 +93,11 @@ __attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __
     }
 }
 
-template <int MR, int NV, bool PF>
-__attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* __restrict a,
-                                                    const float* __restrict b, float* __restrict c, int64_t ldc,
-                                                    bool accumulate) {
+template <int MR, int NV, bool PF, bool STRIDED>
+__attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* __restrict a, int64_t a_rs,
+                                                    int64_t a_ps, const float* __restrict b, int64_t b_ps,
+                                                    float* __restrict c, int64_t ldc, bool accumulate) {
+  const int64_t ars = STRIDED ? a_rs : 1, aps = STRIDED ? a_ps : MR, bps = STRIDED ? b_ps : 8 * NV;
   if constexpr (PF)
     for (int i = 0; i < MR; ++i)
       for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 8 * j), _MM_HINT_T0);
@@ -103,15 +109,15 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* __r
   for (int64_t p = 0; p < kc; ++p) {
     __m256 bv[NV];
 #pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) bv[j] = _mm256_load_ps(b + 8 * j);
+    for (int j = 0; j < NV; ++j) bv[j] = STRIDED ? _mm256_loadu_ps(b + 8 * j) : _mm256_load_ps(b + 8 * j);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      __m256 ai = _mm256_broadcast_ss(a + i);
+      __m256 ai = _mm256_broadcast_ss(a + i * ars);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm256_fmadd_ps(ai, bv[j], acc[i][j]);
     }
-    a += MR;
-    b += 8 * NV;
+    a += aps;
+    b += bps;
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -130,14 +136,14 @@ std::vector<Micro> list_micros() {
 #ifdef SINTER_SGEMM_X86
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) {
-    out.push_back({8, 48, "8x48", micro_avx512<8, 3, false>});
-    out.push_back({6, 64, "6x64", micro_avx512<6, 4, false>});
-    out.push_back({6, 64, "6x64+pf", micro_avx512<6, 4, true>});
-    out.push_back({14, 32, "14x32", micro_avx512<14, 2, false>});
-    out.push_back({14, 32, "14x32+pf", micro_avx512<14, 2, true>});
+    out.push_back({8, 48, "8x48", micro_avx512<8, 3, false, false>, micro_avx512<8, 3, false, true>});
+    out.push_back({6, 64, "6x64", micro_avx512<6, 4, false, false>, micro_avx512<6, 4, false, true>});
+    out.push_back({6, 64, "6x64+pf", micro_avx512<6, 4, true, false>});
+    out.push_back({14, 32, "14x32", micro_avx512<14, 2, false, false>});
+    out.push_back({14, 32, "14x32+pf", micro_avx512<14, 2, true, false>});
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    out.push_back({6, 16, "6x16", micro_avx2<6, 2, false>});
-    out.push_back({6, 16, "6x16+pf", micro_avx2<6, 2, true>});
+    out.push_back({6, 16, "6x16", micro_avx2<6, 2, false, false>, micro_avx2<6, 2, false, true>});
+    out.push_back({6, 16, "6x16+pf", micro_avx2<6, 2, true, false>});
   }
 #endif
   return out;
@@ -280,23 +286,29 @@ struct Plan {
   int64_t mc = 0, strips_per_tile = 0;  // a tile's rows, and its width in strips of nr columns
   bool shared_b = false;                // B packed once for every task (else each task packs its columns)
   bool a_outer = false;                 // inside a tile: A panels in the outer loop, B strips in the inner
+  bool direct_a = false, direct_b = false;  // whole panels / strips read in place, not packed
   int64_t tasks() const { return row_tiles * strip_tiles; }
 };
 
 // No task ever waits for another (the pool may run them in any order, or all on one thread). Each packs its own
 // rows of A; B is either packed once up front and shared (one more pass over the pool, memory for all of B) or
 // packed by each task for its columns (again for every row tile). The plan weighs, in flop-equivalents on the
-// busiest thread: the tiles' balance over the threads, packing traffic (A once per column tile), reading the
-// shared B once per row tile, and a fixed cost per pass and per task. Tiles stay under kMaxTileRows x
-// kMaxTileStrips so the packed blocks fit in cache. Balance is counted over cores, not hardware threads: two
-// hyperthreads of one core share its FMA units, so a core finishes its tasks no sooner for running two at once.
+// busiest thread: the tiles' balance over the threads; packing traffic (A once per column tile); reading the
+// shared B once per row tile; a fixed cost per pass and per task; a tile's B block (KC x its columns) outgrowing
+// the part of L2 it may hold while A panels stream past it; and thin tiles, whose micro-kernel calls reuse each
+// packed panel fewer times. Balance is counted over cores, not hardware threads: two hyperthreads of one core
+// share its FMA units. The weights were fitted to a sweep of tile sizes on the 16-core Xeon host
+// (bench/sgemm_probe.cpp --sweep, run_h200.sh part 6): within about 5% of the best tiling found per shape.
 constexpr int64_t kMaxTileRows = 384, kMaxTileStrips = 16;
 constexpr double kFlopsPerPackedByte = SINTER_SGEMM_PACK_FLOPS, kFlopsPerReadByte = SINTER_SGEMM_READ_FLOPS;
 constexpr double kFlopsPerPass = SINTER_SGEMM_PASS_FLOPS;
 constexpr double kFlopsPerTask = 2e4;
-// Threads finish unevenly (hyperthread siblings, a VM's other tenants): the last task handed out ends about
+// Threads finish unevenly (a VM's other tenants, hyperthread siblings): the last task handed out ends about
 // this fraction of a task after the others, so smaller tasks (more of them) balance better.
 constexpr double kStraggle = SINTER_SGEMM_STRAGGLE;
+constexpr double kL2BlockBytes = 384 << 10, kL2Penalty = 2;  // work added per multiple of the budget exceeded
+constexpr double kSharedPenalty = 0.03;                        // shared B is read from other cores' caches
+constexpr double kThinPenalty = 0.5;                           // work added per (mr / rows + nr / columns)
 
 Plan plan(const TiledGemm& g, const Micro& u, int threads, int64_t kc) {
   Plan best;
@@ -309,20 +321,24 @@ Plan plan(const TiledGemm& g, const Micro& u, int threads, int64_t kc) {
   double b_bytes = 4.0 * static_cast<double>(g.k) * static_cast<double>(g.n);
   double best_cost = -1, th = cores_for(threads);
   int64_t min_rt = ceil_div(row_panels * u.mr, kMaxTileRows);
-  int64_t max_st = best.strips;
   int64_t min_st = ceil_div(best.strips, kMaxTileStrips);
-  for (int64_t st = min_st; st <= max_st; ++st) {
+  for (int64_t st = min_st; st <= best.strips; ++st) {
     int64_t per = ceil_div(best.strips, st);
     if (st > min_st && ceil_div(best.strips, per) != st) continue;  // same tiles as a smaller st
+    double cols = static_cast<double>(std::min(g.n, per * u.nr));
+    double block = 4.0 * static_cast<double>(kc) * static_cast<double>(per * u.nr);
     for (int64_t rt = min_rt; rt <= row_panels; ++rt) {
       int64_t mc = ceil_div(row_panels, rt) * u.mr;
       if (rt > min_rt && ceil_div(g.m, mc) != rt) continue;
       double tasks = static_cast<double>(rt * st), rounds = std::ceil(tasks / th);
-      double base = flops / tasks * (rounds + (threads > 1 ? kStraggle : 0.0)) +
-                    kFlopsPerPackedByte * a_bytes * static_cast<double>(st) / th + kFlopsPerTask * rounds;
+      double work = flops / tasks * rounds;
+      double base = work + flops / tasks * (threads > 1 ? kStraggle : 0.0) + kFlopsPerTask * rounds +
+                    kFlopsPerPackedByte * a_bytes * static_cast<double>(st) / th +
+                    work * kL2Penalty * std::max(0.0, block / kL2BlockBytes - 1.0) +
+                    work * kThinPenalty * (u.mr / static_cast<double>(mc) + u.nr / cols);
       double own = base + kFlopsPerPackedByte * b_bytes * static_cast<double>(rt) / th;
       double shared = base + (kFlopsPerPackedByte + kFlopsPerReadByte * static_cast<double>(rt)) * b_bytes / th +
-                      (threads > 1 ? kFlopsPerPass : 0.0);
+                      (threads > 1 ? kFlopsPerPass : 0.0) + work * kSharedPenalty;
       for (bool sh : {false, true}) {
         double cost = sh ? shared : own;
         if (best_cost < 0 || cost < best_cost) {
@@ -365,6 +381,11 @@ Plan resolve(const TiledGemm& g, const Micro& u, int threads, const SgemmConfig&
   }
   if (cfg.shared_b >= 0) p.shared_b = cfg.shared_b > 0 && p.row_tiles > 1;
   p.a_outer = cfg.a_outer >= 0 ? cfg.a_outer > 0 : p.strips_per_tile > 1;
+  // Operands read in place (no packing): only on one thread by default (attention's and batched products'
+  // small blocks, each used once), where packing was up to half the time; cfg.direct = 1 tries it anywhere.
+  bool direct = u.direct && (cfg.direct >= 0 ? cfg.direct > 0 : threads == 1);
+  p.direct_a = direct && !g.pack_a && g.alpha == 1.0f && g.a_cs == 1;
+  p.direct_b = direct && !p.shared_b && g.b_cs == 1 && p.row_tiles == 1;
   return p;
 }
 
@@ -410,9 +431,10 @@ std::string sgemm_plan(const TiledGemm& g, int threads, const SgemmConfig& cfg) 
   if (!sgemm_available()) return "no micro-kernel";
   const Micro& u = pick_micro(g, cfg);
   Plan p = resolve(g, u, threads, cfg);
-  return fmt::format("{} micro-tiles, KC {}, {} tiles of {} rows x {} columns, B {}{}", u.name, p.kc, p.tasks(),
-                     p.mc, p.strips_per_tile * u.nr, p.shared_b ? "packed once and shared" : "packed per tile",
-                     p.a_outer ? ", A panels outer" : "");
+  return fmt::format("{} micro-tiles, KC {}, {} tiles of {} rows x {} columns, B {}{}{}", u.name, p.kc, p.tasks(),
+                     p.mc, p.strips_per_tile * u.nr,
+                     p.direct_b ? "read in place" : p.shared_b ? "packed once and shared" : "packed per tile",
+                     p.direct_a ? ", A read in place" : "", p.a_outer ? ", A panels outer" : "");
 }
 
 bool sgemm_suits(int64_t m, int64_t n, int64_t k) { return sgemm_available() && m >= 4 && n >= 8 && k >= 4; }
@@ -468,18 +490,26 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
     for (int64_t kb = 0; kb < p.kblocks; ++kb) {
       int64_t k0 = kb * KC, kc = std::min(KC, g.k - k0);
       bool accumulate = kb > 0 || g.beta != 0.0f;
-      for (int64_t r = 0; r < panels; ++r) pack_a(g, i0 + r * mr, mr, k0, kc, ap + r * kc * mr);
+      // Direct operands are read in place where a panel or strip is whole; partial ones are packed (zero-padded).
+      for (int64_t r = 0; r < panels; ++r)
+        if (!p.direct_a || i1 - (i0 + r * mr) < mr) pack_a(g, i0 + r * mr, mr, k0, kc, ap + r * kc * mr);
       if (!p.shared_b)
-        for (int64_t s = s0; s < s1; ++s) pack_b(g, k0, kc, s * nr, nr, bp + (s - s0) * kc * nr);
+        for (int64_t s = s0; s < s1; ++s)
+          if (!p.direct_b || g.n - s * nr < nr) pack_b(g, k0, kc, s * nr, nr, bp + (s - s0) * kc * nr);
       auto tile = [&](int64_t s, int64_t r) {
-        const float* bs = p.shared_b ? shared_b + k0 * np + s * kc * nr : bp + (s - s0) * kc * nr;
         int64_t i = i0 + r * mr, j = s * nr, rows = std::min<int64_t>(mr, i1 - i), cols = std::min<int64_t>(nr, g.n - j);
+        bool da = p.direct_a && rows == mr, db = p.direct_b && cols == nr;
+        const float* as = da ? g.a + i * g.a_rs + k0 : ap + r * kc * mr;
+        const float* bs = db ? g.b + k0 * g.b_rs + j
+                             : p.shared_b ? shared_b + k0 * np + s * kc * nr : bp + (s - s0) * kc * nr;
+        MicroFn fn = da || db ? u.direct : u.fn;
+        int64_t a_rs = da ? g.a_rs : 1, a_ps = da ? 1 : mr, b_ps = db ? g.b_rs : nr;
         float* c = g.c + i * g.c_rs + j;
         if (rows == mr && cols == nr) {
-          u.fn(kc, ap + r * kc * mr, bs, c, g.c_rs, accumulate);
+          fn(kc, as, a_rs, a_ps, bs, b_ps, c, g.c_rs, accumulate);
           return;
         }
-        u.fn(kc, ap + r * kc * mr, bs, edge, nr, false);
+        fn(kc, as, a_rs, a_ps, bs, b_ps, edge, nr, false);
         for (int64_t x = 0; x < rows; ++x)
           for (int64_t y = 0; y < cols; ++y)
             c[x * g.c_rs + y] = (accumulate ? c[x * g.c_rs + y] : 0.0f) + edge[x * nr + y];

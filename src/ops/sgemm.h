@@ -46,6 +46,7 @@ struct SgemmConfig {
   int64_t strips_per_tile = 0;  // a tile's width in strips of the micro-kernel's columns
   int shared_b = -1;            // 1: B packed once and shared, 0: packed per tile
   int a_outer = -1;             // loop order inside a tile: 1: A panels outside B strips, 0: inside
+  int direct = -1;              // 1: read row-major A and B in place where possible, 0: always pack
 };
 // The micro-kernels this CPU runs ("6x64", ...), the default first; empty without AVX2/AVX-512.
 std::vector<std::string> sgemm_micro_kernels();
