@@ -53,10 +53,30 @@ int bench_eager(const BenchOptions& opt) {
   rows.push_back({"copy_streaming", "memory", fmt::format("[{}] f32", n), stream_ms, 2 * bytes4 / (stream_ms * 1e6),
                   NAN, copy_gbps});
 
+  // Each kernel is measured against the faster copy timed right beside it, in three rounds of (copy, kernel),
+  // each a median of many runs, keeping the best round of each: the VM's memory bandwidth drifts by a third
+  // within one run (other tenants share its 300 MB L3 and memory), so a ceiling taken once at the start made
+  // the same kernel read 50% or 80% depending on when it ran. Both sides see the same drift and the same
+  // treatment; neither is timed in a cache state the other left behind.
+  const bool streamed_faster = stream_ms < copy_ms;
+  auto ceiling_copy = [&] {
+    if (!streamed_faster) {
+      out.copy_(a);
+      return;
+    }
+    parallel_for(0, static_cast<int64_t>(bytes4), 1 << 20, [&](int64_t b, int64_t e) {
+      loops::stream_copy(dst + b, src + b, e - b);
+      loops::stream_fence();
+    });
+  };
   auto bw = [&](const std::string& name, const std::string& family, const std::string& shape, double bytes,
                 const std::function<void()>& fn) {
-    double ms = time_auto_ms(fn);
-    rows.push_back({name, family, shape, ms, bytes / (ms * 1e6), NAN, copy_gbps});
+    double ms = INFINITY, ceiling_ms = INFINITY;
+    for (int round = 0; round < 3; ++round) {
+      ceiling_ms = std::min(ceiling_ms, time_auto_ms(ceiling_copy, 100));
+      ms = std::min(ms, time_auto_ms(fn, 100));
+    }
+    rows.push_back({name, family, shape, ms, bytes / (ms * 1e6), NAN, 2 * bytes4 / (ceiling_ms * 1e6)});
   };
   std::string flat = fmt::format("[{}] f32", n);
   bw("add", "pointwise", flat, 3 * bytes4, [&] { (void)add(a, b); });
@@ -124,10 +144,12 @@ int bench_eager(const BenchOptions& opt) {
     env.add("sinter_commit", git_commit()).add("suite", "eager");
     env.add("stores", loops::stream_output(loops::kStreamMinBytes)
                           ? fmt::format("outputs of at least {} MB streamed (non-temporal stores); ceiling = the faster "
-                                        "of copy_ (glibc memcpy) and a streaming copy",
+                                        "of copy_ (glibc memcpy) and a streaming copy, timed beside each kernel "
+                                        "(best of 3 rounds of medians, both)",
                                         loops::kStreamMinBytes >> 20)
                           : std::string("ordinary stores (SINTER_STREAM_STORES=0); ceiling = the faster of copy_ "
-                                        "(glibc memcpy) and a streaming copy"));
+                                        "(glibc memcpy) and a streaming copy, timed beside each kernel (best of 3 "
+                                        "rounds of medians, both)"));
     env.add_raw("results", json_array(items));
     write_file(opt.json, env.str());
     fmt::print("wrote {}\n", opt.json);

@@ -4,10 +4,12 @@
 // and written once, rounded at the end.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "ops/loops.h"
 #include "ops/reduce_engine.h"
 #include "ops/reduce_internal.h"
+#include "ops/vec_math.h"
 
 namespace sinter {
 
@@ -135,6 +137,13 @@ template <class C>
 // One layer_norm row: statistics and the affine map, compiled for wider vectors too (three passes over a row
 // in L1 are compute, not memory). The next row (when given) is prefetched during the variance pass, which
 // reads this row from L1: the next row's mean pass then finds it in cache instead of waiting on memory.
+// row_stats compiled for wider vectors too (the statistics half of layer_norm_row).
+template <class C>
+SINTER_CLONES void layer_norm_stats(const C* x, int64_t n, C eps, C& mean, C& rstd, const char* next,
+                                    int64_t next_bytes) {
+  row_stats(x, n, eps, mean, rstd, next, next_bytes);
+}
+
 template <class C>
 SINTER_CLONES void layer_norm_row(const C* x, C* y, const C* w, const C* b, int64_t n, C eps, const char* next,
                                   int64_t next_bytes) {
@@ -159,6 +168,24 @@ void layer_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   visit_float_compute(x.dtype(), [&]<class C>() {
     const std::vector<C> w = param_or<C>(a[2], len, C(1)), b = param_or<C>(a[3], len, C(0));
     const int64_t row_bytes = len * static_cast<int64_t>(x.element_size());
+    if constexpr (std::is_same_v<C, float>) {
+      // float32 in and out on AVX-512: the affine pass writes (streams, when large) the output row itself.
+      if (x.dtype() == kFloat32 && outs[0].dtype() == kFloat32 && vec::available() && rows > 0 && len > 0) {
+        const float* xb = x.data_ptr<float>();
+        float* yb = outs[0].data_ptr<float>();
+        const bool stream = loops::stream_output(rows * len * 4);
+        parallel_for(0, rows, std::max<int64_t>(1, kGrainElementwise / len), [&](int64_t rb, int64_t re) {
+          for (int64_t r = rb; r < re; ++r) {
+            const char* next = stream && r + 1 < re ? reinterpret_cast<const char*>(xb + (r + 1) * len) : nullptr;
+            float mean, rstd;
+            layer_norm_stats(xb + r * len, len, static_cast<float>(eps), mean, rstd, next, row_bytes);
+            vec::normalize_row(xb + r * len, yb + r * len, w.data(), b.data(), len, mean, rstd, stream);
+          }
+          if (stream) loops::stream_fence();
+        });
+        return;
+      }
+    }
     for_each_row<C>(x, outs[0], rows, len, [&](const C* xr, C* yr, int64_t, const char* next) {
       layer_norm_row(xr, yr, w.data(), b.data(), len, static_cast<C>(eps), next, row_bytes);
     });

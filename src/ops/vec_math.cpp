@@ -308,6 +308,29 @@ void sigmoid_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_for_divi
 void silu_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_for_division<Silu>(x, y, n); }
 void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_for_division<Gelu>(x, y, n); }
 
+SINTER_AVX512_INLINE __m512 affine(__m512 x, __m512 mean, __m512 rstd, __m512 w, __m512 b) {
+  return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_sub_ps(x, mean), rstd), w, b);
+}
+
+SINTER_AVX512 void normalize_row(const float* x, float* y, const float* w, const float* b, int64_t n, float mean,
+                                 float rstd, bool stream) {
+  const __m512 vm = _mm512_set1_ps(mean), vr = _mm512_set1_ps(rstd);
+  int64_t i = 0;
+  if (stream && (reinterpret_cast<uintptr_t>(y) & 63) == 0) {
+    for (; i + 16 <= n; i += 16)
+      _mm512_stream_ps(y + i, affine(_mm512_loadu_ps(x + i), vm, vr, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i)));
+  } else {
+    for (; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(y + i, affine(_mm512_loadu_ps(x + i), vm, vr, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m,
+                          affine(_mm512_maskz_loadu_ps(m, x + i), vm, vr, _mm512_maskz_loadu_ps(m, w + i),
+                                 _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
 double exp_shift_sum(const float* x, float* y, int64_t n, float m, const char* next, int64_t next_bytes) {
   if (y != nullptr) return exp_shift_sum_avx512<true>(x, y, n, m, next, next_bytes);
   return exp_shift_sum_avx512<false>(x, y, n, m, next, next_bytes);
@@ -330,6 +353,9 @@ void sigmoid_as(Division, const float*, float*, int64_t) {
 void silu_as(Division, const float*, float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::silu_as without AVX-512"); }
 void gelu_as(Division, const float*, float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::gelu_as without AVX-512"); }
 void gelu_bf16(const uint16_t*, uint16_t*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::gelu_bf16 without AVX-512"); }
+void normalize_row(const float*, float*, const float*, const float*, int64_t, float, float, bool) {
+  SINTER_INTERNAL_ASSERT(false, "vec::normalize_row without AVX-512");
+}
 double exp_shift_sum(const float*, float*, int64_t, float, const char*, int64_t) {
   SINTER_INTERNAL_ASSERT(false, "vec::exp_shift_sum without AVX-512");
 }

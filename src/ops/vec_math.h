@@ -41,6 +41,11 @@ void sigmoid_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 void silu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 
+// layer_norm's affine pass over one row: y[i] = (x[i] - mean) * rstd * w[i] + b[i], written straight to the
+// output with streaming stores when `stream` and y is 64-byte aligned (no row buffer copied out afterwards).
+void normalize_row(const float* x, float* y, const float* w, const float* b, int64_t n, float mean, float rstd,
+                   bool stream);
+
 // Softmax's exp pass over one row: y[i] = exp(x[i] - m) (not stored when y is null; y may be x), returning
 // their sum: per block of 2048 elements in float lanes, the blocks added in double (as reduce::exp_sum).
 // m is the row's max, so x[i] - m <= 0 or NaN. Prefetches `next_bytes` bytes from `next` (the row a caller

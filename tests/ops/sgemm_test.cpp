@@ -82,7 +82,8 @@ TEST(Sgemm, MatchesFloat64OnEveryEdge) {
   set_num_threads(0);
 }
 
-// Every micro-kernel, depth, loop order and forced tiling a tuning run may pick computes the same product.
+// Every micro-kernel, depth, loop order, forced tiling and in-place reading a tuning run may pick computes the
+// same product.
 TEST(Sgemm, EveryConfigurationMatches) {
   if (!blas::sgemm_available()) GTEST_SKIP() << "no AVX2/AVX-512 micro-kernel on this CPU";
   set_num_threads(3);
@@ -93,6 +94,7 @@ TEST(Sgemm, EveryConfigurationMatches) {
         for (int shared : {0, 1}) {
           blas::SgemmConfig cfg;
           cfg.micro = u, cfg.kc = kc, cfg.a_outer = a_outer ? 1 : 0, cfg.shared_b = shared;
+          cfg.direct = (u + kc + shared) % 2;  // operands packed, or read in place where they can be
           cfg.mc = 20, cfg.strips_per_tile = 2;
           check_product(45, 150, 290, false, shared == 1, false, cfg);
           check_product(15, 17, 64, true, false, a_outer, cfg);
