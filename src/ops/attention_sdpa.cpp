@@ -86,14 +86,16 @@ Operand<A> operand(const Tensor& x, int64_t rank, const std::vector<int64_t>& ba
 // makes the row its softmax, or 0 when every entry is -inf (row untouched).
 template <class A>
 SINTER_CLONES A softmax_row(A* row, int64_t n) {
+  if constexpr (std::is_same_v<A, float>) {
+    if (vec::available()) {
+      const float mx = vec::row_max(row, n);
+      if (mx == -std::numeric_limits<float>::infinity()) return 0.0f;
+      return static_cast<float>(1.0 / vec::exp_shift_sum(row, row, n, mx));
+    }
+  }
   A mx = reduce::lane_extreme<true>(row, n, reduce::lowest<A>(), [](A v) { return v; });
   if (mx == -std::numeric_limits<A>::infinity()) return A(0);
-  double sum;
-  if constexpr (std::is_same_v<A, float>)
-    sum = vec::available() ? vec::exp_shift_sum(row, row, n, mx) : reduce::exp_sum<true>(row, row, n, mx);
-  else
-    sum = reduce::exp_sum<true>(row, row, n, mx);
-  return static_cast<A>(1.0 / sum);
+  return static_cast<A>(1.0 / reduce::exp_sum<true>(row, row, n, mx));
 }
 
 template <class A>

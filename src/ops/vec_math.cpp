@@ -308,6 +308,27 @@ void sigmoid_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_for_divi
 void silu_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_for_division<Silu>(x, y, n); }
 void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_for_division<Gelu>(x, y, n); }
 
+SINTER_AVX512 float row_max(const float* x, int64_t n) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;  // four chains hide vmaxps's latency
+  __mmask16 nan = 0;
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16), c = _mm512_loadu_ps(x + i + 32),
+                 d = _mm512_loadu_ps(x + i + 48);
+    nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(c, d, _CMP_UNORD_Q);
+    m0 = _mm512_max_ps(m0, a), m1 = _mm512_max_ps(m1, b), m2 = _mm512_max_ps(m2, c), m3 = _mm512_max_ps(m3, d);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m512 a = _mm512_mask_loadu_ps(lowest, k, x + i);
+    nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+    m0 = _mm512_max_ps(m0, a);
+  }
+  if (nan) return std::numeric_limits<float>::quiet_NaN();
+  return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+}
+
 SINTER_AVX512_INLINE __m512 affine(__m512 x, __m512 mean, __m512 rstd, __m512 w, __m512 b) {
   return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_sub_ps(x, mean), rstd), w, b);
 }
@@ -353,6 +374,7 @@ void sigmoid_as(Division, const float*, float*, int64_t) {
 void silu_as(Division, const float*, float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::silu_as without AVX-512"); }
 void gelu_as(Division, const float*, float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::gelu_as without AVX-512"); }
 void gelu_bf16(const uint16_t*, uint16_t*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::gelu_bf16 without AVX-512"); }
+float row_max(const float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::row_max without AVX-512"); }
 void normalize_row(const float*, float*, const float*, const float*, int64_t, float, float, bool) {
   SINTER_INTERNAL_ASSERT(false, "vec::normalize_row without AVX-512");
 }

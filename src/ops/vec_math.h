@@ -41,6 +41,9 @@ void sigmoid_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 void silu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 
+// The largest of x[0..n) (-inf for n = 0), NaN if any element is NaN.
+float row_max(const float* x, int64_t n);
+
 // layer_norm's affine pass over one row: y[i] = (x[i] - mean) * rstd * w[i] + b[i], written straight to the
 // output with streaming stores when `stream` and y is 64-byte aligned (no row buffer copied out afterwards).
 void normalize_row(const float* x, float* y, const float* w, const float* b, int64_t n, float mean, float rstd,

@@ -321,3 +321,30 @@ TEST(VecMath, SoftmaxRowsMatchFloat64AtEverySize) {
 
 }  // namespace
 }  // namespace sinter
+
+namespace sinter {
+namespace {
+
+// row_max (attention's softmax): every length and offset against a plain loop, -inf for an empty or all -inf
+// row, NaN wherever a NaN sits (also in a masked tail).
+TEST(VecMath, RowMaxEveryTailAndNan) {
+  if (!vec::available()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::vector<float> x(300);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f) * 100.0f;
+  for (int64_t off : {0, 1, 5})
+    for (int64_t n = 0; n + off <= 200; ++n) {
+      float want = -std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < n; ++i) want = std::max(want, x[static_cast<size_t>(off + i)]);
+      EXPECT_EQ(vec::row_max(x.data() + off, n), want) << off << " " << n;
+    }
+  std::vector<float> inf(70, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(vec::row_max(inf.data(), 70), -std::numeric_limits<float>::infinity());
+  for (size_t at : {0u, 17u, 63u, 64u, 69u}) {
+    std::vector<float> y = inf;
+    y[at] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(std::isnan(vec::row_max(y.data(), 70))) << at;
+  }
+}
+
+}  // namespace
+}  // namespace sinter
