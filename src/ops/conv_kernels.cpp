@@ -310,6 +310,22 @@ void pack_im2col(const void* ctx, int64_t i0, int rows, int mr, int64_t k0, int6
   }
 }
 
+// Where an im2col panel lies in the input, if it does: one tap's channels [c0, c0 + kc) for mr consecutive
+// output pixels of one output row whose input pixels are all inside the image (no padding) are the input's
+// channels at a fixed pixel stride. Panels across a row end, a tap boundary or the padding are packed.
+const float* locate_im2col(const void* ctx, int64_t i0, int mr, int64_t k0, int64_t kc, int64_t* row_stride) {
+  const ImplicitConv& c = *static_cast<const ImplicitConv*>(ctx);
+  const Geo& g = *c.g;
+  const int64_t tap = k0 / g.C, c0 = k0 % g.C;
+  if (c0 + kc > g.C) return nullptr;
+  const int64_t plane = g.OH * g.OW, n = i0 / plane, oh = i0 % plane / g.OW, ow = i0 % g.OW;
+  if (ow + mr > g.OW) return nullptr;
+  const int64_t ih = oh * g.sh - g.ph + tap / g.kw * g.dh, iw = ow * g.sw - g.pw + tap % g.kw * g.dw;
+  if (ih < 0 || ih >= g.H || iw < 0 || iw + (mr - 1) * g.sw >= g.W) return nullptr;
+  *row_stride = g.sw * g.C;
+  return c.x + ((n * g.H + ih) * g.W + iw) * g.C + c0;
+}
+
 struct TileChain {  // the bias, then the caller's callback, on each finished tile
   const ImplicitConv* conv;
   blas::TileFn next;
@@ -326,6 +342,10 @@ void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, floa
     gm.a = x, gm.a_rs = g.C, gm.a_cs = 1;
   } else {
     gm.pack_a = pack_im2col, gm.pack_ctx = &c;
+    if (g.C % 16 == 0 && g.C >= 32 && g.C <= 512) {  // blocks of one tap's channels, most read in place
+      gm.locate_a = locate_im2col;
+      gm.k_block = g.C;
+    }
   }
   gm.b = wt, gm.b_rs = g.O, gm.b_cs = 1;
   gm.c = y, gm.c_rs = g.O;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -139,7 +140,7 @@ std::vector<Micro> list_micros() {
     out.push_back({8, 48, "8x48", micro_avx512<8, 3, false, false>, micro_avx512<8, 3, false, true>});
     out.push_back({6, 64, "6x64", micro_avx512<6, 4, false, false>, micro_avx512<6, 4, false, true>});
     out.push_back({6, 64, "6x64+pf", micro_avx512<6, 4, true, false>});
-    out.push_back({14, 32, "14x32", micro_avx512<14, 2, false, false>});
+    out.push_back({14, 32, "14x32", micro_avx512<14, 2, false, false>, micro_avx512<14, 2, false, true>});
     out.push_back({14, 32, "14x32+pf", micro_avx512<14, 2, true, false>});
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     out.push_back({6, 16, "6x16", micro_avx2<6, 2, false, false>, micro_avx2<6, 2, false, true>});
@@ -370,7 +371,8 @@ int64_t pick_kc(const TiledGemm& g, const Micro& u, bool one_strip) {
 // The plan for g under cfg: the model's, with whatever cfg fixes.
 Plan resolve(const TiledGemm& g, const Micro& u, int threads, const SgemmConfig& cfg) {
   bool one_strip = g.n <= u.nr || cfg.strips_per_tile == 1;
-  Plan p = plan(g, u, threads, cfg.kc > 0 ? cfg.kc : pick_kc(g, u, one_strip));
+  int64_t kc = cfg.kc > 0 ? cfg.kc : g.k_block > 0 ? g.k_block : pick_kc(g, u, one_strip);
+  Plan p = plan(g, u, threads, kc);
   if (cfg.mc > 0) {
     p.mc = ceil_div(cfg.mc, u.mr) * u.mr;
     p.row_tiles = ceil_div(g.m, p.mc);
@@ -489,6 +491,9 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
     float* bp = ap + a_size;
     alignas(64) float edge[16 * 64];
     int64_t panels = ceil_div(i1 - i0, mr);
+    const bool locate = g.locate_a != nullptr && u.direct != nullptr;
+    std::vector<const float*> located(locate ? static_cast<size_t>(panels) : 0);
+    std::vector<int64_t> located_rs(located.size());
     if (g.beta != 0.0f && g.beta != 1.0f)
       for (int64_t i = i0; i < i1; ++i)
         for (int64_t j = s0 * nr; j < std::min(g.n, s1 * nr); ++j) g.c[i * g.c_rs + j] *= g.beta;
@@ -496,19 +501,27 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
       int64_t k0 = kb * KC, kc = std::min(KC, g.k - k0);
       bool accumulate = kb > 0 || g.beta != 0.0f;
       // Direct operands are read in place where a panel or strip is whole; partial ones are packed (zero-padded).
-      for (int64_t r = 0; r < panels; ++r)
-        if (!p.direct_a || i1 - (i0 + r * mr) < mr) pack_a(g, i0 + r * mr, mr, k0, kc, ap + r * kc * mr);
+      // A caller's locator (g.locate_a) may offer a virtual A's panel in place too, else it is packed.
+      for (int64_t r = 0; r < panels; ++r) {
+        const bool whole = i1 - (i0 + r * mr) >= mr;
+        const float* in_place = nullptr;
+        if (locate) {
+          if (whole) in_place = g.locate_a(g.pack_ctx, i0 + r * mr, mr, k0, kc, &located_rs[r]);
+          located[r] = in_place;
+        }
+        if (in_place == nullptr && (!p.direct_a || !whole)) pack_a(g, i0 + r * mr, mr, k0, kc, ap + r * kc * mr);
+      }
       if (!p.shared_b)
         for (int64_t s = s0; s < s1; ++s)
           if (!p.direct_b || g.n - s * nr < nr) pack_b(g, k0, kc, s * nr, nr, bp + (s - s0) * kc * nr);
       auto tile = [&](int64_t s, int64_t r) {
         int64_t i = i0 + r * mr, j = s * nr, rows = std::min<int64_t>(mr, i1 - i), cols = std::min<int64_t>(nr, g.n - j);
-        bool da = p.direct_a && rows == mr, db = p.direct_b && cols == nr;
-        const float* as = da ? g.a + i * g.a_rs + k0 : ap + r * kc * mr;
+        bool la = locate && located[r] != nullptr, da = la || (p.direct_a && rows == mr), db = p.direct_b && cols == nr;
+        const float* as = la ? located[r] : da ? g.a + i * g.a_rs + k0 : ap + r * kc * mr;
         const float* bs = db ? g.b + k0 * g.b_rs + j
                              : p.shared_b ? shared_b + k0 * np + s * kc * nr : bp + (s - s0) * kc * nr;
         MicroFn fn = da || db ? u.direct : u.fn;
-        int64_t a_rs = da ? g.a_rs : 1, a_ps = da ? 1 : mr, b_ps = db ? g.b_rs : nr;
+        int64_t a_rs = la ? located_rs[r] : da ? g.a_rs : 1, a_ps = da ? 1 : mr, b_ps = db ? g.b_rs : nr;
         float* c = g.c + i * g.c_rs + j;
         if (rows == mr && cols == nr) {
           fn(kc, as, a_rs, a_ps, bs, b_ps, c, g.c_rs, accumulate);

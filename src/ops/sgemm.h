@@ -17,12 +17,20 @@ using TileFn = void (*)(void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j
 // from `rows` to mr are zero). Lets a caller build A on the fly, e.g. a convolution's im2col while packing.
 using PackAFn = void (*)(const void* ctx, int64_t i0, int rows, int mr, int64_t k0, int64_t kc, float* out);
 
+// Where a virtual A's panel lies, if anywhere: rows [i0, i0 + mr) and columns [k0, k0 + kc) as
+// A(i0 + i, k0 + p) = ptr[i * *row_stride + p], or null (the panel is then packed through PackAFn). Lets a
+// convolution read most of its im2col straight from the input: within one tap, consecutive output pixels of a
+// row are input pixels a fixed stride apart with their channels contiguous.
+using LocateAFn = const float* (*)(const void* ctx, int64_t i0, int mr, int64_t k0, int64_t kc, int64_t* row_stride);
+
 struct TiledGemm {
   int64_t m = 0, n = 0, k = 0;
   const float* a = nullptr;  // element (i, p) at a[i * a_rs + p * a_cs]: any strides
   int64_t a_rs = 0, a_cs = 0;
   PackAFn pack_a = nullptr;  // when set, A is read only through it (a, a_rs, a_cs unused; alpha must be 1)
   const void* pack_ctx = nullptr;
+  LocateAFn locate_a = nullptr;  // with pack_a: panels it can place are read in place (ctx: pack_ctx)
+  int64_t k_block = 0;           // depth of the packed blocks when nonzero (a conv's channels: one tap a block)
   const float* b = nullptr;  // element (p, j) at b[p * b_rs + j * b_cs]: any strides
   int64_t b_rs = 0, b_cs = 0;
   float* c = nullptr;        // element (i, j) at c[i * c_rs + j]

@@ -68,6 +68,14 @@ std::vector<Case> cases() {
       {{2, 16, 6, 6}, {8, 16, 1, 1}, {}},                                   // 1x1: no buffer
       // Dilation 3: blocks of 1-3 rows (many threads) take the full im2col, taller ones the width-only one.
       {{1, 4, 12, 9}, {4, 4, 3, 3}, {1, 1, 3, 3, 3, 3, 3, 3}},
+      // Channels a multiple of 16 (float32 channels-last): the implicit GEMM reads one tap's channels for a run
+      // of output pixels straight from the input, except across a row end (13 and 10 are no multiple of the
+      // micro-tile's rows) or where the padding falls; strides, dilation and asymmetric padding move both.
+      {{2, 32, 9, 13}, {16, 32, 3, 3}, {1, 1, 1, 1, 1, 1}},
+      {{1, 48, 11, 10}, {8, 48, 3, 3}, {2, 2, 1, 1, 1, 1}},
+      {{1, 32, 12, 14}, {8, 32, 3, 3}, {1, 1, 2, 2, 2, 2, 2, 2}},
+      {{1, 32, 8, 9}, {4, 32, 4, 2}, {1, 1, 1, 0, 2, 1, 1, 1}},
+      {{1, 32, 7, 9}, {64, 32, 3, 3}, {1, 1, 1, 1, 1, 1}},  // 64 outputs: a wider micro-tile
   };
 }
 
