@@ -155,6 +155,20 @@ void sdpa(const Args& args, const Tensor& y) {
   while (rows > 1 && B * ceil_div(L, rows) < (causal ? 4 : 2) * cores) rows = ceil_div(rows, 2);
   int64_t blocks = ceil_div(L, rows), items = B * blocks;
   A* out = y.data_ptr<A>();
+  // K stored [S, E] (the usual case) is transposed once per batch item into [E, S] rows, which every row block of
+  // that item then reads in place, instead of each block packing its own transposed copy.
+  std::unique_ptr<A[]> kt;
+  if (k_t && blocks > 1 && E > 0 && S > 0) {
+    kt = std::make_unique_for_overwrite<A[]>(B * E * S);
+    parallel_for(0, B * S, std::max<int64_t>(1, 4096 / std::max<int64_t>(E, 1)), [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t b = t / S, s = t % S;
+        const A* krow = K.data + K.off[b] + s * K.rs;
+        A* dst = kt.get() + b * E * S + s;
+        for (int64_t e = 0; e < E; ++e) dst[e * S] = krow[e * K.cs];
+      }
+    });
+  }
   // Causal (top-left aligned): row li sees keys [0, li], so a block of rows [l0, l0 + lb) needs only the first
   // min(S, l0 + lb) keys; the rest would be exp(-inf) = 0 weights. Both GEMMs skip them.
   auto keys_of = [&](int64_t l0, int64_t lb) { return causal ? std::min(S, l0 + lb) : S; };
@@ -167,7 +181,10 @@ void sdpa(const Args& args, const Tensor& y) {
     const A* q_rows = Q.data + Q.off[b] + l0 * Q.rs;
     for (int64_t r = 0; r < lb; ++r)
       for (int64_t e = 0; e < E; ++e) qs[r * E + e] = q_rows[r * Q.rs + e * Q.cs] * scale;
-    blas::gemm_serial(false, k_t, lb, Sb, E, A(1), qs, E, K.data + K.off[b], k_ld, A(0), sc, Sb);
+    if (kt)
+      blas::gemm_serial(false, false, lb, Sb, E, A(1), qs, E, kt.get() + b * E * S, S, A(0), sc, Sb);
+    else
+      blas::gemm_serial(false, k_t, lb, Sb, E, A(1), qs, E, K.data + K.off[b], k_ld, A(0), sc, Sb);
     for (int64_t r = 0; r < lb; ++r) {
       A* row = sc + r * Sb;
       int64_t li = l0 + r;
