@@ -1,6 +1,9 @@
 // End-to-end tests of the inductor backend on the CPU: each function runs eagerly and compiled, results are
 // compared (float32 relative error <= 1e-5, bf16 <= 1e-2), and the kernel counts the fusion promises are checked.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <limits>
 
 #include "backends/backends.h"
 #include "codegen/cpp/cpp_codegen.h"
@@ -260,6 +263,47 @@ TEST(InductorCodegen, StaticSizesUse32BitIndicesSymbolicOnes64) {
       "graph(%x: f32[s0, 100]):\n  %1 = exp(%x)  # f32[s0, 100]\n  return (%1)\n");
   EXPECT_EQ(dynamic.find("every index fits in 32 bits"), std::string::npos);
   EXPECT_NE(dynamic.find("const sn_i64 begin_"), std::string::npos) << dynamic;
+}
+
+// Softmax's exp(x - max) is computed once: the sum's loop also stores it into the output, which the last loop
+// scales by one reciprocal of the sum per row. A bfloat16 output cannot hold it exactly, so there the exp is
+// computed again.
+TEST(InductorCodegen, SoftmaxComputesEachExpOnce) {
+  auto softmax_graph = [](const char* out) {
+    return fmt::format(
+        "graph(%x: f32[8, 1001]):\n"
+        "  %1 = amax(%x, [1], True)  # f32[8, 1]\n"
+        "  %2 = sub.Tensor(%x, %1)  # f32[8, 1001]\n"
+        "  %3 = exp(%2)  # f32[8, 1001]\n"
+        "  %4 = sum.dim_IntList(%3, [1], True)  # f32[8, 1]\n"
+        "  %5 = div.Tensor(%3, %4)  # f32[8, 1001]\n"
+        "  %6 = _to_copy(%5, dtype={})  # {}[8, 1001]\n"
+        "  return (%6)\n",
+        out, std::string(out) == "torch.bfloat16" ? "bf16" : "f32");
+  };
+  std::string f32 = generated_source(softmax_graph("torch.float32"));
+  EXPECT_NE(f32.find("kept for"), std::string::npos) << f32;
+  size_t exps = 0, kernels = f32.find("end of prelude");
+  ASSERT_NE(kernels, std::string::npos);
+  for (size_t at = f32.find("sn_exp(", kernels); at != std::string::npos; at = f32.find("sn_exp(", at + 1)) ++exps;
+  EXPECT_EQ(exps, 2u) << f32;  // the sum's vector body and its scalar tail
+  EXPECT_NE(f32.find(" * (1.0f / t"), std::string::npos) << f32;
+  std::string bf16 = generated_source(softmax_graph("torch.bfloat16"));
+  EXPECT_EQ(bf16.find("kept for"), std::string::npos) << bf16;
+}
+
+// The same softmax end to end, with rows whose length leaves a scalar tail, a NaN and an infinity in some rows.
+TEST(Inductor, SoftmaxWithKeptExpsMatchesEager) {
+  Tensor x = random({37, 1001}) * 3;
+  x.select(0, 3).select(0, 500).fill_(std::numeric_limits<float>::quiet_NaN());
+  x.select(0, 5).select(0, 7).fill_(std::numeric_limits<float>::infinity());
+  x.select(0, 6).fill_(-std::numeric_limits<float>::infinity());
+  auto f = [](const Tensor& x) { return softmax(x * 0.5, -1); };
+  Tensor want = f(x), got = compile(f, {.backend = "inductor"})(x);
+  for (int64_t r : {0, 1, 2, 4, 36}) EXPECT_CLOSE(got.select(0, r), want.select(0, r)) << r;
+  for (int64_t r : {3, 5, 6}) {
+    EXPECT_EQ(isnan(got.select(0, r)).sum().item<int64_t>(), isnan(want.select(0, r)).sum().item<int64_t>()) << r;
+  }
 }
 
 }  // namespace

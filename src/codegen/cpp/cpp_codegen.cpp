@@ -94,6 +94,12 @@ class KernelWriter {
   std::unordered_map<int, std::string> stage_value_;  // node in the current stage -> its SSA value
   std::unordered_map<int, SExpr> body_;               // node -> body after coalescing
   std::unordered_map<int, ExprPtr> store_;            // node -> store offset after coalescing
+  // Values a reduction computes for each element that a later stage of the kernel computes again (softmax's
+  // exp(x - max), summed, then divided by the sum): the reduction also stores them into that stage's output,
+  // and that stage loads them instead of computing them a second time.
+  std::unordered_map<int, int> cache_to_;                           // reduction node -> pointwise node
+  std::unordered_map<int, std::vector<SExpr>> cached_in_;           // pointwise node -> values it loads
+  void plan_cached_values();
   int tmp_ = 0;
 };
 
@@ -204,7 +210,14 @@ std::string KernelWriter::emit(SExpr e, std::string& out, const std::string& ind
       args.push_back(emit(a, out, ind));
       types.push_back(a->type);
     }
-    text = op_str(e->op, e->type, args, types);
+    // Division by a row's reduction result (softmax's sum, a mean): one reciprocal per row, hoisted out of the
+    // loop by the compiler, and a multiply per element instead of a divide (within an ulp of the quotient).
+    const SExpr d = e->op == "div" && e->type == CType::kF32 && e->args.size() == 2 ? e->args[1] : nullptr;
+    const int dp = d != nullptr && d->kind == SKind::kLoad ? p_.buffers[d->buffer].producer : -1;
+    if (dp >= 0 && reduced_.count(dp) && d->offset == store_.at(dp))
+      text = fmt::format("{} * (1.0f / {})", args[0], args[1]);
+    else
+      text = op_str(e->op, e->type, args, types);
   }
   if (e->kind == SKind::kConst) return names_[e] = text;
   std::string name = fmt::format("t{}", tmp_++);
@@ -244,6 +257,13 @@ void KernelWriter::emit_pointwise_stage(const Stage& st, std::string& out, const
   names_.clear();
   for (int id : st.nodes) {
     out += fmt::format("{}// {}\n", in, p_.nodes[id].origin);
+    auto c = cached_in_.find(id);
+    if (c != cached_in_.end())
+      for (SExpr x : c->second) {  // stored here by the reduction stage that computed it
+        std::string name = fmt::format("t{}", tmp_++);
+        out += fmt::format("{}const float {} = {}[{}];\n", in, name, buf(p_.nodes[id].out), idx(store_.at(id)));
+        names_[x] = name;
+      }
     std::string v = emit(body_[id], out, in);
     store(p_.nodes[id], v, out, in);
     stage_value_[id] = v;
@@ -282,8 +302,15 @@ void KernelWriter::emit_reduction_stage(const Stage& st, std::string& out, const
   std::string body_ind = in + "    ";
   out += fmt::format("{}const {} {} = i{} + j;\n", body_ind, it_, var(last.var), n_name);
   names_.clear();
+  auto cache = [&](int id, const std::string& v, const std::string& at) {
+    auto c = cache_to_.find(id);
+    if (c != cache_to_.end())
+      out += fmt::format("{}{}[{}] = {};  // kept for {}\n", at, buf(p_.nodes[c->second].out), idx(store_.at(c->second)),
+                         v, p_.nodes[c->second].origin);
+  };
   for (int id : st.nodes) {
     std::string v = emit(body_[id], out, body_ind);
+    cache(id, v, body_ind);
     out += fmt::format("{}acc{}[j] = {};\n", body_ind, id, reduce_combine(p_.nodes[id].reduce_op, fmt::format("acc{}[j]", id), v));
   }
   out += in + "  }\n" + in + "}\n";
@@ -294,6 +321,7 @@ void KernelWriter::emit_reduction_stage(const Stage& st, std::string& out, const
   names_.clear();
   for (int id : st.nodes) {
     std::string v = emit(body_[id], out, body_ind);
+    cache(id, v, body_ind);
     out += fmt::format("{}acc{}[0] = {};\n", body_ind, id, reduce_combine(p_.nodes[id].reduce_op, fmt::format("acc{}[0]", id), v));
   }
   out += in + "}\n";
@@ -312,6 +340,64 @@ void KernelWriter::emit_reduction_stage(const Stage& st, std::string& out, const
       out += fmt::format("{}{} = {} / ({}){};\n", ind, r, r, t, idx(product(dims)));
     store(n, r, out, ind);
     reduced_[id] = r;
+  }
+}
+
+namespace {
+// Whether computing e once instead of twice is worth a store and a load: it calls a transcendental function.
+bool costly(SExpr e, std::unordered_set<SExpr>& seen) {
+  static const std::unordered_set<std::string> kCostly = {"exp", "exp2", "expm1", "log", "log2", "log1p", "tanh",
+                                                          "sigmoid", "erf", "pow", "sin", "cos", "gelu", "silu"};
+  if (e->kind != SKind::kOp || !seen.insert(e).second) return false;
+  if (kCostly.count(e->op)) return true;
+  for (SExpr a : e->args)
+    if (costly(a, seen)) return true;
+  return false;
+}
+bool contains(SExpr e, SExpr x, std::unordered_set<SExpr>& seen) {
+  if (e == x) return true;
+  if (e->kind != SKind::kOp || !seen.insert(e).second) return false;
+  for (SExpr a : e->args)
+    if (contains(a, x, seen)) return true;
+  return false;
+}
+}  // namespace
+
+// For each reduction stage and each later pointwise stage with the same loops (so the reduction's index
+// variables address that stage's output), a float32 output whose value contains the reduction's costly
+// per-element value takes it as a cache. The output is distinct from every input of the kernel (buffers are
+// freed only after the kernels that read them), so storing early clobbers nothing.
+void KernelWriter::plan_cached_values() {
+  const size_t first = k_.outer.size();
+  auto same = [&](const std::vector<LoopDim>& a, const std::vector<LoopDim>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t j = 0; j < a.size(); ++j)
+      if (a[j].var != b[j].var || idx(a[j].size) != idx(b[j].size)) return false;
+    return true;
+  };
+  for (size_t si = 0; si < k_.stages.size(); ++si) {
+    if (!k_.stages[si].reduction) continue;
+    for (size_t pi = si + 1; pi < k_.stages.size(); ++pi) {
+      const Stage& pw = k_.stages[pi];
+      if (pw.reduction) continue;
+      std::vector<LoopDim> dp = stage_loops(pw.nodes, first);
+      std::vector<LoopDim> dr = stage_loops(k_.stages[si].nodes, first);
+      if (dp.empty() || !same(dp, dr)) continue;
+      for (int r : k_.stages[si].nodes) {
+        SExpr x = body_[r];
+        std::unordered_set<SExpr> seen;
+        if (cache_to_.count(r) || x->type != CType::kF32 || !costly(x, seen)) continue;
+        for (int n : pw.nodes) {
+          const int out = p_.nodes[n].out;
+          if (local_[out] || p_.buffers[out].dtype != kFloat32 || cached_in_.count(n)) continue;
+          std::unordered_set<SExpr> visited;
+          if (!contains(body_[n], x, visited)) continue;
+          cache_to_[r] = n;
+          cached_in_[n].push_back(x);
+          break;
+        }
+      }
+    }
   }
 }
 
@@ -365,6 +451,7 @@ std::string KernelWriter::write(KernelInfo& info) {
     for (size_t d = 0; d < k_.outer.size(); ++d) outer.push_back({static_cast<int>(d), k_.outer[d]});
     body += fmt::format("{}for ({} o_ = begin_; o_ < end_; ++o_) {{\n", ind, it_);
     body += unravel(outer, "o_", ind + "  ");
+    plan_cached_values();
     for (const Stage& st : k_.stages) {
       if (st.reduction) emit_reduction_stage(st, body, ind + "  ");
       else emit_pointwise_stage(st, body, ind + "  ");
