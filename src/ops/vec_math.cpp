@@ -41,18 +41,16 @@ bool available() {
 // AVX-512 run vdivps zmm as 3 uops on ports 0 and 5 plus about 10 cycles of the core's one divider per
 // vector, shared by both hyperthreads; vrcp14ps is also 3 uops there, so the reciprocal forms cost 2-3 more
 // port uops per vector but leave the divider alone. Counting ports 0 and 5 only, the forms come out within
-// about a cycle per vector (sigmoid 19 uops + the divider against 21, gelu 20 + the divider against 23), so
-// on Intel the reciprocal is the default, which no divider slower than that model can hurt.
-// SINTER_VEC_DIVISION=divide|reciprocal overrides (read once), to measure both on the machine at hand.
+// about a cycle per vector (sigmoid 19 uops + the divider against 21, gelu 20 + the divider against 23).
+// Measured on the 16-core Xeon host (bench/results/eager-h200-16core-2026-11-30-s4.txt, two eager suites
+// minutes apart, 2^25 floats, 16 threads): divide 1.855 ms against reciprocal 1.987 ms for sigmoid, 1.650
+// against 1.706 ms for gelu. So the divide is the default everywhere; SINTER_VEC_DIVISION=divide|reciprocal
+// overrides (read once), to measure both on the machine at hand.
 Division division() {
   static const Division d = [] {
     const char* v = std::getenv("SINTER_VEC_DIVISION");
-    if (v != nullptr && std::string_view(v) == "divide") return Division::kDivide;
     if (v != nullptr && std::string_view(v) == "reciprocal") return Division::kReciprocal;
-#if defined(SINTER_VEC_X86)
-    if (__builtin_cpu_is("amd")) return Division::kDivide;
-#endif
-    return Division::kReciprocal;
+    return Division::kDivide;
   }();
   return d;
 }

@@ -13,7 +13,8 @@ namespace sinter::vec {
 bool available();
 
 // How sigmoid, silu and gelu divide: one vdivps, or vrcp14ps and a Newton step (more instructions, none on
-// the divider). division() is the form in use: by CPU (vec_math.cpp says why), or SINTER_VEC_DIVISION.
+// the divider). division() is the form in use: the divide (measured faster on Zen 5 and on the Xeon host;
+// vec_math.cpp has the numbers) unless SINTER_VEC_DIVISION=reciprocal.
 enum class Division { kDivide, kReciprocal };
 Division division();
 
