@@ -1,0 +1,28 @@
+// The micro-kernels of sinter's float32 GEMM (src/ops/sgemm.cpp): one MR x NR tile of C over kc steps, with
+// AVX-512 or AVX2 FMAs in target-attributed templates, chosen at run time by what the CPU has.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace sinter::blas {
+
+// c[MR x NR] (row stride ldc) = (accumulate ? c : 0) + A @ B over kc steps, where A's row i at step p is
+// a[i * a_rs + p * a_ps] and B's NR values of step p start at b + p * b_ps. The packed form (fn) ignores the
+// strides: A panels of MR values per step, B panels of NR, both 64-byte aligned. The strided form (direct)
+// reads A and B where they lie, for operands used once, whose packing would cost more than it saves.
+using MicroFn = void (*)(int64_t kc, const float* a, int64_t a_rs, int64_t a_ps, const float* b, int64_t b_ps,
+                         float* c, int64_t ldc, bool accumulate);
+
+struct Micro {
+  int mr = 0, nr = 0;
+  const char* name = "";
+  MicroFn fn = nullptr;
+  MicroFn direct = nullptr;  // null: operands are always packed
+};
+
+// The micro-kernels this CPU runs, in order of preference (empty without AVX2 or AVX-512F); fixed per process.
+const std::vector<Micro>& micros();
+// The first of micros(), or an empty Micro (fn null) when there is none.
+const Micro& micro();
+
+}  // namespace sinter::blas
