@@ -49,31 +49,35 @@ std::vector<C> param_or(const Value& v, int64_t n, C fill) {
   return read_values<C>(v.tensor());
 }
 
-// Runs `body(x, y, row, next)` over `rows` contiguous rows of length `len` of `in`, writing `out` (same layout):
-// rows are converted to C in a buffer when `in` is not C, and results rounded into `out` when it is not C.
+// Runs `body(x, y, row, next, stream)` over `rows` contiguous rows of length `len` of `in`, writing `out` (same
+// layout): rows are converted to C in a buffer when `in` is not C, and results rounded into `out` when it is
+// not C. A large output is computed row by row in cache and streamed out (loops::kStreamMinBytes says why):
+// through a row buffer, unless `body_streams` says the body writes the output row itself, in which case it
+// gets y = the output row and `stream` = whether to use streaming stores (then this fences).
 template <class C, class F>
-void for_each_row(const Tensor& in, const Tensor& out, int64_t rows, int64_t len, F body) {
+void for_each_row(const Tensor& in, const Tensor& out, int64_t rows, int64_t len, F body, bool body_streams = false) {
   if (rows == 0 || len == 0) return;
   const LoadFn<C> load = load_fn<C>(in.dtype());
   const StoreFn<C> store = store_fn<C>(out.dtype());
   const int64_t isz = static_cast<int64_t>(in.element_size()), osz = static_cast<int64_t>(out.element_size());
   const char* ibase = static_cast<const char*>(in.data_ptr());
   char* obase = static_cast<char*>(out.data_ptr());
-  // A large output is computed row by row in cache and streamed out (loops::kStreamMinBytes says why).
   const bool stream = loops::stream_output(rows * len * osz);
+  const bool direct = body_streams && !store;  // the body writes (streams) the output row itself
+  const bool buffered = store || (stream && !direct);
   parallel_for(0, rows, std::max<int64_t>(1, kGrainElementwise / len), [&](int64_t b, int64_t e) {
-    std::vector<C> xbuf(load ? static_cast<size_t>(len) : 0), ybuf(store || stream ? static_cast<size_t>(len) : 0);
+    std::vector<C> xbuf(load ? static_cast<size_t>(len) : 0), ybuf(buffered ? static_cast<size_t>(len) : 0);
     std::vector<char> obuf(store && stream ? static_cast<size_t>(len * osz) : 0);
     for (int64_t r = b; r < e; ++r) {
       const C* x = load ? xbuf.data() : reinterpret_cast<const C*>(ibase + r * len * isz);
       if (load) load(ibase + r * len * isz, xbuf.data(), len);
       char* dst = obase + r * len * osz;
-      C* y = store || stream ? ybuf.data() : reinterpret_cast<C*>(dst);
+      C* y = buffered ? ybuf.data() : reinterpret_cast<C*>(dst);
       // The next row's input, for bodies that prefetch it (map_row_prefetch); only for large (streamed) outputs,
       // whose inputs come from memory.
       const char* next = stream && r + 1 < e ? ibase + (r + 1) * len * isz : nullptr;
-      body(x, y, r, next);
-      write_row(dst, y, len, osz, store, stream, obuf.data());
+      body(x, y, r, next, stream && direct);
+      if (buffered) write_row(dst, y, len, osz, store, stream, obuf.data());
     }
     if (stream) loops::stream_fence();
   });
@@ -168,27 +172,23 @@ void layer_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   visit_float_compute(x.dtype(), [&]<class C>() {
     const std::vector<C> w = param_or<C>(a[2], len, C(1)), b = param_or<C>(a[3], len, C(0));
     const int64_t row_bytes = len * static_cast<int64_t>(x.element_size());
-    if constexpr (std::is_same_v<C, float>) {
-      // float32 in and out on AVX-512: the affine pass writes (streams, when large) the output row itself.
-      if (x.dtype() == kFloat32 && outs[0].dtype() == kFloat32 && vec::available() && rows > 0 && len > 0) {
-        const float* xb = x.data_ptr<float>();
-        float* yb = outs[0].data_ptr<float>();
-        const bool stream = loops::stream_output(rows * len * 4);
-        parallel_for(0, rows, std::max<int64_t>(1, kGrainElementwise / len), [&](int64_t rb, int64_t re) {
-          for (int64_t r = rb; r < re; ++r) {
-            const char* next = stream && r + 1 < re ? reinterpret_cast<const char*>(xb + (r + 1) * len) : nullptr;
-            float mean, rstd;
-            layer_norm_stats(xb + r * len, len, static_cast<float>(eps), mean, rstd, next, row_bytes);
-            vec::normalize_row(xb + r * len, yb + r * len, w.data(), b.data(), len, mean, rstd, stream);
+    // float32 in and out on AVX-512: the affine pass writes (streams, when large) the output row itself.
+    const bool vec_rows = std::is_same_v<C, float> && x.dtype() == kFloat32 && outs[0].dtype() == kFloat32 &&
+                          vec::available();
+    for_each_row<C>(
+        x, outs[0], rows, len,
+        [&](const C* xr, C* yr, int64_t, const char* next, bool stream) {
+          if constexpr (std::is_same_v<C, float>) {
+            if (vec_rows) {
+              float mean, rstd;
+              layer_norm_stats(xr, len, static_cast<float>(eps), mean, rstd, next, row_bytes);
+              vec::normalize_row(xr, yr, w.data(), b.data(), len, mean, rstd, stream);
+              return;
+            }
           }
-          if (stream) loops::stream_fence();
-        });
-        return;
-      }
-    }
-    for_each_row<C>(x, outs[0], rows, len, [&](const C* xr, C* yr, int64_t, const char* next) {
-      layer_norm_row(xr, yr, w.data(), b.data(), len, static_cast<C>(eps), next, row_bytes);
-    });
+          layer_norm_row(xr, yr, w.data(), b.data(), len, static_cast<C>(eps), next, row_bytes);
+        },
+        vec_rows);
   });
 }
 
@@ -240,7 +240,7 @@ void rms_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   const DType in_dtype = x.dtype();
   visit_float_compute(outs[0].dtype(), [&]<class C>() {
     const std::vector<C> w = param_or<C>(a[2], len, C(1));
-    for_each_row<C>(x, outs[0], rows, len, [&](const C* xr, C* yr, int64_t, const char*) {
+    for_each_row<C>(x, outs[0], rows, len, [&](const C* xr, C* yr, int64_t, const char*, bool) {
       const C ms = lane_sum<C>(xr, len, [](C v) { return v * v; }) / static_cast<C>(len);
       const C r = C(1) / std::sqrt(ms + static_cast<C>(eps));
       map_row(xr, yr, len, [r](C v) { return v * r; });
@@ -283,7 +283,7 @@ void group_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   const double eps = a[4].to_double();
   visit_float_compute(x.dtype(), [&]<class C>() {
     const std::vector<C> w = param_or<C>(a[2], channels, C(1)), b = param_or<C>(a[3], channels, C(0));
-    for_each_row<C>(x, outs[0], n * groups, len, [&](const C* xr, C* yr, int64_t row, const char*) {
+    for_each_row<C>(x, outs[0], n * groups, len, [&](const C* xr, C* yr, int64_t row, const char*, bool) {
       C mean, rstd;
       row_stats(xr, len, static_cast<C>(eps), mean, rstd);
       // Per channel the normalisation and affine fold into y = x * scale + shift.
@@ -375,7 +375,7 @@ void batch_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
       scale[c] = w[c] / std::sqrt(var[c] + static_cast<C>(eps));
       shift[c] = b[c] - mean[c] * scale[c];
     }
-    for_each_row<C>(x, outs[0], n * channels, hw, [&](const C* xr, C* yr, int64_t row, const char*) {
+    for_each_row<C>(x, outs[0], n * channels, hw, [&](const C* xr, C* yr, int64_t row, const char*, bool) {
       const C sc = scale[row % channels], sh = shift[row % channels];
       map_row(xr, yr, hw, [sc, sh](C v) { return v * sc + sh; });
     });

@@ -23,11 +23,8 @@
 namespace sinter::blas {
 namespace {
 
-// Depth of one packed block: a KC x NR panel of B stays in L1/L2 while the MR-row panels of A stream from L2.
-// (The macros let bench/sgemm_probe.cpp compile variants side by side; the library uses the defaults.)
-#ifndef SINTER_SGEMM_KC
-#define SINTER_SGEMM_KC 256
-#endif
+// Weights of the tile cost model (plan() below). The macros let bench/sgemm_probe.cpp compile variants side by
+// side; the library uses the defaults. The block depth KC is chosen by pick_kc(), or per call (SgemmConfig).
 #ifndef SINTER_SGEMM_PASS_FLOPS
 #define SINTER_SGEMM_PASS_FLOPS 5e6
 #endif
@@ -40,8 +37,6 @@ namespace {
 #ifndef SINTER_SGEMM_STRAGGLE
 #define SINTER_SGEMM_STRAGGLE 0.5
 #endif
-constexpr int64_t kKC = SINTER_SGEMM_KC;
-
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 
@@ -168,7 +163,7 @@ void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, floa
 }
 
 struct Plan {
-  int64_t kc = kKC, kblocks = 0, strips = 0, row_tiles = 1, strip_tiles = 1;
+  int64_t kc = 0, kblocks = 0, strips = 0, row_tiles = 1, strip_tiles = 1;
   int64_t mc = 0, strips_per_tile = 0;  // a tile's rows, and its width in strips of nr columns
   bool shared_b = false;                // B packed once for every task (else each task packs its columns)
   bool a_outer = false;                 // inside a tile: A panels in the outer loop, B strips in the inner
@@ -297,7 +292,6 @@ const Micro& pick_micro(const TiledGemm& g, const SgemmConfig& cfg) {
     if (padding(u) <= 1.02 * least) return u;
   return all[0];
 }
-
 
 }  // namespace
 
