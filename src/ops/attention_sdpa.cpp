@@ -139,10 +139,10 @@ void sdpa(const Args& args, const Tensor& y) {
   }
   A keep_scale = p >= 1 ? A(0) : static_cast<A>(1.0 / (1.0 - p));
 
-  bool q_t = false, k_t = false, v_t = false;
-  int64_t q_ld = 1, k_ld = 1, v_ld = 1;
-  bool ready = blas::blas_layout(L, E, Q.rs, Q.cs, q_t, q_ld) &&
-               blas::blas_layout(E, S, K.cs, K.rs, k_t, k_ld) &&  // K^T
+  // (q is copied, scaled, into a row-major block per item, so only K and V are read as BLAS operands.)
+  bool k_t = false, v_t = false;
+  int64_t k_ld = 1, v_ld = 1;
+  bool ready = blas::blas_layout(E, S, K.cs, K.rs, k_t, k_ld) &&  // K^T
                blas::blas_layout(S, Ev, V.rs, V.cs, v_t, v_ld);
   // (An empty dim skips the GEMM before the layout matters.)
   SINTER_INTERNAL_ASSERT(ready || E == 0 || S == 0, "sdpa operands not BLAS-ready");
