@@ -116,5 +116,11 @@ case "$PART" in
     SINTER_VEC_DIVISION=$d build-h200/sinter bench --suite eager --threads "$THREADS" >> "$OUT/eager.txt" 2>&1
   done
   grep -E 'ceiling|% of|^==' "$OUT/eager.txt" | tail -50 ;;
-*) echo "unknown part $PART (1-7)"; exit 2 ;;
+8)  # bench/rowpass_probe.cpp (standalone, no library build): prefetch schedules for softmax, layer_norm and
+    # sigmoid beside a streaming copy, twice (ROUNDS), with the machine's THP setting
+  { lscpu | grep -E 'Model name|NUMA|L1d|L2|L3'; cat /sys/kernel/mm/transparent_hugepage/enabled; } > "$OUT/rowpass.txt"
+  g++ -O2 -std=c++20 -march=native -fopenmp bench/rowpass_probe.cpp -o /tmp/rowpass_probe || exit 1
+  for i in $(seq ${ROUNDS:-2}); do /tmp/rowpass_probe "$THREADS" ${FILTER:-} >> "$OUT/rowpass.txt" 2>&1; done
+  cat "$OUT/rowpass.txt" ;;
+*) echo "unknown part $PART (1-8)"; exit 2 ;;
 esac

@@ -1,0 +1,401 @@
+// How should a row kernel (softmax, layer_norm over rows of 4096 floats) or a pointwise map (sigmoid) order
+// its memory traffic so that the machine's bandwidth, not the compute between loads, sets its pace? Each
+// variant below is timed beside a streaming copy of the same bytes (best of several rounds of medians, both),
+// on the eager suite's shapes, and printed as a fraction of that copy. Standalone (OpenMP and AVX-512, no
+// sinter), so it builds in seconds on the GPU host:
+//   g++ -O2 -std=c++20 -mavx512f -mfma -fopenmp bench/rowpass_probe.cpp -o /tmp/rowpass_probe
+//   /tmp/rowpass_probe [threads] [name filter]
+// Prefetch schedules: "next row during pass k" (what sinter's kernels did), or "D bytes ahead spread over
+// every pass" with a hint: T0 into L1, T1/T2 into L2, NTA non-temporal.
+#include <immintrin.h>
+#include <omp.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kRows = 8192, kCols = 4096, kN = kRows * kCols, kRowBytes = kCols * 4;
+constexpr int64_t kPiece = 256;  // elements between prefetch steps
+constexpr int64_t kPieces = kCols / kPiece;
+
+// n floats from a 2 MB-aligned block (huge pages where the kernel gives them), starting `skew` floats in, so
+// that arrays do not share their addresses modulo the page size (as sinter's allocator staggers large blocks).
+float* alloc(int64_t n, int64_t skew = 0) {
+  n += skew;
+  size_t bytes = (static_cast<size_t>(n) * 4 + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  auto* p = static_cast<float*>(std::aligned_alloc(2u << 20, bytes));
+  if (!std::getenv("NO_THP")) madvise(p, bytes, MADV_HUGEPAGE);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) p[i] = 0;
+  return p + skew;
+}
+
+enum Hint { kT0, kT1, kT2, kNTA };
+const char* hint_name(int h) { return h == kT0 ? "T0" : h == kT1 ? "T1" : h == kT2 ? "T2" : "NTA"; }
+// Always inlined: a separate function holding only prefetches is found free of side effects and its calls are
+// dropped (g++ 12 did so here).
+[[gnu::always_inline]] inline void prefetch(const char* p, int hint) {
+  switch (hint) {
+    case kT0: _mm_prefetch(p, _MM_HINT_T0); break;
+    case kT1: _mm_prefetch(p, _MM_HINT_T1); break;
+    case kT2: _mm_prefetch(p, _MM_HINT_T2); break;
+    default: _mm_prefetch(p, _MM_HINT_NTA); break;
+  }
+}
+
+// Prefetches a thread's input range [base, base + limit) in order, up to a moving target.
+struct Fetcher {
+  const char* base;
+  int64_t limit, done = 0;
+  int hint;
+  [[gnu::always_inline]] void to(int64_t target) {
+    target = std::min(target, limit);
+    for (; done < target; done += 64) prefetch(base + done, hint);
+  }
+};
+
+inline __m512 splat(float v) { return _mm512_set1_ps(v); }
+// e^x for x <= 0 (clamped at -104), as sinter's vec_math computes it: 2^n by vscalefps, degree-6 polynomial.
+inline __m512 exp_v(__m512 x) {
+  x = _mm512_max_ps(x, splat(-104.f));
+  const __m512 magic = splat(12582912.f);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, splat(1.44269504088896341f), magic), magic);
+  __m512 r = _mm512_fnmadd_ps(n, splat(0.693147182464599609375f), x);
+  r = _mm512_fnmadd_ps(n, splat(-1.904654299957768e-09f), r);
+  __m512 p = splat(1.381453942e-03f);
+  p = _mm512_fmadd_ps(p, r, splat(8.368745446e-03f));
+  p = _mm512_fmadd_ps(p, r, splat(4.166838899e-02f));
+  p = _mm512_fmadd_ps(p, r, splat(1.666652113e-01f));
+  p = _mm512_fmadd_ps(p, r, splat(4.999999404e-01f));
+  p = _mm512_fmadd_ps(p, r, splat(1.f));
+  p = _mm512_fmadd_ps(p, r, splat(1.f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// The piece functions carry their vector accumulators across pieces: no horizontal reduction per piece.
+struct Acc {
+  __m512 a, b;
+};
+inline float hmax(const Acc& c) { return _mm512_reduce_max_ps(_mm512_max_ps(c.a, c.b)); }
+inline float hsum(const Acc& c) { return _mm512_reduce_add_ps(_mm512_add_ps(c.a, c.b)); }
+inline void piece_max(const float* x, int64_t n, Acc& c) {
+  for (int64_t i = 0; i < n; i += 32) {
+    c.a = _mm512_max_ps(c.a, _mm512_loadu_ps(x + i));
+    c.b = _mm512_max_ps(c.b, _mm512_loadu_ps(x + i + 16));
+  }
+}
+inline void piece_exp_sum(const float* x, float* y, int64_t n, __m512 mv, Acc& c) {  // y may be null
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 e0 = exp_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
+    const __m512 e1 = exp_v(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
+    if (y != nullptr) _mm512_storeu_ps(y + i, e0), _mm512_storeu_ps(y + i + 16, e1);
+    c.a = _mm512_add_ps(c.a, e0);
+    c.b = _mm512_add_ps(c.b, e1);
+  }
+}
+void piece_stream_scale(float* y, const float* s, int64_t n, float k) {
+  for (int64_t i = 0; i < n; i += 16) _mm512_stream_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), splat(k)));
+}
+void piece_stream_exp_scale(float* y, const float* x, int64_t n, float m, float k) {
+  for (int64_t i = 0; i < n; i += 16)
+    _mm512_stream_ps(y + i, _mm512_mul_ps(exp_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), splat(m))), splat(k)));
+}
+inline void piece_sum(const float* x, int64_t n, Acc& c) {
+  for (int64_t i = 0; i < n; i += 32) {
+    c.a = _mm512_add_ps(c.a, _mm512_loadu_ps(x + i));
+    c.b = _mm512_add_ps(c.b, _mm512_loadu_ps(x + i + 16));
+  }
+}
+inline void piece_sq(const float* x, int64_t n, __m512 mean, Acc& c) {
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 t0 = _mm512_sub_ps(_mm512_loadu_ps(x + i), mean), t1 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mean);
+    c.a = _mm512_fmadd_ps(t0, t0, c.a);
+    c.b = _mm512_fmadd_ps(t1, t1, c.b);
+  }
+}
+inline void piece_sum_sq(const float* x, int64_t n, __m512 shift, Acc& sum, Acc& sq) {
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 t0 = _mm512_sub_ps(_mm512_loadu_ps(x + i), shift), t1 = _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), shift);
+    sum.a = _mm512_add_ps(sum.a, t0), sum.b = _mm512_add_ps(sum.b, t1);
+    sq.a = _mm512_fmadd_ps(t0, t0, sq.a), sq.b = _mm512_fmadd_ps(t1, t1, sq.b);
+  }
+}
+void piece_normalize(float* y, const float* x, const float* w, const float* b, int64_t n, float mean, float rstd) {
+  for (int64_t i = 0; i < n; i += 16) {
+    __m512 t = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), splat(mean)), splat(rstd));
+    _mm512_stream_ps(y + i, _mm512_fmadd_ps(t, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i)));
+  }
+}
+void piece_sigmoid(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    const __m512 e = exp_v(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(v)));  // e^-|x|
+    const __m512 one = splat(1.f), d = _mm512_add_ps(one, e);
+    const __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+    _mm512_stream_ps(y + i, _mm512_div_ps(_mm512_mask_blend_ps(neg, one, e), d));
+  }
+}
+
+// A schedule: none; kRows: the row `rows` ahead, spread over the passes in `passes` (bit k: pass k; sinter's
+// kernels fetched the next row over their middle pass, T0); kAhead: `ahead` bytes in front of the current
+// position, spread evenly over every pass of a row (or over the pieces of a pointwise range).
+struct Schedule {
+  enum Kind { kNone, kRows, kAhead } kind;
+  int64_t ahead;
+  int hint;
+  int rows = 1, passes = 2;
+  std::string str() const {
+    if (kind == kNone) return "no prefetch";
+    if (kind == kRows)
+      return std::string(rows == 1 ? "next row" : "row +" + std::to_string(rows)) + " over passes " +
+             (passes & 1 ? "0" : "") + (passes & 2 ? "1" : "") + (passes & 4 ? "2" : "") + ", " + hint_name(hint);
+    return std::to_string(ahead / 1024) + "K ahead, " + hint_name(hint);
+  }
+  // The prefetch target (bytes from the thread's first row) at piece k of pass `pass` of the row at `off`.
+  int64_t target(int64_t off, int pass, int64_t k, int npasses) const {
+    if (kind == kAhead) return off + ahead + kRowBytes * (pass * kPieces + k + 1) / (npasses * kPieces);
+    if (!(passes >> pass & 1)) return -1;
+    const int before = __builtin_popcount(passes & ((1 << pass) - 1)), count = __builtin_popcount(passes);
+    return off + rows * kRowBytes + kRowBytes * (before * kPieces + k + 1) / (count * kPieces);
+  }
+  int64_t start() const { return kind == kRows ? rows * kRowBytes : 0; }  // the rows before come on demand
+};
+
+struct Buffers {
+  float *x, *y, *w, *b;
+};
+
+// Rows [rb, re) of softmax. `online`: one pass for max and sum (rescaling), one for exp * 1/sum.
+void softmax_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, bool online, float* buf) {
+  const char* base = reinterpret_cast<const char*>(d.x + rb * kCols);
+  Fetcher f{base, (re - rb) * kRowBytes, 0, s.hint};
+  const int passes = online ? 2 : 3;
+  f.done = s.start();
+  auto step = [&](int64_t r, int pass, int64_t k) {
+    if (s.kind != Schedule::kNone) f.to(s.target((r - rb) * kRowBytes, pass, k, passes));
+  };
+  for (int64_t r = rb; r < re; ++r) {
+    const float* x = d.x + r * kCols;
+    float* y = d.y + r * kCols;
+    const Acc zero{_mm512_setzero_ps(), _mm512_setzero_ps()};
+    if (online) {
+      // Per piece: its max; the running sum rescaled when the max grows (rarely after the first pieces).
+      float m = -INFINITY;
+      Acc sum = zero;
+      for (int64_t k = 0; k < kPieces; ++k) {
+        step(r, 0, k);
+        Acc pm{splat(-INFINITY), splat(-INFINITY)};
+        piece_max(x + k * kPiece, kPiece, pm);
+        const float p = hmax(pm);
+        if (p > m) {
+          const __m512 scale = splat(std::exp(m - p));
+          sum.a = _mm512_mul_ps(sum.a, scale), sum.b = _mm512_mul_ps(sum.b, scale), m = p;
+        }
+        piece_exp_sum(x + k * kPiece, nullptr, kPiece, splat(m), sum);
+      }
+      const float inv = 1.f / hsum(sum);
+      for (int64_t k = 0; k < kPieces; ++k) {
+        step(r, 1, k);
+        piece_stream_exp_scale(y + k * kPiece, x + k * kPiece, kPiece, m, inv);
+      }
+      continue;
+    }
+    Acc mx{splat(-INFINITY), splat(-INFINITY)}, sum = zero;
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 0, k);
+      piece_max(x + k * kPiece, kPiece, mx);
+    }
+    const __m512 mv = splat(hmax(mx));
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 1, k);
+      piece_exp_sum(x + k * kPiece, buf + k * kPiece, kPiece, mv, sum);
+    }
+    const float inv = 1.f / hsum(sum);
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 2, k);
+      piece_stream_scale(y + k * kPiece, buf + k * kPiece, kPiece, inv);
+    }
+  }
+}
+
+// Rows [rb, re) of layer_norm (weight and bias). `one_pass`: sum and sum of squares (shifted by x[0]) in one
+// pass, then the affine pass; else mean, variance, affine.
+void layer_norm_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, bool one_pass) {
+  const char* base = reinterpret_cast<const char*>(d.x + rb * kCols);
+  Fetcher f{base, (re - rb) * kRowBytes, 0, s.hint};
+  const int passes = one_pass ? 2 : 3;
+  f.done = s.start();
+  auto step = [&](int64_t r, int pass, int64_t k) {
+    if (s.kind != Schedule::kNone) f.to(s.target((r - rb) * kRowBytes, pass, k, passes));
+  };
+  for (int64_t r = rb; r < re; ++r) {
+    const float* x = d.x + r * kCols;
+    float* y = d.y + r * kCols;
+    const Acc zero{_mm512_setzero_ps(), _mm512_setzero_ps()};
+    float mean, var;
+    if (one_pass) {
+      Acc sum = zero, sq = zero;
+      const float shift = x[0];
+      for (int64_t k = 0; k < kPieces; ++k) {
+        step(r, 0, k);
+        piece_sum_sq(x + k * kPiece, kPiece, splat(shift), sum, sq);
+      }
+      const float ms = hsum(sum) / kCols;
+      mean = shift + ms;
+      var = std::max(0.f, hsum(sq) / kCols - ms * ms);
+    } else {
+      Acc sum = zero, sq = zero;
+      for (int64_t k = 0; k < kPieces; ++k) {
+        step(r, 0, k);
+        piece_sum(x + k * kPiece, kPiece, sum);
+      }
+      mean = hsum(sum) / kCols;
+      for (int64_t k = 0; k < kPieces; ++k) {
+        step(r, 1, k);
+        piece_sq(x + k * kPiece, kPiece, splat(mean), sq);
+      }
+      var = hsum(sq) / kCols;
+    }
+    const float rstd = 1.f / std::sqrt(var + 1e-5f);
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, passes - 1, k);
+      piece_normalize(y + k * kPiece, x + k * kPiece, d.w + k * kPiece, d.b + k * kPiece, kPiece, mean, rstd);
+    }
+  }
+}
+
+void sigmoid_range(const Buffers& d, int64_t b, int64_t e, const Schedule& s) {
+  Fetcher f{reinterpret_cast<const char*>(d.x + b), (e - b) * 4, 0, s.hint};
+  for (int64_t i = b; i < e; i += kPiece) {
+    if (s.kind == Schedule::kAhead) f.to((i - b + kPiece) * 4 + s.ahead);
+    piece_sigmoid(d.y + i, d.x + i, std::min(kPiece, e - i));
+  }
+}
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+double median_ms(const std::function<void()>& fn, int runs) {
+  for (int i = 0; i < 3; ++i) fn();
+  std::vector<double> t(runs);
+  for (double& v : t) {
+    const double t0 = now_ms();
+    fn();
+    v = now_ms() - t0;
+  }
+  std::nth_element(t.begin(), t.begin() + runs / 2, t.end());
+  return t[runs / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : omp_get_max_threads();
+  const std::string filter = argc > 2 ? argv[2] : "";
+  omp_set_num_threads(threads);
+  Buffers d{alloc(kN), alloc(kN, 16 * 37), alloc(kCols, 16 * 11), alloc(kCols, 16 * 23)};
+  for (int64_t i = 0; i < kN; ++i) d.x[i] = static_cast<float>((i * 2654435761u) % 1000) / 250.f - 2.f;
+  for (int64_t i = 0; i < kCols; ++i) d.w[i] = 1.f + i * 1e-4f, d.b[i] = i * 1e-3f;
+
+  auto rows_parallel = [&](const std::function<void(int64_t, int64_t, float*)>& body) {
+#pragma omp parallel
+    {
+      alignas(64) static thread_local float buf[kCols];
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t per = (kRows + nt - 1) / nt, rb = std::min<int64_t>(kRows, t * per),
+                    re = std::min<int64_t>(kRows, rb + per);
+      body(rb, re, buf);
+      _mm_sfence();
+    }
+  };
+  auto elems_parallel = [&](const std::function<void(int64_t, int64_t)>& body) {
+#pragma omp parallel
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t per = (kN / nt + kPiece - 1) / kPiece * kPiece, b = std::min<int64_t>(kN, t * per),
+                    e = std::min<int64_t>(kN, b + per);
+      body(b, e);
+      _mm_sfence();
+    }
+  };
+  auto copy = [&] {
+    elems_parallel([&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; i += 16) _mm512_stream_ps(d.y + i, _mm512_load_ps(d.x + i));
+    });
+  };
+  auto read_sum = [&] {
+    elems_parallel([&](int64_t b, int64_t e) {
+      Acc c{_mm512_setzero_ps(), _mm512_setzero_ps()};
+      piece_sum(d.x + b, (e - b) / 32 * 32, c);
+      volatile float s = hsum(c);
+      (void)s;
+    });
+  };
+
+  std::vector<Schedule> schedules = {{Schedule::kNone, 0, kT0}};
+  for (int h : {kT0, kT2})
+    for (int passes : {2, 6, 7}) schedules.push_back({Schedule::kRows, 0, h, 1, passes});
+  for (int h : {kT0, kT2}) schedules.push_back({Schedule::kRows, 0, h, 2, 7});
+  for (int64_t ahead : {4096, 16384, 32768, 65536})
+    for (int h : {kT0, kT1, kT2, kNTA}) schedules.push_back({Schedule::kAhead, ahead, h});
+  std::vector<Schedule> flat = {{Schedule::kNone, 0, kT0}};
+  for (int64_t ahead : {1024, 4096, 16384})
+    for (int h : {kT0, kT2}) flat.push_back({Schedule::kAhead, ahead, h});
+
+  struct Variant {
+    std::string name;
+    std::function<void()> fn;
+  };
+  std::vector<Variant> variants;
+  variants.push_back({"read_sum (bytes = input only, x2 for the ratio)", read_sum});
+  for (const Schedule& s : schedules) {
+    variants.push_back({"softmax 3-pass, " + s.str(), [&, s] {
+                          rows_parallel([&](int64_t rb, int64_t re, float* buf) { softmax_rows(d, rb, re, s, false, buf); });
+                        }});
+  }
+  for (const Schedule& s : schedules) {
+    if (s.kind == Schedule::kRows && s.passes == 6) continue;  // two passes: 6 is pass 1 only
+    variants.push_back({"softmax online, " + s.str(), [&, s] {
+                          rows_parallel([&](int64_t rb, int64_t re, float* buf) { softmax_rows(d, rb, re, s, true, buf); });
+                        }});
+  }
+  for (const Schedule& s : schedules) {
+    variants.push_back({"layer_norm 3-pass, " + s.str(), [&, s] {
+                          rows_parallel([&](int64_t rb, int64_t re, float*) { layer_norm_rows(d, rb, re, s, false); });
+                        }});
+  }
+  for (const Schedule& s : schedules) {
+    if (s.kind == Schedule::kRows && s.passes == 6) continue;
+    variants.push_back({"layer_norm 1-pass stats, " + s.str(), [&, s] {
+                          rows_parallel([&](int64_t rb, int64_t re, float*) { layer_norm_rows(d, rb, re, s, true); });
+                        }});
+  }
+  for (const Schedule& s : flat)
+    variants.push_back({"sigmoid, " + s.str(), [&, s] { elems_parallel([&](int64_t b, int64_t e) { sigmoid_range(d, b, e, s); }); }});
+
+  const double copy_bytes = 2.0 * kN * 4;
+  std::printf("rowpass_probe: %d threads, rows %ld x %ld f32; each line: best of 3 rounds of medians, beside a "
+              "streaming copy of the same bytes\n", threads, static_cast<long>(kRows), static_cast<long>(kCols));
+  std::printf("%-52s %9s %9s %9s %7s\n", "variant", "ms", "copy ms", "GB/s", "vs copy");
+  for (const Variant& v : variants) {
+    if (!filter.empty() && v.name.find(filter) == std::string::npos) continue;
+    double ms = INFINITY, cms = INFINITY;
+    for (int round = 0; round < 3; ++round) {
+      cms = std::min(cms, median_ms(copy, 15));
+      ms = std::min(ms, median_ms(v.fn, 15));
+    }
+    std::printf("%-52s %9.3f %9.3f %9.1f %6.0f%%\n", v.name.c_str(), ms, cms, copy_bytes / (ms * 1e6), 100 * cms / ms);
+    std::fflush(stdout);
+  }
+  return 0;
+}
