@@ -122,5 +122,20 @@ case "$PART" in
   g++ -O2 -std=c++20 -march=native -fopenmp bench/rowpass_probe.cpp -o /tmp/rowpass_probe || exit 1
   for i in $(seq ${ROUNDS:-2}); do /tmp/rowpass_probe "$THREADS" ${FILTER:-} >> "$OUT/rowpass.txt" 2>&1; done
   cat "$OUT/rowpass.txt" ;;
-*) echo "unknown part $PART (1-8)"; exit 2 ;;
+9)  # build, the tests, then the eager suite under each environment of VARIANTS (';'-separated, each a list of
+    # VAR=value, or - for none), ROUNDS times over; the JSON is the last one's
+  build "$OUT/logs.txt" sinter_cli sinter_tests
+  run_tests
+  IFS=';' read -ra variants <<< "${VARIANTS:-}"
+  [ ${#variants[@]} -eq 0 ] && variants=("-")
+  for i in $(seq ${ROUNDS:-1}); do
+    for v in "${variants[@]}"; do
+      [ "$v" = "-" ] && v=""
+      echo "== eager suite, round $i, env: ${v:-default}" >> "$OUT/eager.txt"
+      env $v build-h200/sinter bench --suite eager --threads "$THREADS" --json "$OUT/eager-cpu-$HOST-$DATE.json" \
+        >> "$OUT/eager.txt" 2>&1
+    done
+  done
+  grep -E '^==|copy_str|pointwise|reduction' "$OUT/eager.txt" ;;
+*) echo "unknown part $PART (1-9)"; exit 2 ;;
 esac

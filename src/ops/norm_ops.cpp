@@ -141,13 +141,6 @@ template <class C>
 // One layer_norm row: statistics and the affine map, compiled for wider vectors too (three passes over a row
 // in L1 are compute, not memory). The next row (when given) is prefetched during the variance pass, which
 // reads this row from L1: the next row's mean pass then finds it in cache instead of waiting on memory.
-// row_stats compiled for wider vectors too (the statistics half of layer_norm_row).
-template <class C>
-SINTER_CLONES void layer_norm_stats(const C* x, int64_t n, C eps, C& mean, C& rstd, const char* next,
-                                    int64_t next_bytes) {
-  row_stats(x, n, eps, mean, rstd, next, next_bytes);
-}
-
 template <class C>
 SINTER_CLONES void layer_norm_row(const C* x, C* y, const C* w, const C* b, int64_t n, C eps, const char* next,
                                   int64_t next_bytes) {
@@ -180,9 +173,7 @@ void layer_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
         [&](const C* xr, C* yr, int64_t, const char* next, bool stream) {
           if constexpr (std::is_same_v<C, float>) {
             if (vec_rows) {
-              float mean, rstd;
-              layer_norm_stats(xr, len, static_cast<float>(eps), mean, rstd, next, row_bytes);
-              vec::normalize_row(xr, yr, w.data(), b.data(), len, mean, rstd, stream);
+              vec::layer_norm_row(xr, yr, w.data(), b.data(), len, static_cast<float>(eps), stream, next, row_bytes);
               return;
             }
           }

@@ -35,12 +35,10 @@ template <bool kStore, class C>
 
 // y = exp(x - max(x)) over one contiguous row; returns 1 / sum(y), the factor that makes y the softmax (the
 // same sum as exp_sum's: blocks of kPairwiseBlock in lanes, added in double). Prefetches `next` meanwhile.
+// (The portable half of vec::softmax_row.)
 template <class C>
 SINTER_CLONES C softmax_exps(const C* x, C* y, int64_t n, const char* next, int64_t next_bytes) {
   const C m = lane_max_shift(x, n, lowest<C>());
-  if constexpr (std::is_same_v<C, float>) {
-    if (vec::available()) return static_cast<C>(1.0 / vec::exp_shift_sum(x, y, n, m, next, next_bytes));
-  }
   map_row_prefetch(x, y, n, next, next_bytes, [m](C v) { return exp_fast(v - m); });
   double total = 0;
   for (int64_t b = 0; b < n; b += kPairwiseBlock)
@@ -171,7 +169,10 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
         if constexpr (!kLog && std::is_same_v<C, float>) {
           if (stream && !store) {  // the scaling pass writes the output: one pass over the row fewer
             const char* next = o + 1 < e ? src + N * esz : nullptr;
-            loops::stream_scale(reinterpret_cast<float*>(dst), y, N, softmax_exps(x, y, N, next, N * esz));
+            if (vec::available())
+              vec::softmax_row(x, y, reinterpret_cast<float*>(dst), N, true, next, N * esz);
+            else
+              loops::stream_scale(reinterpret_cast<float*>(dst), y, N, softmax_exps(x, y, N, next, N * esz));
             continue;
           }
         }

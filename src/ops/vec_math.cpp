@@ -11,15 +11,7 @@
 #include "ops/pointwise_math.h"
 #include "support/check.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-// g++ 12 warns about the deliberately undefined pass-through operand inside unmasked intrinsics
-// (_mm512_max_ps, _mm512_rcp14_ps, ...): a false positive of its headers.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#define SINTER_VEC_X86 1
-#define SINTER_AVX512 __attribute__((target("avx512f")))
-#define SINTER_AVX512_INLINE __attribute__((target("avx512f"), always_inline)) inline
-#endif
+#include "ops/vec_avx512.h"
 
 namespace sinter::vec {
 
@@ -58,39 +50,7 @@ Division division() {
 #if defined(SINTER_VEC_X86)
 namespace {
 
-constexpr int64_t kSumBlock = 2048;  // reduce::kPairwiseBlock: float lane sums per block, blocks in double
-
-SINTER_AVX512_INLINE __m512 splat(float v) { return _mm512_set1_ps(v); }
-
-// exp(x) for x in [-104, 89] or NaN (callers clamp). x = n ln2 + r with n = round(x log2e), |r| <= ln2/2:
-// the rounding is the 1.5 * 2^23 trick inside one FMA (one uop, where vroundscaleps is two on Intel cores),
-// ln2 in two pieces so that r is exact to about 2^-24 relative (x - n * ln2_hi is exact under FMA). exp(r) is
-// a degree-6 polynomial 1 + r + c2 r^2 + ... + c6 r^6 with c2..c6 fitted for minimax relative error on
-// [-ln2/2, ln2/2] (3e-9, far below float's rounding). vscalefps multiplies by 2^n with one rounding: it
-// gives inf past the top of the range and correctly rounded subnormals or 0 at the bottom, with no selects.
-SINTER_AVX512_INLINE __m512 exp_core(__m512 x) {
-  const __m512 magic = splat(12582912.f);
-  const __m512 t = _mm512_fmadd_ps(x, splat(1.44269504088896341f), magic);
-  const __m512 n = _mm512_sub_ps(t, magic);
-  __m512 r = _mm512_fnmadd_ps(n, splat(0.693147182464599609375f), x);
-  r = _mm512_fnmadd_ps(n, splat(-1.904654299957768e-09f), r);
-  __m512 p = splat(1.381453942e-03f);
-  p = _mm512_fmadd_ps(p, r, splat(8.368745446e-03f));
-  p = _mm512_fmadd_ps(p, r, splat(4.166838899e-02f));
-  p = _mm512_fmadd_ps(p, r, splat(1.666652113e-01f));
-  p = _mm512_fmadd_ps(p, r, splat(4.999999404e-01f));
-  p = _mm512_fmadd_ps(p, r, splat(1.f));
-  p = _mm512_fmadd_ps(p, r, splat(1.f));
-  return _mm512_scalef_ps(p, n);
-}
-
-// The clamps keep exp_core's reduction finite (inf - inf would be NaN); results there are already 0 or inf.
-// vmaxps/vminps return their second operand when either is NaN, so x goes second: NaN passes through.
-SINTER_AVX512_INLINE __m512 exp_v(__m512 x) {
-  return exp_core(_mm512_min_ps(splat(89.f), _mm512_max_ps(splat(-104.f), x)));
-}
-// exp(x) for x <= 0 or NaN: only the lower clamp.
-SINTER_AVX512_INLINE __m512 exp_le0_v(__m512 x) { return exp_core(_mm512_max_ps(splat(-104.f), x)); }
+using namespace avx512;
 
 // sigmoid through e = exp(-|x|) in (0, 1]: 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0. The divisor stays
 // in (1, 2], so the quotient has no special cases (1 + exp(-x) itself would be inf for x < -88.7), and
@@ -174,8 +134,6 @@ struct Gelu {
   SINTER_AVX512_INLINE static __m512 apply(__m512 x) { return gelu_v<kRcp>(x); }
 };
 
-SINTER_AVX512_INLINE __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
-
 // y[i] = Op(x[i]): whole vectors, then one masked vector for the last n % 16 (masked-off lanes are neither
 // read nor written, so there is no scalar tail loop and no reading past the arrays).
 template <class Op>
@@ -248,48 +206,6 @@ void map_bf16_for_division(const uint16_t* x, uint16_t* y, int64_t n) {
     map_bf16_avx512<Op<false>>(x, y, n);
 }
 
-// One pass computing, storing (kStore) and summing exp(x - m). Two accumulators per block, enough: the exp's
-// dozen dependent operations, not the additions, set the pace. Rows are walked in pieces of 256 elements,
-// each preceded by its share of the prefetches of the next row.
-template <bool kStore>
-SINTER_AVX512 double exp_shift_sum_avx512(const float* x, float* y, int64_t n, float m, const char* next,
-                                          int64_t next_bytes) {
-  constexpr int64_t kPiece = 256;
-  const __m512 mv = splat(m);
-  double total = 0;
-  int64_t fetched = 0;
-  for (int64_t b = 0; b < n; b += kSumBlock) {
-    const int64_t block_end = std::min(n, b + kSumBlock);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    for (int64_t pb = b; pb < block_end; pb += kPiece) {
-      const int64_t end = std::min(block_end, pb + kPiece);
-      if (next != nullptr) {
-        const int64_t upto = next_bytes * end / n;
-        for (; fetched < upto; fetched += 64) _mm_prefetch(next + fetched, _MM_HINT_T0);
-      }
-      int64_t i = pb;
-      for (; i + 32 <= end; i += 32) {
-        const __m512 e0 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
-        const __m512 e1 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
-        if constexpr (kStore) {
-          _mm512_storeu_ps(y + i, e0);
-          _mm512_storeu_ps(y + i + 16, e1);
-        }
-        acc0 = _mm512_add_ps(acc0, e0);
-        acc1 = _mm512_add_ps(acc1, e1);
-      }
-      for (; i < end; i += 16) {
-        const __mmask16 k = tail_mask(std::min<int64_t>(16, end - i));
-        const __m512 e = exp_le0_v(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv));
-        if constexpr (kStore) _mm512_mask_storeu_ps(y + i, k, e);
-        acc0 = _mm512_mask_add_ps(acc0, k, acc0, e);
-      }
-    }
-    total += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)));
-  }
-  return total;
-}
-
 }  // namespace
 
 void exp(const float* x, float* y, int64_t n, bool stream) { map_avx512<Exp>(x, y, n, stream); }
@@ -305,55 +221,6 @@ void exp_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_avx512<Exp>(
 void sigmoid_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_for_division<Sigmoid>(x, y, n); }
 void silu_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_for_division<Silu>(x, y, n); }
 void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n) { map_bf16_for_division<Gelu>(x, y, n); }
-
-SINTER_AVX512 float row_max(const float* x, int64_t n) {
-  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 m0 = lowest, m1 = lowest, m2 = lowest, m3 = lowest;  // four chains hide vmaxps's latency
-  __mmask16 nan = 0;
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16), c = _mm512_loadu_ps(x + i + 32),
-                 d = _mm512_loadu_ps(x + i + 48);
-    nan |= _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(c, d, _CMP_UNORD_Q);
-    m0 = _mm512_max_ps(m0, a), m1 = _mm512_max_ps(m1, b), m2 = _mm512_max_ps(m2, c), m3 = _mm512_max_ps(m3, d);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 k = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
-    const __m512 a = _mm512_mask_loadu_ps(lowest, k, x + i);
-    nan |= _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
-    m0 = _mm512_max_ps(m0, a);
-  }
-  if (nan) return std::numeric_limits<float>::quiet_NaN();
-  return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
-}
-
-SINTER_AVX512_INLINE __m512 affine(__m512 x, __m512 mean, __m512 rstd, __m512 w, __m512 b) {
-  return _mm512_fmadd_ps(_mm512_mul_ps(_mm512_sub_ps(x, mean), rstd), w, b);
-}
-
-SINTER_AVX512 void normalize_row(const float* x, float* y, const float* w, const float* b, int64_t n, float mean,
-                                 float rstd, bool stream) {
-  const __m512 vm = _mm512_set1_ps(mean), vr = _mm512_set1_ps(rstd);
-  int64_t i = 0;
-  if (stream && (reinterpret_cast<uintptr_t>(y) & 63) == 0) {
-    for (; i + 16 <= n; i += 16)
-      _mm512_stream_ps(y + i, affine(_mm512_loadu_ps(x + i), vm, vr, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i)));
-  } else {
-    for (; i + 16 <= n; i += 16)
-      _mm512_storeu_ps(y + i, affine(_mm512_loadu_ps(x + i), vm, vr, _mm512_loadu_ps(w + i), _mm512_loadu_ps(b + i)));
-  }
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    _mm512_mask_storeu_ps(y + i, m,
-                          affine(_mm512_maskz_loadu_ps(m, x + i), vm, vr, _mm512_maskz_loadu_ps(m, w + i),
-                                 _mm512_maskz_loadu_ps(m, b + i)));
-  }
-}
-
-double exp_shift_sum(const float* x, float* y, int64_t n, float m, const char* next, int64_t next_bytes) {
-  if (y != nullptr) return exp_shift_sum_avx512<true>(x, y, n, m, next, next_bytes);
-  return exp_shift_sum_avx512<false>(x, y, n, m, next, next_bytes);
-}
 
 #else  // not x86-64: available() is false, so nothing below runs.
 
@@ -372,13 +239,6 @@ void sigmoid_as(Division, const float*, float*, int64_t) {
 void silu_as(Division, const float*, float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::silu_as without AVX-512"); }
 void gelu_as(Division, const float*, float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::gelu_as without AVX-512"); }
 void gelu_bf16(const uint16_t*, uint16_t*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::gelu_bf16 without AVX-512"); }
-float row_max(const float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::row_max without AVX-512"); }
-void normalize_row(const float*, float*, const float*, const float*, int64_t, float, float, bool) {
-  SINTER_INTERNAL_ASSERT(false, "vec::normalize_row without AVX-512");
-}
-double exp_shift_sum(const float*, float*, int64_t, float, const char*, int64_t) {
-  SINTER_INTERNAL_ASSERT(false, "vec::exp_shift_sum without AVX-512");
-}
 
 #endif
 

@@ -1,6 +1,6 @@
 // Hand-vectorized AVX-512 kernels for the float32 ops that are compute-bound when auto-vectorized: exp,
-// sigmoid, silu, gelu (erf form) and softmax's exp pass. They use what g++ cannot reach from the scalar
-// templates of pointwise_math.h: vscalefps for 2^n (no selects for overflow or subnormal results), vrcp14ps
+// sigmoid, silu, gelu (erf form) in vec_math.cpp, and the row passes of softmax and layer_norm in vec_rows.cpp.
+// They use what g++ cannot reach from the scalar templates of pointwise_math.h: vscalefps for 2^n (no selects for overflow or subnormal results), vrcp14ps
 // plus one Newton step instead of a divide where that pays, masked loads and stores instead of scalar tails.
 // Callers check available() and keep their portable code as the fallback for other CPUs.
 #pragma once
@@ -42,19 +42,31 @@ void sigmoid_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 void silu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 
+// Row kernels (vec_rows.cpp): passes over one contiguous float row.
+//
 // The largest of x[0..n) (-inf for n = 0), NaN if any element is NaN.
 float row_max(const float* x, int64_t n);
 
-// layer_norm's affine pass over one row: y[i] = (x[i] - mean) * rstd * w[i] + b[i], written straight to the
-// output with streaming stores when `stream` and y is 64-byte aligned (no row buffer copied out afterwards).
-void normalize_row(const float* x, float* y, const float* w, const float* b, int64_t n, float mean, float rstd,
-                   bool stream);
+// Softmax's exp pass: y[i] = exp(x[i] - m) (not stored when y is null; y may be x), returning their sum: per
+// block of 2048 elements in float lanes, the blocks added in double (as reduce::exp_sum). m is the row's max,
+// so x[i] - m <= 0 or NaN.
+double exp_shift_sum(const float* x, float* y, int64_t n, float m);
 
-// Softmax's exp pass over one row: y[i] = exp(x[i] - m) (not stored when y is null; y may be x), returning
-// their sum: per block of 2048 elements in float lanes, the blocks added in double (as reduce::exp_sum).
-// m is the row's max, so x[i] - m <= 0 or NaN. Prefetches `next_bytes` bytes from `next` (the row a caller
-// reads after this one; may be null) spread over the pass, as reduce::map_row_prefetch.
-double exp_shift_sum(const float* x, float* y, int64_t n, float m, const char* next = nullptr,
-                     int64_t next_bytes = 0);
+// How softmax_row and layer_norm_row fetch the row a caller reads after this one: over their middle pass into
+// L1, or spread over all their passes into L2. vec_rows.cpp says which CPUs get which, and why.
+enum class RowPrefetch { kMiddlePassL1, kAllPassesL2 };
+RowPrefetch row_prefetch();
+
+// softmax of one row: exp(x - max) into buf (n floats, a row buffer in cache), then buf / sum written to y,
+// with streaming stores when `stream` (the caller fences, loops::stream_fence). Prefetches next_bytes of
+// `next` (may be null) by row_prefetch(). x, buf and y are distinct.
+void softmax_row(const float* x, float* buf, float* y, int64_t n, bool stream, const char* next,
+                 int64_t next_bytes);
+
+// layer_norm of one row: y[i] = (x[i] - mean) * rstd * w[i] + b[i], mean and biased variance summed as
+// reduce's wide_sum sums (float lanes per block, blocks in double), rstd = 1 / sqrt(var + eps); y written with
+// streaming stores when `stream`. Prefetches as softmax_row.
+void layer_norm_row(const float* x, float* y, const float* w, const float* b, int64_t n, float eps, bool stream,
+                    const char* next, int64_t next_bytes);
 
 }  // namespace sinter::vec

@@ -2,6 +2,10 @@
 // aligned). Blocks from 64 KiB up are cached after use and handed out again for the same size class: glibc
 // serves such sizes from mmap (or trims them back to the OS), so a fresh block faults on every page at first
 // touch, which costs more than the kernel writing it (a compiled program's 768 KB intermediates did, per call).
+// Blocks from 2 MiB up are 2 MiB-aligned and marked MADV_HUGEPAGE, so that where transparent huge pages are
+// "madvise" (Ubuntu's and Debian's default) they get them: a kernel streaming several arrays then stops taking
+// a TLB miss every 4 KiB of each. (The hint needs a page-aligned address: on malloc's own 64-byte-aligned blocks
+// it failed, and no block had huge pages.) SINTER_HUGE_PAGES=0 leaves them out, to compare.
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -10,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <string_view>
 
 #include "sinter/tensor.h"
 #include "support/check.h"
@@ -21,6 +26,15 @@ namespace {
 constexpr size_t kCacheMinBytes = size_t{1} << 16;      // smaller blocks go straight to malloc's own pools
 constexpr size_t kCacheLimitBytes = size_t{2} << 30;    // never hold more than this much unused memory
 constexpr size_t kColorMinBytes = size_t{1} << 20;      // blocks this large start at varying cache lines
+constexpr size_t kHugePageBytes = size_t{2} << 20;      // blocks this large are aligned to it and marked
+
+bool huge_pages_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("SINTER_HUGE_PAGES");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return enabled;
+}
 
 // Size classes: 1/8 steps between powers of two, so a reused block wastes at most 12.5%.
 size_t size_class(size_t nbytes) {
@@ -51,15 +65,18 @@ class CpuAllocator final : public Allocator {
     // to-load checks compare (bf16 add ran at a third of its speed on the dev VM that way).
     size_t offset = bytes >= kColorMinBytes ? 64 * (color_.fetch_add(1, std::memory_order_relaxed) % 64) : 0;
     size_t total = bytes + (offset ? 4096 : 0);
-    void* base = std::aligned_alloc(64, total);
+    const bool huge = total >= kHugePageBytes && huge_pages_enabled();
+    const size_t align = huge ? kHugePageBytes : 64;
+    if (huge) total = (total + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;  // a multiple, as required
+    void* base = std::aligned_alloc(align, total);
     if (!base) {
       trim();
-      base = std::aligned_alloc(64, total);
+      base = std::aligned_alloc(align, total);
     }
     if (!base) throw Error(fmt::format("out of memory: could not allocate {} bytes on the CPU", nbytes));
     count(bytes);
     if (bytes >= kCacheMinBytes) {
-      madvise(base, total, MADV_HUGEPAGE);  // fewer page faults and TLB misses on first touch; a hint only
+      if (huge) madvise(base, total, MADV_HUGEPAGE);  // a hint only: where the kernel declines, nothing changes
       Block b{static_cast<char*>(base) + offset, offset};
       return {b.data, [this, bytes, b](void*) { release(b, bytes); }};
     }

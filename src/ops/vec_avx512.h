@@ -1,0 +1,56 @@
+// The AVX-512F building blocks shared by vec_math.cpp (pointwise maps) and vec_rows.cpp (row kernels): the
+// target macros, exp, and tail masks. Internal to those two files: every function here carries the avx512f
+// target itself, and runs only after vec::available().
+#pragma once
+#include <cstdint>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+// g++ 12 warns about the deliberately undefined pass-through operand inside unmasked intrinsics
+// (_mm512_max_ps, _mm512_rcp14_ps, _mm512_reduce_add_ps, ...): a false positive of its headers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#define SINTER_VEC_X86 1
+#define SINTER_AVX512 __attribute__((target("avx512f")))
+#define SINTER_AVX512_INLINE __attribute__((target("avx512f"), always_inline)) inline
+#endif
+
+#if defined(SINTER_VEC_X86)
+namespace sinter::vec::avx512 {
+
+SINTER_AVX512_INLINE __m512 splat(float v) { return _mm512_set1_ps(v); }
+
+// exp(x) for x in [-104, 89] or NaN (callers clamp). x = n ln2 + r with n = round(x log2e), |r| <= ln2/2:
+// the rounding is the 1.5 * 2^23 trick inside one FMA (one uop, where vroundscaleps is two on Intel cores),
+// ln2 in two pieces so that r is exact to about 2^-24 relative (x - n * ln2_hi is exact under FMA). exp(r) is
+// a degree-6 polynomial 1 + r + c2 r^2 + ... + c6 r^6 with c2..c6 fitted for minimax relative error on
+// [-ln2/2, ln2/2] (3e-9, far below float's rounding). vscalefps multiplies by 2^n with one rounding: it
+// gives inf past the top of the range and correctly rounded subnormals or 0 at the bottom, with no selects.
+SINTER_AVX512_INLINE __m512 exp_core(__m512 x) {
+  const __m512 magic = splat(12582912.f);
+  const __m512 t = _mm512_fmadd_ps(x, splat(1.44269504088896341f), magic);
+  const __m512 n = _mm512_sub_ps(t, magic);
+  __m512 r = _mm512_fnmadd_ps(n, splat(0.693147182464599609375f), x);
+  r = _mm512_fnmadd_ps(n, splat(-1.904654299957768e-09f), r);
+  __m512 p = splat(1.381453942e-03f);
+  p = _mm512_fmadd_ps(p, r, splat(8.368745446e-03f));
+  p = _mm512_fmadd_ps(p, r, splat(4.166838899e-02f));
+  p = _mm512_fmadd_ps(p, r, splat(1.666652113e-01f));
+  p = _mm512_fmadd_ps(p, r, splat(4.999999404e-01f));
+  p = _mm512_fmadd_ps(p, r, splat(1.f));
+  p = _mm512_fmadd_ps(p, r, splat(1.f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// The clamps keep exp_core's reduction finite (inf - inf would be NaN); results there are already 0 or inf.
+// vmaxps/vminps return their second operand when either is NaN, so x goes second: NaN passes through.
+SINTER_AVX512_INLINE __m512 exp_v(__m512 x) {
+  return exp_core(_mm512_min_ps(splat(89.f), _mm512_max_ps(splat(-104.f), x)));
+}
+// exp(x) for x <= 0 or NaN: only the lower clamp.
+SINTER_AVX512_INLINE __m512 exp_le0_v(__m512 x) { return exp_core(_mm512_max_ps(splat(-104.f), x)); }
+
+SINTER_AVX512_INLINE __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+}  // namespace sinter::vec::avx512
+#endif
