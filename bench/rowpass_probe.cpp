@@ -4,7 +4,8 @@
 // on the eager suite's shapes, and printed as a fraction of that copy. Standalone (OpenMP and AVX-512, no
 // sinter), so it builds in seconds on the GPU host:
 //   g++ -O2 -std=c++20 -mavx512f -mfma -fopenmp bench/rowpass_probe.cpp -o /tmp/rowpass_probe
-//   /tmp/rowpass_probe [threads] [name filter]
+//   /tmp/rowpass_probe [threads] [name filter: substrings separated by |]
+// With -DPROBE_SINTER -I src -I include and libsinter linked, it also times sinter's own ops and row kernels.
 // Prefetch schedules: "next row during pass k" (what sinter's kernels did), or "D bytes ahead spread over
 // every pass" with a hint: T0 into L1, T1/T2 into L2, NTA non-temporal.
 #include <immintrin.h>
@@ -21,6 +22,12 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#if defined(PROBE_SINTER)  // the library's kernels and ops beside the probe's (built against libsinter, -I src)
+#include "ops/vec_math.h"
+#include "sinter/sinter.h"
+#include "tensor/thread_pool.h"
+#endif
 
 namespace {
 
@@ -303,7 +310,10 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : omp_get_max_threads();
   const std::string filter = argc > 2 ? argv[2] : "";
   omp_set_num_threads(threads);
-  Buffers d{alloc(kN), alloc(kN, 16 * 37), alloc(kCols, 16 * 11), alloc(kCols, 16 * 23)};
+  // Y_SKEW: the output's start in floats past its 2 MB boundary (the input's is 0): how far apart the two
+  // streams sit modulo 4 KiB, where a load can be held up by an older store to the same low 12 address bits.
+  const int64_t y_skew = std::getenv("Y_SKEW") ? std::atol(std::getenv("Y_SKEW")) : 16 * 37;
+  Buffers d{alloc(kN), alloc(kN, y_skew), alloc(kCols, 16 * 11), alloc(kCols, 16 * 23)};
   for (int64_t i = 0; i < kN; ++i) d.x[i] = static_cast<float>((i * 2654435761u) % 1000) / 250.f - 2.f;
   for (int64_t i = 0; i < kCols; ++i) d.w[i] = 1.f + i * 1e-4f, d.b[i] = i * 1e-3f;
 
@@ -383,12 +393,67 @@ int main(int argc, char** argv) {
   for (const Schedule& s : flat)
     variants.push_back({"sigmoid, " + s.str(), [&, s] { elems_parallel([&](int64_t b, int64_t e) { sigmoid_range(d, b, e, s); }); }});
 
+#if defined(PROBE_SINTER)
+  // Where the time goes between a kernel here and the same op in sinter: the op itself (its output from sinter's
+  // allocator), sinter's row kernel on these buffers and OpenMP threads, and this file's kernel on sinter's pool.
+  sinter::set_num_threads(threads);
+  sinter::Tensor xt = sinter::from_blob(d.x, {kRows, kCols}), xf = xt.view({kN});
+  {
+    sinter::Tensor probe_out = sinter::sigmoid(xf);
+    std::printf("sinter's output for sigmoid starts %ld bytes past the input modulo 4096\n",
+                static_cast<long>((reinterpret_cast<uintptr_t>(probe_out.data_ptr()) - reinterpret_cast<uintptr_t>(d.x)) & 4095));
+  }
+  variants.push_back({"sinter op: sigmoid", [&] { (void)sinter::sigmoid(xf); }});
+  variants.push_back({"sinter op: softmax", [&] { (void)sinter::softmax(xt, -1); }});
+  variants.push_back({"sinter op: layer_norm", [&] { (void)sinter::layer_norm(xt, {kCols}); }});
+  variants.push_back({"sinter vec::sigmoid on OpenMP", [&] {
+                        elems_parallel([&](int64_t b, int64_t e) { sinter::vec::sigmoid(d.x + b, d.y + b, e - b, true); });
+                      }});
+  variants.push_back({"sinter vec::softmax_row on OpenMP", [&] {
+                        rows_parallel([&](int64_t rb, int64_t re, float* buf) {
+                          for (int64_t r = rb; r < re; ++r)
+                            sinter::vec::softmax_row(d.x + r * kCols, buf, d.y + r * kCols, kCols, true,
+                                                     r + 1 < re ? reinterpret_cast<const char*>(d.x + (r + 1) * kCols) : nullptr,
+                                                     kRowBytes);
+                        });
+                      }});
+  variants.push_back({"sinter vec::layer_norm_row on OpenMP", [&] {
+                        rows_parallel([&](int64_t rb, int64_t re, float*) {
+                          for (int64_t r = rb; r < re; ++r)
+                            sinter::vec::layer_norm_row(d.x + r * kCols, d.y + r * kCols, d.w, d.b, kCols, 1e-5f, true,
+                                                        r + 1 < re ? reinterpret_cast<const char*>(d.x + (r + 1) * kCols) : nullptr,
+                                                        kRowBytes);
+                        });
+                      }});
+  const Schedule none{Schedule::kNone, 0, kT0}, l2{Schedule::kRows, 0, kT2, 1, 7};
+  variants.push_back({"probe sigmoid on sinter's pool", [&] {
+                        sinter::parallel_for(0, kN / kPiece, 1, [&](int64_t b, int64_t e) {
+                          sigmoid_range(d, b * kPiece, e * kPiece, none);
+                          _mm_sfence();
+                        });
+                      }});
+  variants.push_back({"probe softmax (L2, all passes) on sinter's pool", [&] {
+                        sinter::parallel_for(0, kRows, 1, [&](int64_t rb, int64_t re) {
+                          alignas(64) static thread_local float buf[kCols];
+                          softmax_rows(d, rb, re, l2, false, buf);
+                          _mm_sfence();
+                        });
+                      }});
+#endif
+
   const double copy_bytes = 2.0 * kN * 4;
-  std::printf("rowpass_probe: %d threads, rows %ld x %ld f32; each line: best of 3 rounds of medians, beside a "
-              "streaming copy of the same bytes\n", threads, static_cast<long>(kRows), static_cast<long>(kCols));
+  std::printf("rowpass_probe: %d threads, rows %ld x %ld f32, output %ld floats past the input modulo 2 MB; each "
+              "line: best of 3 rounds of medians, beside a streaming copy of the same bytes\n", threads,
+              static_cast<long>(kRows), static_cast<long>(kCols), static_cast<long>(y_skew));
   std::printf("%-52s %9s %9s %9s %7s\n", "variant", "ms", "copy ms", "GB/s", "vs copy");
   for (const Variant& v : variants) {
-    if (!filter.empty() && v.name.find(filter) == std::string::npos) continue;
+    bool wanted = filter.empty();  // the filter: substrings separated by '|', any of which selects a variant
+    for (size_t at = 0; !wanted && at <= filter.size();) {
+      const size_t bar = std::min(filter.find('|', at), filter.size());
+      wanted = v.name.find(filter.substr(at, bar - at)) != std::string::npos;
+      at = bar + 1;
+    }
+    if (!wanted) continue;
     double ms = INFINITY, cms = INFINITY;
     for (int round = 0; round < 3; ++round) {
       cms = std::min(cms, median_ms(copy, 15));

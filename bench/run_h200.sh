@@ -137,5 +137,15 @@ case "$PART" in
     done
   done
   grep -E '^==|copy_str|pointwise|reduction' "$OUT/eager.txt" ;;
-*) echo "unknown part $PART (1-9)"; exit 2 ;;
+10) # rowpass_probe against the library (its ops and row kernels beside the probe's), then the probe's kernels
+    # with the output at several distances from the input modulo 4 KiB (SKEWS, in floats)
+  build "$OUT/logs.txt" sinter
+  g++ -O2 -std=c++20 -march=native -fopenmp -DPROBE_SINTER -I src -I include bench/rowpass_probe.cpp -L build-h200 \
+    -lsinter -lfmt -Wl,-rpath,$PWD/build-h200 -o /tmp/rowpass_probe || exit 1
+  /tmp/rowpass_probe "$THREADS" "${FILTER:-sinter|probe|sigmoid, no|3-pass, next row over passes 012, T2}" > "$OUT/rowpass.txt" 2>&1
+  for s in ${SKEWS:-0 16 48 1008}; do
+    Y_SKEW=$s /tmp/rowpass_probe "$THREADS" "sigmoid, no|softmax 3-pass, next row over passes 012, T2" | tail -3 >> "$OUT/rowpass.txt" 2>&1
+  done
+  cat "$OUT/rowpass.txt" ;;
+*) echo "unknown part $PART (1-10)"; exit 2 ;;
 esac

@@ -12,7 +12,6 @@ namespace {
 
 int64_t nonempty_dim(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
 SymInt nonempty_size(const Tensor& t, int64_t d) { return t.dim() == 0 ? SymInt(1) : t.size(d); }
-SymIntList nonempty_sizes(const Tensor& t) { return t.dim() == 0 ? SymIntList{1} : t.sizes(); }
 
 void check_index_dtype(const char* name, const Tensor& index) {
   SINTER_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, "{}(): Expected dtype int32/int64 for index, got {}",

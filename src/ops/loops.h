@@ -43,6 +43,18 @@ void stream_copy(void* dst, const void* src, int64_t bytes);
 void stream_scale(float* dst, const float* src, int64_t n, float k);
 void stream_fence();
 
+// n elements of T in `storage` (resized to fit), starting half a page after `near` modulo 4096: a row buffer
+// that a kernel fills from rows at `near` (or writes out to them) without its loads meeting its own recent stores
+// in the 12 address bits the store-to-load check compares (the CPU allocator says more).
+template <class T>
+T* staggered_buffer(std::vector<T>& storage, const void* near, int64_t n) {
+  constexpr int64_t kPage = 4096;
+  storage.resize(static_cast<size_t>(n) + kPage / sizeof(T));
+  const auto base = reinterpret_cast<uintptr_t>(storage.data()), want = reinterpret_cast<uintptr_t>(near) + kPage / 2;
+  const uintptr_t skip = (want - base) & (kPage - 1);
+  return storage.data() + skip / sizeof(T);  // near and storage are both T-aligned, so skip is a multiple of it
+}
+
 // The dtype of a compute type (float, double, int64_t, bool).
 template <class T>
 constexpr DType compute_dtype() {

@@ -155,17 +155,19 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
     // A large output is computed row by row in cache and streamed out (loops::kStreamMinBytes says why).
     const bool stream = loops::stream_output(O * N * osz);
     parallel_for(0, O, std::max<int64_t>(1, kGrainElementwise / N), [&](int64_t b, int64_t e) {
-      std::vector<C> buf(load || store || stream ? static_cast<size_t>(N) : 0);
+      std::vector<C> storage(load || store || stream ? static_cast<size_t>(N) : 0);
+      // Rows read in place fill the buffer: it sits half a page from them (loops::staggered_buffer).
+      C* buf = stream && !load ? loops::staggered_buffer(storage, plan.data + b * N * esz, N) : storage.data();
       std::vector<char> obuf(store && stream ? static_cast<size_t>(N * osz) : 0);
       for (int64_t o = b; o < e; ++o) {
         const char* src = plan.data + o * N * esz;
         char* dst = obase + o * N * osz;
         const C* x = reinterpret_cast<const C*>(src);
         if (load) {
-          load(src, buf.data(), N);
-          x = buf.data();
+          load(src, buf, N);
+          x = buf;
         }
-        C* y = store || stream ? buf.data() : reinterpret_cast<C*>(dst);
+        C* y = store || stream ? buf : reinterpret_cast<C*>(dst);
         if constexpr (!kLog && std::is_same_v<C, float>) {
           if (stream && !store) {  // the scaling pass writes the output: one pass over the row fewer
             const char* next = o + 1 < e ? src + N * esz : nullptr;

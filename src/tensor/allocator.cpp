@@ -25,7 +25,7 @@ namespace {
 
 constexpr size_t kCacheMinBytes = size_t{1} << 16;      // smaller blocks go straight to malloc's own pools
 constexpr size_t kCacheLimitBytes = size_t{2} << 30;    // never hold more than this much unused memory
-constexpr size_t kColorMinBytes = size_t{1} << 20;      // blocks this large start at varying cache lines
+constexpr size_t kColorMinBytes = size_t{1} << 20;      // blocks this large start at page offset 0 or 2048
 constexpr size_t kHugePageBytes = size_t{2} << 20;      // blocks this large are aligned to it and marked
 
 bool huge_pages_enabled() {
@@ -60,10 +60,14 @@ class CpuAllocator final : public Allocator {
         return {b.data, [this, bytes, b](void*) { release(b, bytes); }};
       }
     }
-    // Large blocks start at a varying cache line within their first page: blocks fresh from mmap all start at the
-    // same page offset, so a kernel's input and output streams would alias in the 4 KiB address bits the store-
-    // to-load checks compare (bf16 add ran at a third of its speed on the dev VM that way).
-    size_t offset = bytes >= kColorMinBytes ? 64 * (color_.fetch_add(1, std::memory_order_relaxed) % 64) : 0;
+    // Where a large block starts within its first page. A load waits on an older store whose address has the
+    // same low 12 bits (the store-to-load check compares only those) until the store leaves the store buffer;
+    // for a kernel streaming x into y, the distance d = (y - x) mod 4096 decides how often. With y a few lines
+    // after x, every load of x meets a recent store to y. Measured on the 16-core Xeon host (sigmoid over 2^25
+    // floats, bench/rowpass_probe.cpp Y_SKEW): d = 64 ran at 28% of the copy bandwidth, d = 192 at 57%, and
+    // d = 0, 2048+320 or -64 at 82%. (Colors 64 bytes apart, as before, put consecutive blocks at d = 64.) So
+    // consecutive large blocks alternate between page offsets 0 and 2048: any two are 0 or half a page apart.
+    size_t offset = bytes >= kColorMinBytes ? 2048 * (color_.fetch_add(1, std::memory_order_relaxed) % 2) : 0;
     size_t total = bytes + (offset ? 4096 : 0);
     const bool huge = total >= kHugePageBytes && huge_pages_enabled();
     const size_t align = huge ? kHugePageBytes : 64;
@@ -123,7 +127,7 @@ class CpuAllocator final : public Allocator {
 
   std::mutex mutex_;
   std::multimap<size_t, Block> free_;
-  std::atomic<size_t> color_{0};  // the next large block's first cache line within its page
+  std::atomic<size_t> color_{0};  // even: the next large block starts at page offset 0, odd: at 2048
   size_t cached_ = 0;
   std::atomic<size_t> allocated_{0}, peak_{0};  // live bytes, for the benchmark's peak-memory report
 };

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -53,6 +54,13 @@ int default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// Each worker has its own slot: the caller publishes a job by storing its generation into the `go` flag of each
+// worker it needs, and a worker reports the end of its part in its `done` flag. Nothing on that path takes a
+// lock. (Workers used to take one mutex in turn to pick up a job; on the 16-core VM host the losers of that race
+// slept in the kernel and were woken one after another, so the last of 15 began its chunk hundreds of
+// microseconds late: a kernel on this pool ran 1.3-1.4x slower than the same kernel on OpenMP's threads,
+// bench/rowpass_probe.cpp.) Tasks are still handed out from one counter, so a worker that starts late, or whose
+// core the VM lends elsewhere, leaves its tasks to the others.
 class Pool {
  public:
   ~Pool() { stop_workers(); }
@@ -74,21 +82,25 @@ class Pool {
     int64_t tasks = std::min<int64_t>(threads, (n + grain - 1) / grain);
     if (tasks <= 1) return false;
     start_workers(threads - 1);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      job_ = {begin, end, (n + tasks - 1) / tasks, tasks, fn, ctx};
-      next_task_.store(0);
-      pending_.store(tasks);
-      error_ = nullptr;
-      generation_.fetch_add(1, std::memory_order_release);
+    // The job is written while no worker reads it: every worker signaled for the previous job reported done.
+    job_ = {begin, end, (n + tasks - 1) / tasks, tasks, fn, ctx};
+    next_task_.store(0);
+    error_ = nullptr;
+    const uint64_t gen = ++generation_;
+    const int helpers = static_cast<int>(std::min<int64_t>(tasks - 1, static_cast<int64_t>(workers_.size())));
+    for (int i = 0; i < helpers; ++i) slots_[i].go.store(gen);  // seq_cst: ordered before the sleepers_ check
+    if (sleepers_.load() > 0) {
+      { std::lock_guard<std::mutex> lock(mutex_); }  // a worker between its check and its wait sees gen
+      wake_.notify_all();
     }
-    wake_.notify_all();
     work(job_);  // the caller takes tasks too
-    spin_until([&] { return pending_.load() == 0 && active_.load() == 0; });
-    {
-      // Wait for every task and for every worker to leave the job, so none touches it once we return.
+    for (int i = 0; i < helpers; ++i) {
+      Slot& slot = slots_[i];
+      if (spin_until([&] { return slot.done.load(std::memory_order_acquire) == gen; })) continue;
       std::unique_lock<std::mutex> lock(mutex_);
-      done_.wait(lock, [&] { return pending_.load() == 0 && active_.load() == 0; });
+      caller_waiting_.store(true);
+      done_.wait(lock, [&] { return slot.done.load() == gen; });
+      caller_waiting_.store(false);
     }
     if (error_) std::rethrow_exception(error_);
     return true;
@@ -99,6 +111,9 @@ class Pool {
     int64_t begin = 0, end = 0, chunk = 0, tasks = 0;
     RangeFn fn = nullptr;
     void* ctx = nullptr;
+  };
+  struct alignas(64) Slot {  // one cache line per worker: flags polled by one thread, written by one other
+    std::atomic<uint64_t> go{0}, done{0};
   };
 
   void work(const Job& job) {
@@ -111,36 +126,30 @@ class Pool {
       try {
         if (b < e) job.fn(job.ctx, b, e);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::lock_guard<std::mutex> lock(error_mutex_);
         if (!error_) error_ = std::current_exception();
-      }
-      if (pending_.fetch_sub(1) == 1) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        done_.notify_all();
       }
     }
     tls_in_region = was;
   }
 
-  // `seen` starts at the generation current when the worker was made, so a new worker never picks up an older,
-  // finished job (whose function and context are gone).
-  void worker_loop(uint64_t seen) {
+  void worker_loop(Slot& slot) {
+    uint64_t seen = 0;  // slots start at 0 and generations at 1
+    auto signaled = [&] { return slot.go.load() != seen || stopping_.load(); };
     for (;;) {
-      Job job;
-      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen || stopping_.load(); });
-      {
+      if (!spin_until(signaled)) {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_.load() || generation_.load() != seen; });
-        if (stopping_.load()) return;
-        seen = generation_.load();
-        if (pending_.load() == 0) continue;  // that job finished before this worker woke: never run it late
-        job = job_;
-        ++active_;
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, signaled);
+        sleepers_.fetch_sub(1);
       }
-      work(job);
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (active_.fetch_sub(1) == 1) done_.notify_all();
+      if (stopping_.load()) return;
+      seen = slot.go.load();
+      work(job_);
+      slot.done.store(seen);  // seq_cst: ordered before the caller_waiting_ check
+      if (caller_waiting_.load()) {
+        { std::lock_guard<std::mutex> lock(mutex_); }
+        done_.notify_all();
       }
     }
   }
@@ -148,13 +157,8 @@ class Pool {
   void start_workers(int n) {
     if (static_cast<int>(workers_.size()) == n) return;
     stop_workers();
-    uint64_t generation;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = false;
-      generation = generation_.load();
-    }
-    for (int i = 0; i < n; ++i) workers_.emplace_back([this, generation] { worker_loop(generation); });
+    slots_ = std::make_unique<Slot[]>(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(slots_[i]); });
   }
 
   void stop_workers() {
@@ -170,15 +174,17 @@ class Pool {
 
   std::atomic<int> size_{default_threads()};
   std::mutex region_mutex_;  // held for a whole parallel region
-  std::mutex mutex_;
+  std::mutex mutex_;         // only for sleeping and waking
+  std::mutex error_mutex_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> workers_;
+  std::unique_ptr<Slot[]> slots_;
   Job job_;
-  std::atomic<int64_t> next_task_{0}, pending_{0};
+  uint64_t generation_ = 0;  // the caller's, under region_mutex_
+  std::atomic<int64_t> next_task_{0};
   std::exception_ptr error_;
-  std::atomic<uint64_t> generation_{0};  // changed under mutex_, polled without it by spinning workers
-  std::atomic<int> active_{0};           // workers inside a job
-  std::atomic<bool> stopping_{false};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_waiting_{false}, stopping_{false};
 };
 
 Pool& pool() {
