@@ -147,5 +147,18 @@ case "$PART" in
     Y_SKEW=$s /tmp/rowpass_probe "$THREADS" "sigmoid, no|softmax 3-pass, next row over passes 012, T2" | tail -3 >> "$OUT/rowpass.txt" 2>&1
   done
   cat "$OUT/rowpass.txt" ;;
-*) echo "unknown part $PART (1-10)"; exit 2 ;;
+11) # build, the tests, the eager suite twice, the workloads beside PyTorch, and sinter's lines of rowpass_probe
+  build "$OUT/logs.txt" sinter_cli sinter_tests
+  run_tests
+  for i in 1 2; do
+    echo "== eager suite, round $i" >> "$OUT/eager.txt"
+    build-h200/sinter bench --suite eager --threads "$THREADS" --json "$OUT/eager-cpu-$HOST-$DATE.json" >> "$OUT/eager.txt" 2>&1
+  done
+  grep -E '^==|copy_str|pointwise|reduction|gemm|conv' "$OUT/eager.txt"
+  compare "$OUT/logs.txt"
+  g++ -O2 -std=c++20 -march=native -fopenmp -DPROBE_SINTER -I src -I include bench/rowpass_probe.cpp -L build-h200 \
+    -lsinter -lfmt -Wl,-rpath,$PWD/build-h200 -o /tmp/rowpass_probe && \
+    /tmp/rowpass_probe "$THREADS" "sinter|probe|sigmoid, no|3-pass, next row over passes 012, T2" > "$OUT/rowpass.txt" 2>&1
+  cat "$OUT/rowpass.txt" ;;
+*) echo "unknown part $PART (1-11)"; exit 2 ;;
 esac
