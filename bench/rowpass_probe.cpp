@@ -356,6 +356,11 @@ int main(int argc, char** argv) {
   for (int h : {kT0, kT2})
     for (int passes : {2, 6, 7}) schedules.push_back({Schedule::kRows, 0, h, 1, passes});
   for (int h : {kT0, kT2}) schedules.push_back({Schedule::kRows, 0, h, 2, 7});
+  // Fetched earlier: within the first pass, or the first two, and up to three rows ahead (into L2).
+  for (int h : {kT1, kT2})
+    for (int rows : {1, 2, 3})
+      for (int passes : {1, 3, 7})
+        if (!(h == kT2 && passes == 7 && rows <= 2)) schedules.push_back({Schedule::kRows, 0, h, rows, passes});
   for (int64_t ahead : {4096, 16384, 32768, 65536})
     for (int h : {kT0, kT1, kT2, kNTA}) schedules.push_back({Schedule::kAhead, ahead, h});
   std::vector<Schedule> flat = {{Schedule::kNone, 0, kT0}};

@@ -54,7 +54,8 @@ double exp_shift_sum(const float* x, float* y, int64_t n, float m);
 
 // How softmax_row and layer_norm_row fetch the row a caller reads after this one: over their middle pass into
 // L1, or spread over all their passes into L2. vec_rows.cpp says which CPUs get which, and why.
-enum class RowPrefetch { kMiddlePassL1, kAllPassesL2 };
+// kPipelined: softmax_rows reads the next row's max alongside this row's exp pass (no prefetches).
+enum class RowPrefetch { kMiddlePassL1, kAllPassesL2, kPipelined };
 RowPrefetch row_prefetch();
 
 // softmax of one row: exp(x - max) into buf (n floats, a row buffer in cache), then buf / sum written to y,
@@ -62,6 +63,11 @@ RowPrefetch row_prefetch();
 // `next` (may be null) by row_prefetch(). x, buf and y are distinct.
 void softmax_row(const float* x, float* buf, float* y, int64_t n, bool stream, const char* next,
                  int64_t next_bytes);
+
+// softmax_row over `rows` rows of n floats, x's rows x_stride floats apart and y's y_stride, through one row
+// buffer (n floats), each row prefetching the next as row_prefetch() says.
+void softmax_rows(const float* x, int64_t x_stride, float* y, int64_t y_stride, int64_t rows, int64_t n, float* buf,
+                  bool stream);
 
 // layer_norm of one row: y[i] = (x[i] - mean) * rstd * w[i] + b[i], mean and biased variance summed as
 // reduce's wide_sum sums (float lanes per block, blocks in double), rstd = 1 / sqrt(var + eps); y written with

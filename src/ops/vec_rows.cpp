@@ -25,6 +25,7 @@ RowPrefetch row_prefetch() {
     const char* v = std::getenv("SINTER_ROW_PREFETCH");
     if (v != nullptr && std::string_view(v) == "l1") return RowPrefetch::kMiddlePassL1;
     if (v != nullptr && std::string_view(v) == "l2") return RowPrefetch::kAllPassesL2;
+    if (v != nullptr && std::string_view(v) == "pipelined") return RowPrefetch::kPipelined;
 #if defined(SINTER_VEC_X86)
     if (__builtin_cpu_is("intel")) return RowPrefetch::kAllPassesL2;
 #endif
@@ -114,6 +115,44 @@ SINTER_AVX512_INLINE double exp_pass(const float* x, float* y, int64_t n, float 
     }
     total += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)));
   }
+  return total;
+}
+
+// exp_pass<true> over row x into y, and meanwhile the shift max of the next row `nx` (as shift_max_pass; -inf
+// when nx is null or n is 0): the next row's loads from memory run alongside this row's exps, instead of a pass
+// of their own that waits on memory with nothing to compute.
+template <bool kNext>
+SINTER_AVX512_INLINE double exp_pass_next_max(const float* x, float* y, int64_t n, float m, const float* nx,
+                                              float& next_max) {
+  const __m512 mv = splat(m), lowest = splat(-std::numeric_limits<float>::infinity());
+  __m512 mx0 = lowest, mx1 = lowest;
+  double total = 0;
+  for (int64_t b = 0; b < n; b += kSumBlock) {
+    const int64_t end = std::min(n, b + kSumBlock);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t i = b;
+    for (; i + 32 <= end; i += 32) {
+      if constexpr (kNext) {
+        mx0 = _mm512_max_ps(_mm512_loadu_ps(nx + i), mx0);
+        mx1 = _mm512_max_ps(_mm512_loadu_ps(nx + i + 16), mx1);
+      }
+      const __m512 e0 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
+      const __m512 e1 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
+      _mm512_storeu_ps(y + i, e0);
+      _mm512_storeu_ps(y + i + 16, e1);
+      acc0 = _mm512_add_ps(acc0, e0);
+      acc1 = _mm512_add_ps(acc1, e1);
+    }
+    for (; i < end; i += 16) {
+      const __mmask16 k = tail_mask(std::min<int64_t>(16, end - i));
+      if constexpr (kNext) mx0 = _mm512_max_ps(_mm512_mask_loadu_ps(lowest, k, nx + i), mx0);
+      const __m512 e = exp_le0_v(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv));
+      _mm512_mask_storeu_ps(y + i, k, e);
+      acc0 = _mm512_mask_add_ps(acc0, k, acc0, e);
+    }
+    total += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)));
+  }
+  next_max = _mm512_reduce_max_ps(_mm512_max_ps(mx0, mx1));
   return total;
 }
 
@@ -225,6 +264,29 @@ SINTER_AVX512 void softmax_row(const float* x, float* buf, float* y, int64_t n, 
   write_pass(y, n, stream, Scale{buf, splat(inv)}, f, 2);
 }
 
+SINTER_AVX512 void softmax_rows(const float* x, int64_t x_stride, float* y, int64_t y_stride, int64_t rows,
+                                int64_t n, float* buf, bool stream) {
+  if (rows <= 0) return;
+  if (row_prefetch() != RowPrefetch::kPipelined) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * x_stride;
+      softmax_row(xr, buf, y + r * y_stride, n, stream,
+                  r + 1 < rows ? reinterpret_cast<const char*>(xr + x_stride) : nullptr, n * 4);
+    }
+    return;
+  }
+  NextRow none;
+  float m = shift_max_pass(x, n, none, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * x_stride;
+    float next_max = 0;
+    const double sum = r + 1 < rows ? exp_pass_next_max<true>(xr, buf, n, m, xr + x_stride, next_max)
+                                    : exp_pass_next_max<false>(xr, buf, n, m, nullptr, next_max);
+    write_pass(y + r * y_stride, n, stream, Scale{buf, splat(static_cast<float>(1.0 / sum))}, none, 2);
+    m = next_max;
+  }
+}
+
 SINTER_AVX512 void layer_norm_row(const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
                                   bool stream, const char* next, int64_t next_bytes) {
   NextRow f = next_row(next, next_bytes, 3);
@@ -242,6 +304,9 @@ double exp_shift_sum(const float*, float*, int64_t, float) {
 }
 void softmax_row(const float*, float*, float*, int64_t, bool, const char*, int64_t) {
   SINTER_INTERNAL_ASSERT(false, "vec::softmax_row without AVX-512");
+}
+void softmax_rows(const float*, int64_t, float*, int64_t, int64_t, int64_t, float*, bool) {
+  SINTER_INTERNAL_ASSERT(false, "vec::softmax_rows without AVX-512");
 }
 void layer_norm_row(const float*, float*, const float*, const float*, int64_t, float, bool, const char*, int64_t) {
   SINTER_INTERNAL_ASSERT(false, "vec::layer_norm_row without AVX-512");
