@@ -54,7 +54,7 @@ int bench_eager(const BenchOptions& opt) {
   rows.push_back({"copy_streaming", "memory", fmt::format("[{}] f32", n), stream_ms, 2 * bytes4 / (stream_ms * 1e6),
                   NAN, copy_gbps});
 
-  // Each kernel is measured against the faster copy timed right beside it, in three rounds of (copy, kernel),
+  // Each kernel is measured against the faster copy timed right beside it, in five rounds of (copy, kernel),
   // each a median of many runs, keeping the best round of each: the VM's memory bandwidth drifts by a third
   // within one run (other tenants share its 300 MB L3 and memory), so a ceiling taken once at the start made
   // the same kernel read 50% or 80% depending on when it ran. Both sides see the same drift and the same
@@ -64,10 +64,11 @@ int bench_eager(const BenchOptions& opt) {
     if (streamed_faster) streaming_copy();
     else out.copy_(a);
   };
+  constexpr int kRounds = 5;
   auto bw = [&](const std::string& name, const std::string& family, const std::string& shape, double bytes,
                 const std::function<void()>& fn) {
     double ms = INFINITY, ceiling_ms = INFINITY;
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < kRounds; ++round) {
       ceiling_ms = std::min(ceiling_ms, time_auto_ms(ceiling_copy, 100));
       ms = std::min(ms, time_auto_ms(fn, 100));
     }

@@ -54,8 +54,7 @@ double exp_shift_sum(const float* x, float* y, int64_t n, float m);
 
 // How softmax_row and layer_norm_row fetch the row a caller reads after this one: over their middle pass into
 // L1, or spread over all their passes into L2. vec_rows.cpp says which CPUs get which, and why.
-// kPipelined: softmax_rows reads the next row's max alongside this row's exp pass (no prefetches).
-enum class RowPrefetch { kMiddlePassL1, kAllPassesL2, kPipelined };
+enum class RowPrefetch { kMiddlePassL1, kAllPassesL2 };
 RowPrefetch row_prefetch();
 
 // softmax of one row: exp(x - max) into buf (n floats, a row buffer in cache), then buf / sum written to y,

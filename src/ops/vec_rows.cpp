@@ -13,19 +13,19 @@
 
 namespace sinter::vec {
 
-// Measured with bench/rowpass_probe.cpp (bench/results/rowpass-*.txt), rows of 4096 floats, the schedules
-// beside a streaming copy of the same bytes. On the 16-core Xeon host, softmax ran at 60-62% of the copy with
-// the next row fetched into L1 over its middle pass and 70-72% with it fetched into L2 over all three passes
-// (layer_norm: 70-75% and 81%): software prefetches into L1 hold one of a core's few line-fill buffers until
-// memory answers, which stalls the pass they are spread over. On the Zen 5 development machine (2 threads)
-// it is the other way round: 81% against 67% for softmax. So L2 over all passes on Intel CPUs, L1 over the
-// middle pass elsewhere; SINTER_ROW_PREFETCH=l1|l2 overrides (read once), to compare on the machine at hand.
+// Measured on rows of 4096 floats beside a streaming copy of the same bytes. On the 16-core Xeon host
+// (bench/results/rowpass-h200-*.txt and eager-variants-h200-*.txt): with the next row fetched into L1 over
+// the middle pass, softmax ran at 54-57% of the copy and layer_norm at 57-64%; fetched into L2 over all three
+// passes, 59-68% and 70-96% (the VM's other tenants move every figure by about ten points between runs).
+// Software prefetches into L1 each hold one of a core's few line-fill buffers until memory answers, which
+// stalls the pass they are spread over. On the Zen 5 development machine (2 threads) it is the other way
+// round: softmax 78-80% against 72-73%. So L2 over all passes on Intel CPUs, L1 over the middle pass
+// elsewhere; SINTER_ROW_PREFETCH=l1|l2 overrides (read once), to compare on the machine at hand.
 RowPrefetch row_prefetch() {
   static const RowPrefetch p = [] {
     const char* v = std::getenv("SINTER_ROW_PREFETCH");
     if (v != nullptr && std::string_view(v) == "l1") return RowPrefetch::kMiddlePassL1;
     if (v != nullptr && std::string_view(v) == "l2") return RowPrefetch::kAllPassesL2;
-    if (v != nullptr && std::string_view(v) == "pipelined") return RowPrefetch::kPipelined;
 #if defined(SINTER_VEC_X86)
     if (__builtin_cpu_is("intel")) return RowPrefetch::kAllPassesL2;
 #endif
@@ -115,44 +115,6 @@ SINTER_AVX512_INLINE double exp_pass(const float* x, float* y, int64_t n, float 
     }
     total += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)));
   }
-  return total;
-}
-
-// exp_pass<true> over row x into y, and meanwhile the shift max of the next row `nx` (as shift_max_pass; -inf
-// when nx is null or n is 0): the next row's loads from memory run alongside this row's exps, instead of a pass
-// of their own that waits on memory with nothing to compute.
-template <bool kNext>
-SINTER_AVX512_INLINE double exp_pass_next_max(const float* x, float* y, int64_t n, float m, const float* nx,
-                                              float& next_max) {
-  const __m512 mv = splat(m), lowest = splat(-std::numeric_limits<float>::infinity());
-  __m512 mx0 = lowest, mx1 = lowest;
-  double total = 0;
-  for (int64_t b = 0; b < n; b += kSumBlock) {
-    const int64_t end = std::min(n, b + kSumBlock);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    int64_t i = b;
-    for (; i + 32 <= end; i += 32) {
-      if constexpr (kNext) {
-        mx0 = _mm512_max_ps(_mm512_loadu_ps(nx + i), mx0);
-        mx1 = _mm512_max_ps(_mm512_loadu_ps(nx + i + 16), mx1);
-      }
-      const __m512 e0 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
-      const __m512 e1 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
-      _mm512_storeu_ps(y + i, e0);
-      _mm512_storeu_ps(y + i + 16, e1);
-      acc0 = _mm512_add_ps(acc0, e0);
-      acc1 = _mm512_add_ps(acc1, e1);
-    }
-    for (; i < end; i += 16) {
-      const __mmask16 k = tail_mask(std::min<int64_t>(16, end - i));
-      if constexpr (kNext) mx0 = _mm512_max_ps(_mm512_mask_loadu_ps(lowest, k, nx + i), mx0);
-      const __m512 e = exp_le0_v(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv));
-      _mm512_mask_storeu_ps(y + i, k, e);
-      acc0 = _mm512_mask_add_ps(acc0, k, acc0, e);
-    }
-    total += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)));
-  }
-  next_max = _mm512_reduce_max_ps(_mm512_max_ps(mx0, mx1));
   return total;
 }
 
@@ -266,24 +228,10 @@ SINTER_AVX512 void softmax_row(const float* x, float* buf, float* y, int64_t n, 
 
 SINTER_AVX512 void softmax_rows(const float* x, int64_t x_stride, float* y, int64_t y_stride, int64_t rows,
                                 int64_t n, float* buf, bool stream) {
-  if (rows <= 0) return;
-  if (row_prefetch() != RowPrefetch::kPipelined) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * x_stride;
-      softmax_row(xr, buf, y + r * y_stride, n, stream,
-                  r + 1 < rows ? reinterpret_cast<const char*>(xr + x_stride) : nullptr, n * 4);
-    }
-    return;
-  }
-  NextRow none;
-  float m = shift_max_pass(x, n, none, 0);
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * x_stride;
-    float next_max = 0;
-    const double sum = r + 1 < rows ? exp_pass_next_max<true>(xr, buf, n, m, xr + x_stride, next_max)
-                                    : exp_pass_next_max<false>(xr, buf, n, m, nullptr, next_max);
-    write_pass(y + r * y_stride, n, stream, Scale{buf, splat(static_cast<float>(1.0 / sum))}, none, 2);
-    m = next_max;
+    softmax_row(xr, buf, y + r * y_stride, n, stream, r + 1 < rows ? reinterpret_cast<const char*>(xr + x_stride) : nullptr,
+                n * 4);
   }
 }
 
