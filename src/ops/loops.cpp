@@ -361,6 +361,13 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void
   for (int i = 0; direct_bf16 && i < nops_; ++i)
     direct_bf16 = !ops_[i].is_constant && ops_[i].dtype == kBFloat16 && ops_[i].strides[0] == 2;
 
+  // An array kernel (run_float) whose operands are all contiguous in its compute dtype reads and writes them in
+  // place: no buffers to keep in L1, so it takes long chunks (the per-chunk bookkeeping cost about a fifth of
+  // sigmoid's time at 256 elements a chunk on the 16-core host, bench/results/rowpass-h200-*-s5.txt).
+  bool wide = stream_fn != nullptr && ndim == 1 && out.dtype == compute[0] && out.strides[0] == out_esize;
+  for (int i = 1; wide && i < nops_; ++i)
+    wide = !ops_[i].is_constant && ops_[i].dtype == compute[i] && ops_[i].strides[0] == esize[i];
+
   parallel_for(0, numel_, grain, [&](int64_t begin, int64_t end) {
     alignas(64) char buf[kMaxOperands][kChunk * 8];
     alignas(64) char obuf[kChunk * 8];
@@ -404,6 +411,9 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void
     bool first = true;
     while (begin < end) {
       int64_t n = std::min(kChunk, end - begin);
+      // Long only where it goes straight to the kernel: unstreamed, or streamed to a 64-byte-aligned address.
+      if (wide && (!stream || (reinterpret_cast<uintptr_t>(out.data + idx[0] * out_esize) & 63) == 0))
+        n = std::min(kWideChunk, end - begin);
       if (row_chunks) n = std::min(n, n0 - idx[0]);
       if (stream && first) {
         // A shorter first chunk, so that every later one streams whole cache lines.

@@ -27,6 +27,7 @@ namespace sinter::loops {
 
 inline constexpr int kMaxOperands = 5;  // one output and up to four inputs
 inline constexpr int64_t kChunk = 256;  // elements per chunk: buffers stay in L1, inner loops have a fixed count
+inline constexpr int64_t kWideChunk = 16384;  // elements per chunk for array kernels on operands in place
 
 // Outputs of at least this many bytes are written with streaming (non-temporal) stores, which go around the
 // caches: an ordinary store first reads the line it writes (read-for-ownership), so a kernel moving 2 arrays'
