@@ -3,7 +3,7 @@
 // variant below is timed beside a streaming copy of the same bytes (best of several rounds of medians, both),
 // on the eager suite's shapes, and printed as a fraction of that copy. Standalone (OpenMP and AVX-512, no
 // sinter), so it builds in seconds on the GPU host:
-//   g++ -O2 -std=c++20 -mavx512f -mfma -fopenmp bench/rowpass_probe.cpp -o /tmp/rowpass_probe
+//   g++ -O2 -std=c++20 -march=native -fopenmp -I src bench/rowpass_probe.cpp -o /tmp/rowpass_probe
 //   /tmp/rowpass_probe [threads] [name filter: substrings separated by |]
 // With -DPROBE_SINTER -I src -I include and libsinter linked, it also times sinter's own ops and row kernels.
 // Prefetch schedules: "next row during pass k" (what sinter's kernels did), or "D bytes ahead spread over
@@ -22,6 +22,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "ops/vec_avx512.h"
 
 #if defined(PROBE_SINTER)  // the library's kernels and ops beside the probe's (built against libsinter, -I src)
 #include "ops/vec_math.h"
@@ -72,22 +74,8 @@ struct Fetcher {
 };
 
 inline __m512 splat(float v) { return _mm512_set1_ps(v); }
-// e^x for x <= 0 (clamped at -104), as sinter's vec_math computes it: 2^n by vscalefps, degree-6 polynomial.
-inline __m512 exp_v(__m512 x) {
-  x = _mm512_max_ps(x, splat(-104.f));
-  const __m512 magic = splat(12582912.f);
-  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, splat(1.44269504088896341f), magic), magic);
-  __m512 r = _mm512_fnmadd_ps(n, splat(0.693147182464599609375f), x);
-  r = _mm512_fnmadd_ps(n, splat(-1.904654299957768e-09f), r);
-  __m512 p = splat(1.381453942e-03f);
-  p = _mm512_fmadd_ps(p, r, splat(8.368745446e-03f));
-  p = _mm512_fmadd_ps(p, r, splat(4.166838899e-02f));
-  p = _mm512_fmadd_ps(p, r, splat(1.666652113e-01f));
-  p = _mm512_fmadd_ps(p, r, splat(4.999999404e-01f));
-  p = _mm512_fmadd_ps(p, r, splat(1.f));
-  p = _mm512_fmadd_ps(p, r, splat(1.f));
-  return _mm512_scalef_ps(p, n);
-}
+// e^x for x <= 0, sinter's own (vec_avx512.h: header-only, so the probe still needs no library).
+inline __m512 exp_v(__m512 x) { return sinter::vec::avx512::exp_le0_v(x); }
 
 // The piece functions carry their vector accumulators across pieces: no horizontal reduction per piece.
 struct Acc {
@@ -182,15 +170,25 @@ struct Buffers {
   float *x, *y, *w, *b;
 };
 
+// A thread's rows [rb, re) under schedule s: step(r, pass, k) issues the prefetches due before piece k of pass
+// `pass` (of `passes`) over row r.
+struct RowSteps {
+  const Schedule& s;
+  int64_t rb;
+  int passes;
+  Fetcher f;
+  RowSteps(const Buffers& d, int64_t first, int64_t end, const Schedule& sched, int npasses)
+      : s(sched), rb(first), passes(npasses),
+        f{reinterpret_cast<const char*>(d.x + first * kCols), (end - first) * kRowBytes, sched.start(), sched.hint} {}
+  [[gnu::always_inline]] void operator()(int64_t r, int pass, int64_t k) {
+    if (s.kind != Schedule::kNone) f.to(s.target((r - rb) * kRowBytes, pass, k, passes));
+  }
+};
+
 // Rows [rb, re) of softmax. `online`: one pass for max and sum (rescaling), one for exp * 1/sum.
 void softmax_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, bool online, float* buf) {
-  const char* base = reinterpret_cast<const char*>(d.x + rb * kCols);
-  Fetcher f{base, (re - rb) * kRowBytes, 0, s.hint};
   const int passes = online ? 2 : 3;
-  f.done = s.start();
-  auto step = [&](int64_t r, int pass, int64_t k) {
-    if (s.kind != Schedule::kNone) f.to(s.target((r - rb) * kRowBytes, pass, k, passes));
-  };
+  RowSteps step(d, rb, re, s, passes);
   for (int64_t r = rb; r < re; ++r) {
     const float* x = d.x + r * kCols;
     float* y = d.y + r * kCols;
@@ -238,13 +236,8 @@ void softmax_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, b
 // Rows [rb, re) of layer_norm (weight and bias). `one_pass`: sum and sum of squares (shifted by x[0]) in one
 // pass, then the affine pass; else mean, variance, affine.
 void layer_norm_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, bool one_pass) {
-  const char* base = reinterpret_cast<const char*>(d.x + rb * kCols);
-  Fetcher f{base, (re - rb) * kRowBytes, 0, s.hint};
   const int passes = one_pass ? 2 : 3;
-  f.done = s.start();
-  auto step = [&](int64_t r, int pass, int64_t k) {
-    if (s.kind != Schedule::kNone) f.to(s.target((r - rb) * kRowBytes, pass, k, passes));
-  };
+  RowSteps step(d, rb, re, s, passes);
   for (int64_t r = rb; r < re; ++r) {
     const float* x = d.x + r * kCols;
     float* y = d.y + r * kCols;

@@ -119,7 +119,7 @@ case "$PART" in
 8)  # bench/rowpass_probe.cpp (standalone, no library build): prefetch schedules for softmax, layer_norm and
     # sigmoid beside a streaming copy, twice (ROUNDS), with the machine's THP setting
   { lscpu | grep -E 'Model name|NUMA|L1d|L2|L3'; cat /sys/kernel/mm/transparent_hugepage/enabled; } > "$OUT/rowpass.txt"
-  g++ -O2 -std=c++20 -march=native -fopenmp bench/rowpass_probe.cpp -o /tmp/rowpass_probe || exit 1
+  g++ -O2 -std=c++20 -march=native -fopenmp -I src bench/rowpass_probe.cpp -o /tmp/rowpass_probe || exit 1
   for i in $(seq ${ROUNDS:-2}); do /tmp/rowpass_probe "$THREADS" ${FILTER:-} >> "$OUT/rowpass.txt" 2>&1; done
   cat "$OUT/rowpass.txt" ;;
 9)  # build, the tests, then the eager suite under each environment of VARIANTS (';'-separated, each a list of
