@@ -55,8 +55,9 @@ int default_threads() {
 }
 
 // Each worker has its own slot: the caller publishes a job by storing its generation into the `go` flag of each
-// worker it needs, and a worker reports the end of its part in its `done` flag. Nothing on that path takes a
-// lock. (Workers used to take one mutex in turn to pick up a job; on the 16-core VM host the losers of that race
+// worker it needs, and a worker reports the end of its part in its `done` flag. A worker that has not taken the
+// job up by the time the caller's own share is done is withdrawn from it, so a caller never waits for a sleeping
+// thread to wake only to find nothing left. Nothing on that path takes a lock. (Workers used to take one mutex in turn to pick up a job; on the 16-core VM host the losers of that race
 // slept in the kernel and were woken one after another, so the last of 15 began its chunk hundreds of
 // microseconds late: a kernel on this pool ran 1.3-1.4x slower than the same kernel on OpenMP's threads,
 // bench/rowpass_probe.cpp.) Tasks are still handed out from one counter, so a worker that starts late, or whose
@@ -96,6 +97,7 @@ class Pool {
     work(job_);  // the caller takes tasks too
     for (int i = 0; i < helpers; ++i) {
       Slot& slot = slots_[i];
+      if (claim(slot, gen)) continue;  // the worker has not taken the job up: withdrawn, no need to wait for it
       if (spin_until([&] { return slot.done.load(std::memory_order_acquire) == gen; })) continue;
       std::unique_lock<std::mutex> lock(mutex_);
       caller_waiting_.store(true);
@@ -112,9 +114,19 @@ class Pool {
     RangeFn fn = nullptr;
     void* ctx = nullptr;
   };
-  struct alignas(64) Slot {  // one cache line per worker: flags polled by one thread, written by one other
-    std::atomic<uint64_t> go{0}, done{0};
+  // One cache line per worker. go: the last job offered to it; taken: the last job it took up, or that the
+  // caller withdrew from it (whichever side moves `taken` to a job first decides); done: the last job it finished.
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> go{0}, taken{0}, done{0};
   };
+
+  // Moves slot.taken to `gen` unless it is there already: true for the side that moved it.
+  static bool claim(Slot& slot, uint64_t gen) {
+    uint64_t t = slot.taken.load();
+    while (t < gen)
+      if (slot.taken.compare_exchange_weak(t, gen)) return true;
+    return false;
+  }
 
   void work(const Job& job) {
     bool was = tls_in_region;
@@ -145,6 +157,7 @@ class Pool {
       }
       if (stopping_.load()) return;
       seen = slot.go.load();
+      if (!claim(slot, seen)) continue;  // the caller finished this job without us: job_ may be the next one
       work(job_);
       slot.done.store(seen);  // seq_cst: ordered before the caller_waiting_ check
       if (caller_waiting_.load()) {

@@ -1,5 +1,6 @@
 // The intra-op pool: covers every index once, runs nested and concurrent loops inline, propagates exceptions.
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "tensor/thread_pool.h"
@@ -57,6 +58,26 @@ TEST(ThreadPool, SetNumThreads) {
   std::atomic<int64_t> n{0};
   parallel_for(0, 1000, 10, [&](int64_t b, int64_t e) { n += e - b; });
   EXPECT_EQ(n.load(), 1000);
+  set_num_threads(before);
+}
+
+// Regions of every size back to back and after pauses long enough for the workers to sleep (a worker that has
+// not taken a job up by the time the caller's share is done is withdrawn from it): every index exactly once,
+// also with a worker count above and below the task count.
+TEST(ThreadPool, RegionsBackToBackAndAfterPausesCoverEveryIndex) {
+  const int before = get_num_threads();
+  for (int threads : {4, 7}) {
+    set_num_threads(threads);
+    for (int rep = 0; rep < 300; ++rep) {
+      const int64_t n = 1 + (rep * 7919) % 3000, grain = 1 + rep % 97;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << rep << " " << i;
+      if (rep % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
   set_num_threads(before);
 }
 
