@@ -1,4 +1,5 @@
-// AVX-512F kernels for exp, sigmoid, silu, gelu and softmax's exp pass (vec_math.h says why they exist).
+// AVX-512F kernels for exp, sigmoid, silu and gelu over arrays (vec_math.h says why they exist; the row kernels
+// are in vec_rows.cpp).
 // Every function that uses AVX-512 intrinsics carries the target attribute itself (no lambdas: they would
 // not inherit it), so the rest of the library stays baseline x86-64 and these run only after available().
 #include "ops/vec_math.h"
