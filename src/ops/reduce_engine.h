@@ -342,6 +342,9 @@ struct SumOp {
   F f{};
   Acc identity() const { return 0; }
   Acc row(const C* p, int64_t n, int64_t q) const {
+    if constexpr (std::is_same_v<C, float> && std::is_same_v<F, Identity>) {
+      if (vec::available()) return lane_sum<Acc>(p, n, [](C x) { return x; }, &vec::lane_sum);
+    }
     return lane_sum<Acc>(p, n, [&](C x) { return f(x, q); });
   }
   void rows(Acc* __restrict acc, const C* __restrict p, int64_t n, int64_t q0) const {

@@ -67,15 +67,17 @@ template <class A, class C, class F>
   return add<A>(acc[0], tail);
 }
 
-// sum of f(p[i]) for i < n. Exact-integer types skip the pairwise split (no rounding to bound).
+// sum of f(p[i]) for i < n. Exact-integer types skip the pairwise split (no rounding to bound). `leaf`, when
+// given, computes a leaf instead (vec::lane_sum: the same sum in AVX-512).
 template <class A, class C, class F>
-inline A lane_sum(const C* p, int64_t n, F&& f) {
+inline A lane_sum(const C* p, int64_t n, F&& f, A (*leaf)(const C*, int64_t) = nullptr) {
   if constexpr (std::is_floating_point_v<A>) {
     if (n > kPairwiseBlock) {
       int64_t half = (n / 2) / kLanes * kLanes;
-      return lane_sum<A>(p, half, f) + lane_sum<A>(p + half, n - half, f);
+      return lane_sum<A>(p, half, f, leaf) + lane_sum<A>(p + half, n - half, f, leaf);
     }
   }
+  if (leaf != nullptr) return leaf(p, n);
   return lane_sum_leaf<A>(p, n, f);
 }
 

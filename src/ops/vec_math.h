@@ -47,6 +47,10 @@ void gelu_bf16(const uint16_t* x, uint16_t* y, int64_t n);
 // The largest of x[0..n) (-inf for n = 0), NaN if any element is NaN.
 float row_max(const float* x, int64_t n);
 
+// The sum of x[0..n) exactly as reduce::lane_sum_leaf<float> adds it (16 lanes, a scalar tail, the lanes folded
+// 8, 4, 2, 1 apart, then the tail): the same bits, with 64-byte loads.
+float lane_sum(const float* x, int64_t n);
+
 // Softmax's exp pass: y[i] = exp(x[i] - m) (not stored when y is null; y may be x), returning their sum: per
 // block of 2048 elements in float lanes, the blocks added in double (as reduce::exp_sum). m is the row's max,
 // so x[i] - m <= 0 or NaN.

@@ -212,6 +212,15 @@ SINTER_AVX512 float row_max(const float* x, int64_t n) {
   return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
 }
 
+SINTER_AVX512 float lane_sum(const float* x, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(x + i));
+  float tail = 0;
+  for (; i < n; ++i) tail += x[i];
+  return _mm512_reduce_add_ps(acc) + tail;  // lanes folded 8, 4, 2, 1 apart: lane_sum_leaf's tree
+}
+
 SINTER_AVX512 double exp_shift_sum(const float* x, float* y, int64_t n, float m) {
   NextRow none;
   if (y != nullptr) return exp_pass<true>(x, y, n, m, none, 0);
@@ -247,6 +256,7 @@ SINTER_AVX512 void layer_norm_row(const float* x, float* y, const float* w, cons
 #else  // not x86-64: available() is false, so nothing below runs.
 
 float row_max(const float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::row_max without AVX-512"); }
+float lane_sum(const float*, int64_t) { SINTER_INTERNAL_ASSERT(false, "vec::lane_sum without AVX-512"); }
 double exp_shift_sum(const float*, float*, int64_t, float) {
   SINTER_INTERNAL_ASSERT(false, "vec::exp_shift_sum without AVX-512");
 }

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "ops/loops.h"
+#include "ops/reduce_math.h"
 #include "testing.h"
 
 namespace sinter {
@@ -324,6 +325,25 @@ TEST(VecMath, SoftmaxRowsMatchFloat64AtEverySize) {
 
 namespace sinter {
 namespace {
+
+// vec::lane_sum is reduce::lane_sum_leaf<float> in AVX-512: the same bits at every length (tails included),
+// with values of mixed magnitudes (where the order of additions shows), infinities and NaN.
+TEST(VecMath, LaneSumHasTheBitsOfTheScalarLeaf) {
+  if (!vec::available()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::vector<float> x(2100);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(static_cast<float>(i) * 1.7f) * std::pow(10.f, static_cast<float>(i % 9) - 4.f);
+  for (int64_t off : {0, 3})
+    for (int64_t n = 0; n + off <= 2048; n += (n < 70 ? 1 : 37)) {
+      const float want = reduce::lane_sum_leaf<float>(x.data() + off, n, [](float v) { return v; });
+      const float got = vec::lane_sum(x.data() + off, n);
+      ASSERT_EQ(std::memcmp(&want, &got, 4), 0) << off << " " << n << ": " << want << " vs " << got;
+    }
+  std::vector<float> special = {1.f, kInf, 2.f, -kInf};
+  EXPECT_TRUE(std::isnan(vec::lane_sum(special.data(), 4)));
+  special[1] = kNan;
+  EXPECT_TRUE(std::isnan(vec::lane_sum(special.data(), 3)));
+}
 
 // row_max (attention's softmax): every length and offset against a plain loop, -inf for an empty or all -inf
 // row, NaN wherever a NaN sits (also in a masked tail).
