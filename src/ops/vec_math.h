@@ -63,7 +63,7 @@ RowPrefetch row_prefetch();
 
 // softmax of one row: exp(x - max) into buf (n floats, a row buffer in cache), then buf / sum written to y,
 // with streaming stores when `stream` (the caller fences, loops::stream_fence). Prefetches next_bytes of
-// `next` (may be null) by row_prefetch(). x, buf and y are distinct.
+// `next` (may be null) by row_prefetch(). buf may be x (a converted row); y is neither.
 void softmax_row(const float* x, float* buf, float* y, int64_t n, bool stream, const char* next,
                  int64_t next_bytes);
 
