@@ -159,14 +159,6 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
       // Rows read in place fill the buffer: it sits half a page from them (loops::staggered_buffer).
       C* buf = stream && !load ? loops::staggered_buffer(storage, plan.data + b * N * esz, N) : storage.data();
       std::vector<char> obuf(store && stream ? static_cast<size_t>(N * osz) : 0);
-      if constexpr (!kLog && std::is_same_v<C, float>) {
-        if (stream && !store && !load && vec::available()) {  // float rows read in place, written streamed
-          vec::softmax_rows(reinterpret_cast<const float*>(plan.data + b * N * esz), N,
-                            reinterpret_cast<float*>(obase + b * N * osz), N, e - b, N, buf, true);
-          loops::stream_fence();
-          return;
-        }
-      }
       for (int64_t o = b; o < e; ++o) {
         const char* src = plan.data + o * N * esz;
         char* dst = obase + o * N * osz;
@@ -180,7 +172,7 @@ void softmax_plan(const ReducePlan& plan, const Tensor& out) {
           if (stream && !store) {  // the scaling pass writes the output: one pass over the row fewer
             const char* next = o + 1 < e ? src + N * esz : nullptr;
             if (vec::available())
-              vec::softmax_row(x, y, reinterpret_cast<float*>(dst), N, true, next, N * esz);  // a converted input
+              vec::softmax_row(x, y, reinterpret_cast<float*>(dst), N, true, next, N * esz);
             else
               loops::stream_scale(reinterpret_cast<float*>(dst), y, N, softmax_exps(x, y, N, next, N * esz));
             continue;

@@ -67,11 +67,6 @@ RowPrefetch row_prefetch();
 void softmax_row(const float* x, float* buf, float* y, int64_t n, bool stream, const char* next,
                  int64_t next_bytes);
 
-// softmax_row over `rows` rows of n floats, x's rows x_stride floats apart and y's y_stride, through one row
-// buffer (n floats), each row prefetching the next as row_prefetch() says.
-void softmax_rows(const float* x, int64_t x_stride, float* y, int64_t y_stride, int64_t rows, int64_t n, float* buf,
-                  bool stream);
-
 // layer_norm of one row: y[i] = (x[i] - mean) * rstd * w[i] + b[i], mean and biased variance summed as
 // reduce's wide_sum sums (float lanes per block, blocks in double), rstd = 1 / sqrt(var + eps); y written with
 // streaming stores when `stream`. Prefetches as softmax_row.

@@ -235,15 +235,6 @@ SINTER_AVX512 void softmax_row(const float* x, float* buf, float* y, int64_t n, 
   write_pass(y, n, stream, Scale{buf, splat(inv)}, f, 2);
 }
 
-SINTER_AVX512 void softmax_rows(const float* x, int64_t x_stride, float* y, int64_t y_stride, int64_t rows,
-                                int64_t n, float* buf, bool stream) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * x_stride;
-    softmax_row(xr, buf, y + r * y_stride, n, stream, r + 1 < rows ? reinterpret_cast<const char*>(xr + x_stride) : nullptr,
-                n * 4);
-  }
-}
-
 SINTER_AVX512 void layer_norm_row(const float* x, float* y, const float* w, const float* b, int64_t n, float eps,
                                   bool stream, const char* next, int64_t next_bytes) {
   NextRow f = next_row(next, next_bytes, 3);
@@ -262,9 +253,6 @@ double exp_shift_sum(const float*, float*, int64_t, float) {
 }
 void softmax_row(const float*, float*, float*, int64_t, bool, const char*, int64_t) {
   SINTER_INTERNAL_ASSERT(false, "vec::softmax_row without AVX-512");
-}
-void softmax_rows(const float*, int64_t, float*, int64_t, int64_t, int64_t, float*, bool) {
-  SINTER_INTERNAL_ASSERT(false, "vec::softmax_rows without AVX-512");
 }
 void layer_norm_row(const float*, float*, const float*, const float*, int64_t, float, bool, const char*, int64_t) {
   SINTER_INTERNAL_ASSERT(false, "vec::layer_norm_row without AVX-512");
