@@ -50,6 +50,25 @@ SINTER_AVX512_INLINE __m512 exp_v(__m512 x) {
 // exp(x) for x <= 0 or NaN: only the lower clamp.
 SINTER_AVX512_INLINE __m512 exp_le0_v(__m512 x) { return exp_core(_mm512_max_ps(splat(-104.f), x)); }
 
+// exp(x) for x <= 0 or NaN, two FMAs cheaper than exp_le0_v, for softmax's exp pass: that pass can set the
+// kernel's pace (on the 16-vCPU host softmax's compute alone took 110-132% of a copy's time,
+// bench/results/rowpass-h200-16core-2026-11-30-s6-pool-and-compute.txt; on the development machine this exp cut
+// it from 2.34-2.41 to 2.07-2.09 ms). ln2 in one piece and a degree-5 polynomial fitted as exp_core's: within
+// 2.2e-7 relative for x >= -20 and 4e-7 down to the subnormal results (ln2's rounding adds |n| * 1.9e-9),
+// where exp_core stays within 1.5 ulps.
+SINTER_AVX512_INLINE __m512 exp_le0_fast_v(__m512 x) {
+  x = _mm512_max_ps(splat(-104.f), x);
+  const __m512 magic = splat(12582912.f);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, splat(1.44269504088896341f), magic), magic);
+  const __m512 r = _mm512_fnmadd_ps(n, splat(0.693147182464599609375f), x);
+  __m512 p = _mm512_fmadd_ps(splat(8.3125040542e-03f), r, splat(4.1890337789e-02f));
+  p = _mm512_fmadd_ps(p, r, splat(1.6667115380e-01f));
+  p = _mm512_fmadd_ps(p, r, splat(4.9999230258e-01f));
+  p = _mm512_fmadd_ps(p, r, splat(1.f));
+  p = _mm512_fmadd_ps(p, r, splat(1.f));
+  return _mm512_scalef_ps(p, n);
+}
+
 SINTER_AVX512_INLINE __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
 }  // namespace sinter::vec::avx512

@@ -97,8 +97,8 @@ SINTER_AVX512_INLINE double exp_pass(const float* x, float* y, int64_t n, float 
       fetch(f, pass, end, n);
       int64_t i = pb;
       for (; i + 32 <= end; i += 32) {
-        const __m512 e0 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
-        const __m512 e1 = exp_le0_v(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
+        const __m512 e0 = exp_le0_fast_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
+        const __m512 e1 = exp_le0_fast_v(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
         if constexpr (kStore) {
           _mm512_storeu_ps(y + i, e0);
           _mm512_storeu_ps(y + i + 16, e1);
@@ -108,7 +108,7 @@ SINTER_AVX512_INLINE double exp_pass(const float* x, float* y, int64_t n, float 
       }
       for (; i < end; i += 16) {
         const __mmask16 k = tail_mask(std::min<int64_t>(16, end - i));
-        const __m512 e = exp_le0_v(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv));
+        const __m512 e = exp_le0_fast_v(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv));
         if constexpr (kStore) _mm512_mask_storeu_ps(y + i, k, e);
         acc0 = _mm512_mask_add_ps(acc0, k, acc0, e);
       }
