@@ -5,7 +5,9 @@
 // sinter), so it builds in seconds on the GPU host:
 //   g++ -O2 -std=c++20 -march=native -fopenmp -I src bench/rowpass_probe.cpp -o /tmp/rowpass_probe
 //   /tmp/rowpass_probe [threads] [name filter: substrings separated by |]
-// With -DPROBE_SINTER -I src -I include and libsinter linked, it also times sinter's own ops and row kernels.
+// With -DPROBE_SINTER -I src -I include and libsinter linked, it also times sinter's own ops and row kernels
+// (run those with OMP_WAIT_POLICY=passive: OpenMP's threads, polling after the copy's regions, take cores
+// from sinter's pool otherwise).
 // Prefetch schedules: "next row during pass k" (what sinter's kernels did), or "D bytes ahead spread over
 // every pass" with a hint: T0 into L1, T1/T2 into L2, NTA non-temporal.
 #include <immintrin.h>
@@ -13,6 +15,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -74,8 +77,12 @@ struct Fetcher {
 };
 
 inline __m512 splat(float v) { return _mm512_set1_ps(v); }
-// e^x for x <= 0, sinter's own (vec_avx512.h: header-only, so the probe still needs no library).
-inline __m512 exp_v(__m512 x) { return sinter::vec::avx512::exp_le0_v(x); }
+// e^x for x <= 0, sinter's own (vec_avx512.h: header-only, so the probe still needs no library): exp_le0_v, or
+// with EXP5=1 in the environment the cheaper exp_le0_fast_v (two FMAs fewer) that softmax's exp pass uses.
+const bool g_exp5 = std::getenv("EXP5") != nullptr;
+inline __m512 exp_v(__m512 x) {
+  return g_exp5 ? sinter::vec::avx512::exp_le0_fast_v(x) : sinter::vec::avx512::exp_le0_v(x);
+}
 
 // The piece functions carry their vector accumulators across pieces: no horizontal reduction per piece.
 struct Acc {
@@ -149,19 +156,25 @@ struct Schedule {
   int64_t ahead;
   int hint;
   int rows = 1, passes = 2;
+  int weight[3] = {1, 1, 1};  // kRows: each pass's share of the row's prefetches, relative
   std::string str() const {
     if (kind == kNone) return "no prefetch";
     if (kind == kRows)
       return std::string(rows == 1 ? "next row" : "row +" + std::to_string(rows)) + " over passes " +
-             (passes & 1 ? "0" : "") + (passes & 2 ? "1" : "") + (passes & 4 ? "2" : "") + ", " + hint_name(hint);
+             (passes & 1 ? "0" : "") + (passes & 2 ? "1" : "") + (passes & 4 ? "2" : "") + ", " + hint_name(hint) +
+             (weight[0] == 1 && weight[1] == 1 && weight[2] == 1
+                  ? ""
+                  : ", weights " + std::to_string(weight[0]) + std::to_string(weight[1]) + std::to_string(weight[2]));
     return std::to_string(ahead / 1024) + "K ahead, " + hint_name(hint);
   }
   // The prefetch target (bytes from the thread's first row) at piece k of pass `pass` of the row at `off`.
   int64_t target(int64_t off, int pass, int64_t k, int npasses) const {
     if (kind == kAhead) return off + ahead + kRowBytes * (pass * kPieces + k + 1) / (npasses * kPieces);
     if (!(passes >> pass & 1)) return -1;
-    const int before = __builtin_popcount(passes & ((1 << pass) - 1)), count = __builtin_popcount(passes);
-    return off + rows * kRowBytes + kRowBytes * (before * kPieces + k + 1) / (count * kPieces);
+    int before = 0, total = 0;
+    for (int p = 0; p < 3; ++p)
+      if (passes >> p & 1) before += p < pass ? weight[p] : 0, total += weight[p];
+    return off + rows * kRowBytes + kRowBytes * (before * kPieces + weight[pass] * (k + 1)) / (total * kPieces);
   }
   int64_t start() const { return kind == kRows ? rows * kRowBytes : 0; }  // the rows before come on demand
 };
@@ -233,6 +246,52 @@ void softmax_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, b
   }
 }
 
+// Softmax's compute alone: as many rows as [rb, re), all read from one row of x that stays in cache and
+// written with ordinary stores to a row buffer, so no pass waits for memory.
+void softmax_in_cache(const Buffers& d, int64_t rb, int64_t re, float* buf, float* out) {
+  const float* x = d.x + rb * kCols;
+  for (int64_t r = rb; r < re; ++r) {
+    Acc mx{splat(-INFINITY), splat(-INFINITY)}, sum{_mm512_setzero_ps(), _mm512_setzero_ps()};
+    piece_max(x, kCols, mx);
+    piece_exp_sum(x, buf, kCols, splat(hmax(mx)), sum);
+    const __m512 k = splat(1.f / hsum(sum));
+    for (int64_t i = 0; i < kCols; i += 16) _mm512_store_ps(out + i, _mm512_mul_ps(_mm512_load_ps(buf + i), k));
+  }
+}
+
+// Rows [rb, re) of softmax, each row's output written while the next row is read: its scaling pass is spread
+// over the next row's max pass (`wa` of the kPieces output pieces) and exp pass (the rest), so that the output
+// streams out all the time, not in one burst per row; the last row's is written after. bufs: two row buffers.
+void softmax_lagged(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, int64_t wa, float* bufs) {
+  RowSteps step(d, rb, re, s, 3);  // the schedule's passes 0 and 1; 2 never comes
+  float *cur = bufs, *prev = bufs + kCols, *prev_y = nullptr;
+  float prev_inv = 0;
+  int64_t written = 0;
+  auto write_to = [&](int64_t upto) {
+    for (; written < upto; ++written)
+      piece_stream_scale(prev_y + written * kPiece, prev + written * kPiece, kPiece, prev_inv);
+  };
+  const Acc zero{_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t r = rb; r < re; ++r) {
+    const float* x = d.x + r * kCols;
+    Acc mx{splat(-INFINITY), splat(-INFINITY)}, sum = zero;
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 0, k);
+      piece_max(x + k * kPiece, kPiece, mx);
+      if (prev_y != nullptr) write_to((k + 1) * wa / kPieces);
+    }
+    const __m512 mv = splat(hmax(mx));
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 1, k);
+      piece_exp_sum(x + k * kPiece, cur + k * kPiece, kPiece, mv, sum);
+      if (prev_y != nullptr) write_to(wa + (k + 1) * (kPieces - wa) / kPieces);
+    }
+    std::swap(cur, prev);
+    prev_inv = 1.f / hsum(sum), prev_y = d.y + r * kCols, written = 0;
+  }
+  if (prev_y != nullptr) write_to(kPieces);
+}
+
 // Rows [rb, re) of layer_norm (weight and bias). `one_pass`: sum and sum of squares (shifted by x[0]) in one
 // pass, then the affine pass; else mean, variance, affine.
 void layer_norm_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, bool one_pass) {
@@ -272,6 +331,39 @@ void layer_norm_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s
       piece_normalize(y + k * kPiece, x + k * kPiece, d.w + k * kPiece, d.b + k * kPiece, kPiece, mean, rstd);
     }
   }
+}
+
+// Rows [rb, re) of layer_norm with each row's affine pass spread over the next row's two stats passes (`wa` of
+// the kPieces output pieces in the first), as softmax_lagged.
+void layer_norm_lagged(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, int64_t wa) {
+  RowSteps step(d, rb, re, s, 3);
+  const float* px = nullptr;
+  float* py = nullptr;
+  float pmean = 0, prstd = 0;
+  int64_t written = 0;
+  auto write_to = [&](int64_t upto) {
+    for (; written < upto; ++written)
+      piece_normalize(py + written * kPiece, px + written * kPiece, d.w + written * kPiece, d.b + written * kPiece,
+                      kPiece, pmean, prstd);
+  };
+  const Acc zero{_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t r = rb; r < re; ++r) {
+    const float* x = d.x + r * kCols;
+    Acc sum = zero, sq = zero;
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 0, k);
+      piece_sum(x + k * kPiece, kPiece, sum);
+      if (py != nullptr) write_to((k + 1) * wa / kPieces);
+    }
+    const float mean = hsum(sum) / kCols;
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 1, k);
+      piece_sq(x + k * kPiece, kPiece, splat(mean), sq);
+      if (py != nullptr) write_to(wa + (k + 1) * (kPieces - wa) / kPieces);
+    }
+    px = x, py = d.y + r * kCols, pmean = mean, prstd = 1.f / std::sqrt(hsum(sq) / kCols + 1e-5f), written = 0;
+  }
+  if (py != nullptr) write_to(kPieces);
 }
 
 void sigmoid_range(const Buffers& d, int64_t b, int64_t e, const Schedule& s) {
@@ -371,6 +463,30 @@ int main(int argc, char** argv) {
                           rows_parallel([&](int64_t rb, int64_t re, float* buf) { softmax_rows(d, rb, re, s, false, buf); });
                         }});
   }
+  for (int w1 : {2, 4, 8}) {
+    Schedule s{Schedule::kRows, 0, kT2, 1, 7};
+    s.weight[1] = w1;
+    variants.push_back({"softmax 3-pass, " + s.str(), [&, s] {
+                          rows_parallel([&](int64_t rb, int64_t re, float* buf) { softmax_rows(d, rb, re, s, false, buf); });
+                        }});
+  }
+  variants.push_back({"softmax in cache (compute alone)", [&] {
+                        rows_parallel([&](int64_t rb, int64_t re, float* buf) {
+                          alignas(64) static thread_local float out[kCols + 512];
+                          softmax_in_cache(d, rb, re, buf, out + 512);
+                        });
+                      }});
+  for (const Schedule& s : {Schedule{Schedule::kNone, 0, kT0}, Schedule{Schedule::kRows, 0, kT2, 1, 3},
+                            Schedule{Schedule::kRows, 0, kT0, 1, 2}, Schedule{Schedule::kRows, 0, kT2, 2, 3},
+                            Schedule{Schedule::kAhead, 16384, kT2}})
+    for (int64_t wa : {0, 4, 8, 12, 16}) {
+      variants.push_back({"softmax lagged " + std::to_string(wa) + "/16, " + s.str(), [&, s, wa] {
+                            rows_parallel([&](int64_t rb, int64_t re, float*) {
+                              alignas(64) static thread_local float bufs[2 * kCols + 512];
+                              softmax_lagged(d, rb, re, s, wa, bufs + 512);  // half a page off the rows
+                            });
+                          }});
+    }
   for (const Schedule& s : schedules) {
     if (s.kind == Schedule::kRows && s.passes == 6) continue;  // two passes: 6 is pass 1 only
     variants.push_back({"softmax online, " + s.str(), [&, s] {
@@ -388,6 +504,13 @@ int main(int argc, char** argv) {
                           rows_parallel([&](int64_t rb, int64_t re, float*) { layer_norm_rows(d, rb, re, s, true); });
                         }});
   }
+  for (const Schedule& s : {Schedule{Schedule::kNone, 0, kT0}, Schedule{Schedule::kRows, 0, kT2, 1, 3},
+                            Schedule{Schedule::kRows, 0, kT0, 1, 2}})
+    for (int64_t wa : {4, 8, 12}) {
+      variants.push_back({"layer_norm lagged " + std::to_string(wa) + "/16, " + s.str(), [&, s, wa] {
+                            rows_parallel([&](int64_t rb, int64_t re, float*) { layer_norm_lagged(d, rb, re, s, wa); });
+                          }});
+    }
   for (const Schedule& s : flat)
     variants.push_back({"sigmoid, " + s.str(), [&, s] { elems_parallel([&](int64_t b, int64_t e) { sigmoid_range(d, b, e, s); }); }});
 
@@ -460,5 +583,50 @@ int main(int argc, char** argv) {
     std::printf("%-52s %9.3f %9.3f %9.1f %6.0f%%\n", v.name.c_str(), ms, cms, copy_bytes / (ms * 1e6), 100 * cms / ms);
     std::fflush(stdout);
   }
+#if defined(PROBE_SINTER)
+  // With "timeline" in the filter: when each thread's share of softmax's rows starts and ends, from the region's
+  // start, on OpenMP's threads and on sinter's pool: medians over 30 runs of the last share's start, the first
+  // and the last share's end, and the whole region (is a pool slower to start its threads, or in its shares?).
+  if (filter.find("timeline") != std::string::npos) {
+    using Rows = std::function<void(int64_t, int64_t)>;
+    auto timeline = [&](const char* name, const std::function<void(const Rows&)>& region) {
+      std::vector<double> last_start, first_end, last_end, whole;
+      for (int run = 0; run < 33; ++run) {
+        std::vector<double> starts(static_cast<size_t>(threads) * 64, -1), ends(starts.size(), -1);
+        std::atomic<int> next{0};
+        const double t0 = now_ms();
+        region([&](int64_t rb, int64_t re) {
+          const double s = now_ms() - t0;
+          alignas(64) static thread_local float buf[kCols];
+          softmax_rows(d, rb, re, l2, false, buf);
+          _mm_sfence();
+          const size_t i = static_cast<size_t>(next++);
+          if (i < starts.size()) starts[i] = s, ends[i] = now_ms() - t0;
+        });
+        const double w = now_ms() - t0;
+        if (run < 3) continue;
+        const size_t n = std::min(starts.size(), static_cast<size_t>(next.load()));
+        last_start.push_back(*std::max_element(starts.begin(), starts.begin() + n));
+        first_end.push_back(*std::min_element(ends.begin(), ends.begin() + n));
+        last_end.push_back(*std::max_element(ends.begin(), ends.begin() + n));
+        whole.push_back(w);
+      }
+      auto med = [](std::vector<double> v) {
+        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+        return v[v.size() / 2];
+      };
+      std::printf("timeline %-32s last start %.3f  first end %.3f  last end %.3f  region %.3f ms\n", name,
+                  med(last_start), med(first_end), med(last_end), med(whole));
+    };
+    for (int round = 0; round < 2; ++round) {
+      timeline("softmax rows on OpenMP", [&](const Rows& body) {
+        rows_parallel([&](int64_t rb, int64_t re, float*) { body(rb, re); });
+      });
+      timeline("softmax rows on sinter's pool", [&](const Rows& body) {
+        sinter::parallel_for(0, kRows, 1, [&](int64_t rb, int64_t re) { body(rb, re); });
+      });
+    }
+  }
+#endif
   return 0;
 }

@@ -120,7 +120,7 @@ case "$PART" in
     # sigmoid beside a streaming copy, twice (ROUNDS), with the machine's THP setting
   { lscpu | grep -E 'Model name|NUMA|L1d|L2|L3'; cat /sys/kernel/mm/transparent_hugepage/enabled; } > "$OUT/rowpass.txt"
   g++ -O2 -std=c++20 -march=native -fopenmp -I src bench/rowpass_probe.cpp -o /tmp/rowpass_probe || exit 1
-  for i in $(seq ${ROUNDS:-2}); do /tmp/rowpass_probe "$THREADS" ${FILTER:-} >> "$OUT/rowpass.txt" 2>&1; done
+  for i in $(seq ${ROUNDS:-2}); do /tmp/rowpass_probe "$THREADS" "${FILTER:-}" >> "$OUT/rowpass.txt" 2>&1; done
   cat "$OUT/rowpass.txt" ;;
 9)  # build, the tests, then the eager suite under each environment of VARIANTS (';'-separated, each a list of
     # VAR=value, or - for none), ROUNDS times over; the JSON is the last one's
@@ -137,13 +137,20 @@ case "$PART" in
     done
   done
   grep -E '^==|copy_str|pointwise|reduction' "$OUT/eager.txt" ;;
-10) # rowpass_probe against the library (its ops and row kernels beside the probe's), then the probe's kernels
-    # with the output at several distances from the input modulo 4 KiB (SKEWS, in floats)
+10) # rowpass_probe against the library (its ops and row kernels beside the probe's) under each environment of
+    # VARIANTS (as in 9), then the probe's kernels with the output at several distances from the input modulo
+    # 4 KiB (SKEWS, in floats; empty for none)
   build "$OUT/logs.txt" sinter
   g++ -O2 -std=c++20 -march=native -fopenmp -DPROBE_SINTER -I src -I include bench/rowpass_probe.cpp -L build-h200 \
     -lsinter -lfmt -Wl,-rpath,$PWD/build-h200 -o /tmp/rowpass_probe || exit 1
-  /tmp/rowpass_probe "$THREADS" "${FILTER:-sinter|probe|sigmoid, no|3-pass, next row over passes 012, T2}" > "$OUT/rowpass.txt" 2>&1
-  for s in ${SKEWS:-0 16 48 1008}; do
+  IFS=';' read -ra variants <<< "${VARIANTS:--}"
+  for v in "${variants[@]}"; do
+    [ "$v" = "-" ] && v=""
+    echo "== env: ${v:-default}" >> "$OUT/rowpass.txt"
+    env $v /tmp/rowpass_probe "$THREADS" "${FILTER:-sinter|probe|sigmoid, no|3-pass, next row over passes 012, T2}" \
+      >> "$OUT/rowpass.txt" 2>&1
+  done
+  for s in ${SKEWS-0 16 48 1008}; do
     Y_SKEW=$s /tmp/rowpass_probe "$THREADS" "sigmoid, no|softmax 3-pass, next row over passes 012, T2" | tail -3 >> "$OUT/rowpass.txt" 2>&1
   done
   cat "$OUT/rowpass.txt" ;;
