@@ -96,6 +96,18 @@ inline void piece_max(const float* x, int64_t n, Acc& c) {
     c.b = _mm512_max_ps(c.b, _mm512_loadu_ps(x + i + 16));
   }
 }
+// exp(x - m) stored to y and summed, x - m clamped above at 89 too (exp there is inf), for a shift m that need
+// not be the max (softmax_provisional).
+inline void piece_exp_sum_clamped(const float* x, float* y, int64_t n, __m512 mv, Acc& c) {
+  const __m512 top = splat(89.f);
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 e0 = exp_v(_mm512_min_ps(top, _mm512_sub_ps(_mm512_loadu_ps(x + i), mv)));
+    const __m512 e1 = exp_v(_mm512_min_ps(top, _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv)));
+    _mm512_storeu_ps(y + i, e0), _mm512_storeu_ps(y + i + 16, e1);
+    c.a = _mm512_add_ps(c.a, e0);
+    c.b = _mm512_add_ps(c.b, e1);
+  }
+}
 inline void piece_exp_sum(const float* x, float* y, int64_t n, __m512 mv, Acc& c) {  // y may be null
   for (int64_t i = 0; i < n; i += 32) {
     const __m512 e0 = exp_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
@@ -241,6 +253,41 @@ void softmax_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, b
     const float inv = 1.f / hsum(sum);
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 2, k);
+      piece_stream_scale(y + k * kPiece, buf + k * kPiece, kPiece, inv);
+    }
+  }
+}
+
+// Rows [rb, re) of softmax in two passes: exp(x - s) with a provisional shift s, the largest of 16 elements
+// spread over the row, stored and summed; then the scaling pass. Softmax does not depend on the shift; s only
+// has to keep the exps finite, and s <= max(x) keeps the largest of them >= 1. A row whose sum is not finite (an
+// element more than 88 above s, a NaN, s infinite) is redone in three passes with its true max.
+void softmax_provisional(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, float* buf) {
+  RowSteps step(d, rb, re, s, 3);  // passes 0 and 1 of the schedule
+  const Acc zero{_mm512_setzero_ps(), _mm512_setzero_ps()};
+  const __m512i sample = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(static_cast<int>(kCols / 16)));
+  for (int64_t r = rb; r < re; ++r) {
+    const float* x = d.x + r * kCols;
+    float* y = d.y + r * kCols;
+    const float shift = _mm512_reduce_max_ps(_mm512_i32gather_ps(sample, x, 4));
+    Acc sum = zero;
+    const __m512 mv = splat(shift);
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 0, k);
+      piece_exp_sum_clamped(x + k * kPiece, buf + k * kPiece, kPiece, mv, sum);
+    }
+    float total = hsum(sum);
+    if (!std::isfinite(total)) {
+      Acc mx{splat(-INFINITY), splat(-INFINITY)};
+      piece_max(x, kCols, mx);
+      sum = zero;
+      piece_exp_sum(x, buf, kCols, splat(hmax(mx)), sum);
+      total = hsum(sum);
+    }
+    const float inv = 1.f / total;
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 1, k);
       piece_stream_scale(y + k * kPiece, buf + k * kPiece, kPiece, inv);
     }
   }
@@ -468,6 +515,12 @@ int main(int argc, char** argv) {
     s.weight[1] = w1;
     variants.push_back({"softmax 3-pass, " + s.str(), [&, s] {
                           rows_parallel([&](int64_t rb, int64_t re, float* buf) { softmax_rows(d, rb, re, s, false, buf); });
+                        }});
+  }
+  for (const Schedule& s : {Schedule{Schedule::kNone, 0, kT0}, Schedule{Schedule::kRows, 0, kT2, 1, 3},
+                            Schedule{Schedule::kRows, 0, kT0, 1, 1}, Schedule{Schedule::kRows, 0, kT0, 1, 2}}) {
+    variants.push_back({"softmax 2-pass provisional shift, " + s.str(), [&, s] {
+                          rows_parallel([&](int64_t rb, int64_t re, float* buf) { softmax_provisional(d, rb, re, s, buf); });
                         }});
   }
   variants.push_back({"softmax in cache (compute alone)", [&] {
