@@ -13,6 +13,8 @@ extern "C" void openblas_set_num_threads(int);
 namespace sinter::tools {
 namespace {
 
+constexpr int kRounds = 5;  // rounds of (ceiling copy, kernel) per memory-bound kernel; the best of each kept
+
 struct Row {
   std::string workload, family, shape;
   double ms = 0, gbps = NAN, gflops = NAN, ceiling = NAN;  // ceiling: copy GB/s or OpenBLAS GFLOP/s
@@ -64,7 +66,6 @@ int bench_eager(const BenchOptions& opt) {
     if (streamed_faster) streaming_copy();
     else out.copy_(a);
   };
-  constexpr int kRounds = 5;
   auto bw = [&](const std::string& name, const std::string& family, const std::string& shape, double bytes,
                 const std::function<void()>& fn) {
     double ms = INFINITY, ceiling_ms = INFINITY;
@@ -138,14 +139,12 @@ int bench_eager(const BenchOptions& opt) {
     Json env;
     env.add("machine", machine_name()).add("date", today()).add("device", "cpu").add("threads", get_num_threads());
     env.add("sinter_commit", git_commit()).add("suite", "eager");
+    const std::string ceiling = fmt::format("ceiling = the faster of copy_ (glibc memcpy) and a streaming copy, timed "
+                                            "beside each kernel (best of {} rounds of medians, both)", kRounds);
     env.add("stores", loops::stream_output(loops::kStreamMinBytes)
-                          ? fmt::format("outputs of at least {} MB streamed (non-temporal stores); ceiling = the faster "
-                                        "of copy_ (glibc memcpy) and a streaming copy, timed beside each kernel "
-                                        "(best of 3 rounds of medians, both)",
-                                        loops::kStreamMinBytes >> 20)
-                          : std::string("ordinary stores (SINTER_STREAM_STORES=0); ceiling = the faster of copy_ "
-                                        "(glibc memcpy) and a streaming copy, timed beside each kernel (best of 3 "
-                                        "rounds of medians, both)"));
+                          ? fmt::format("outputs of at least {} MB streamed (non-temporal stores); {}",
+                                        loops::kStreamMinBytes >> 20, ceiling)
+                          : "ordinary stores (SINTER_STREAM_STORES=0); " + ceiling);
     env.add_raw("results", json_array(items));
     write_file(opt.json, env.str());
     fmt::print("wrote {}\n", opt.json);
