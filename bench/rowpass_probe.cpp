@@ -96,22 +96,16 @@ inline void piece_max(const float* x, int64_t n, Acc& c) {
     c.b = _mm512_max_ps(c.b, _mm512_loadu_ps(x + i + 16));
   }
 }
-// exp(x - m) stored to y and summed, x - m clamped above at 89 too (exp there is inf), for a shift m that need
-// not be the max (softmax_provisional).
-inline void piece_exp_sum_clamped(const float* x, float* y, int64_t n, __m512 mv, Acc& c) {
-  const __m512 top = splat(89.f);
+// exp(x - m) summed and stored to y (y may be null). kClampTop: x - m clamped above at 89 too (exp there is inf),
+// for a shift m that need not be the max (softmax_provisional).
+template <bool kClampTop = false>
+inline void piece_exp_sum(const float* x, float* y, int64_t n, __m512 mv, Acc& c) {
+  auto shifted = [&](int64_t i) {
+    const __m512 v = _mm512_sub_ps(_mm512_loadu_ps(x + i), mv);
+    return kClampTop ? _mm512_min_ps(splat(89.f), v) : v;
+  };
   for (int64_t i = 0; i < n; i += 32) {
-    const __m512 e0 = exp_v(_mm512_min_ps(top, _mm512_sub_ps(_mm512_loadu_ps(x + i), mv)));
-    const __m512 e1 = exp_v(_mm512_min_ps(top, _mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv)));
-    _mm512_storeu_ps(y + i, e0), _mm512_storeu_ps(y + i + 16, e1);
-    c.a = _mm512_add_ps(c.a, e0);
-    c.b = _mm512_add_ps(c.b, e1);
-  }
-}
-inline void piece_exp_sum(const float* x, float* y, int64_t n, __m512 mv, Acc& c) {  // y may be null
-  for (int64_t i = 0; i < n; i += 32) {
-    const __m512 e0 = exp_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
-    const __m512 e1 = exp_v(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
+    const __m512 e0 = exp_v(shifted(i)), e1 = exp_v(shifted(i + 16));
     if (y != nullptr) _mm512_storeu_ps(y + i, e0), _mm512_storeu_ps(y + i + 16, e1);
     c.a = _mm512_add_ps(c.a, e0);
     c.b = _mm512_add_ps(c.b, e1);
@@ -275,7 +269,7 @@ void softmax_provisional(const Buffers& d, int64_t rb, int64_t re, const Schedul
     const __m512 mv = splat(shift);
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 0, k);
-      piece_exp_sum_clamped(x + k * kPiece, buf + k * kPiece, kPiece, mv, sum);
+      piece_exp_sum<true>(x + k * kPiece, buf + k * kPiece, kPiece, mv, sum);
     }
     float total = hsum(sum);
     if (!std::isfinite(total)) {

@@ -26,10 +26,12 @@ SINTER_AVX512_INLINE __m512 splat(float v) { return _mm512_set1_ps(v); }
 // a degree-6 polynomial 1 + r + c2 r^2 + ... + c6 r^6 with c2..c6 fitted for minimax relative error on
 // [-ln2/2, ln2/2] (3e-9, far below float's rounding). vscalefps multiplies by 2^n with one rounding: it
 // gives inf past the top of the range and correctly rounded subnormals or 0 at the bottom, with no selects.
-SINTER_AVX512_INLINE __m512 exp_core(__m512 x) {
+SINTER_AVX512_INLINE __m512 exp_round_n(__m512 x) {  // round(x log2e), exp_core's and exp_le0_fast_v's n
   const __m512 magic = splat(12582912.f);
-  const __m512 t = _mm512_fmadd_ps(x, splat(1.44269504088896341f), magic);
-  const __m512 n = _mm512_sub_ps(t, magic);
+  return _mm512_sub_ps(_mm512_fmadd_ps(x, splat(1.44269504088896341f), magic), magic);
+}
+SINTER_AVX512_INLINE __m512 exp_core(__m512 x) {
+  const __m512 n = exp_round_n(x);
   __m512 r = _mm512_fnmadd_ps(n, splat(0.693147182464599609375f), x);
   r = _mm512_fnmadd_ps(n, splat(-1.904654299957768e-09f), r);
   __m512 p = splat(1.381453942e-03f);
@@ -58,8 +60,7 @@ SINTER_AVX512_INLINE __m512 exp_le0_v(__m512 x) { return exp_core(_mm512_max_ps(
 // where exp_core stays within 1.5 ulps.
 SINTER_AVX512_INLINE __m512 exp_le0_fast_v(__m512 x) {
   x = _mm512_max_ps(splat(-104.f), x);
-  const __m512 magic = splat(12582912.f);
-  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, splat(1.44269504088896341f), magic), magic);
+  const __m512 n = exp_round_n(x);
   const __m512 r = _mm512_fnmadd_ps(n, splat(0.693147182464599609375f), x);
   __m512 p = _mm512_fmadd_ps(splat(8.3125040542e-03f), r, splat(4.1890337789e-02f));
   p = _mm512_fmadd_ps(p, r, splat(1.6667115380e-01f));
