@@ -111,6 +111,23 @@ inline void piece_exp_sum(const float* x, float* y, int64_t n, __m512 mv, Acc& c
     c.b = _mm512_add_ps(c.b, e1);
   }
 }
+// As piece_exp_sum<false>, with exp_row_v (the row's max folded into its coefficients, one operation fewer).
+inline void piece_exp_row_sum(const float* x, float* y, int64_t n, const sinter::vec::avx512::ExpRow& e, Acc& c) {
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 e0 = sinter::vec::avx512::exp_row_v(e, _mm512_loadu_ps(x + i));
+    const __m512 e1 = sinter::vec::avx512::exp_row_v(e, _mm512_loadu_ps(x + i + 16));
+    if (y != nullptr) _mm512_storeu_ps(y + i, e0), _mm512_storeu_ps(y + i + 16, e1);
+    c.a = _mm512_add_ps(c.a, e0);
+    c.b = _mm512_add_ps(c.b, e1);
+  }
+}
+// The exp pass of softmax_rows and softmax_in_cache: EXPT=1 in the environment picks exp_row_v.
+const bool g_expt = std::getenv("EXPT") != nullptr;
+inline void piece_exp_sum_row(const float* x, float* y, int64_t n, float m, const sinter::vec::avx512::ExpRow& e,
+                              Acc& c) {
+  if (g_expt) return piece_exp_row_sum(x, y, n, e, c);
+  piece_exp_sum(x, y, n, splat(m), c);
+}
 void piece_stream_scale(float* y, const float* s, int64_t n, float k) {
   for (int64_t i = 0; i < n; i += 16) _mm512_stream_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(s + i), splat(k)));
 }
@@ -239,10 +256,11 @@ void softmax_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, b
       step(r, 0, k);
       piece_max(x + k * kPiece, kPiece, mx);
     }
-    const __m512 mv = splat(hmax(mx));
+    const float m = hmax(mx);
+    const sinter::vec::avx512::ExpRow e = sinter::vec::avx512::exp_row(m);
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 1, k);
-      piece_exp_sum(x + k * kPiece, buf + k * kPiece, kPiece, mv, sum);
+      piece_exp_sum_row(x + k * kPiece, buf + k * kPiece, kPiece, m, e, sum);
     }
     const float inv = 1.f / hsum(sum);
     for (int64_t k = 0; k < kPieces; ++k) {
@@ -288,15 +306,36 @@ void softmax_provisional(const Buffers& d, int64_t rb, int64_t re, const Schedul
 }
 
 // Softmax's compute alone: as many rows as [rb, re), all read from one row of x that stays in cache and
-// written with ordinary stores to a row buffer, so no pass waits for memory.
-void softmax_in_cache(const Buffers& d, int64_t rb, int64_t re, float* buf, float* out) {
-  const float* x = d.x + rb * kCols;
+// written with ordinary stores to a row buffer, so no pass waits for memory. With `read_mem`, the rows are read
+// from x (next row over all passes into L2, as the library); with `write_mem`, the output streams to y. Each
+// alone says which side of the traffic fails to overlap the compute.
+void softmax_in_cache(const Buffers& d, int64_t rb, int64_t re, float* buf, float* out, bool read_mem = false,
+                      bool write_mem = false) {
+  const Schedule l2{Schedule::kRows, 0, kT2, 1, 7};
+  RowSteps step(d, rb, re, l2, 3);
   for (int64_t r = rb; r < re; ++r) {
+    const float* x = d.x + (read_mem ? r : rb) * kCols;
     Acc mx{splat(-INFINITY), splat(-INFINITY)}, sum{_mm512_setzero_ps(), _mm512_setzero_ps()};
-    piece_max(x, kCols, mx);
-    piece_exp_sum(x, buf, kCols, splat(hmax(mx)), sum);
-    const __m512 k = splat(1.f / hsum(sum));
-    for (int64_t i = 0; i < kCols; i += 16) _mm512_store_ps(out + i, _mm512_mul_ps(_mm512_load_ps(buf + i), k));
+    for (int64_t k = 0; k < kPieces; ++k) {
+      if (read_mem) step(r, 0, k);
+      piece_max(x + k * kPiece, kPiece, mx);
+    }
+    const float m = hmax(mx);
+    const sinter::vec::avx512::ExpRow e = sinter::vec::avx512::exp_row(m);
+    for (int64_t k = 0; k < kPieces; ++k) {
+      if (read_mem) step(r, 1, k);
+      piece_exp_sum_row(x + k * kPiece, buf + k * kPiece, kPiece, m, e, sum);
+    }
+    const float inv = 1.f / hsum(sum);
+    if (write_mem) {
+      for (int64_t k = 0; k < kPieces; ++k) {
+        if (read_mem) step(r, 2, k);
+        piece_stream_scale(d.y + r * kCols + k * kPiece, buf + k * kPiece, kPiece, inv);
+      }
+      continue;
+    }
+    const __m512 kv = splat(inv);
+    for (int64_t i = 0; i < kCols; i += 16) _mm512_store_ps(out + i, _mm512_mul_ps(_mm512_load_ps(buf + i), kv));
   }
 }
 
@@ -523,6 +562,13 @@ int main(int argc, char** argv) {
                           softmax_in_cache(d, rb, re, buf, out + 512);
                         });
                       }});
+  for (int mode : {1, 2})
+    variants.push_back({mode == 1 ? "softmax reading memory, writing cache" : "softmax reading cache, streaming out", [&, mode] {
+                          rows_parallel([&](int64_t rb, int64_t re, float* buf) {
+                            alignas(64) static thread_local float out[kCols + 512];
+                            softmax_in_cache(d, rb, re, buf, out + 512, mode == 1, mode == 2);
+                          });
+                        }});
   for (const Schedule& s : {Schedule{Schedule::kNone, 0, kT0}, Schedule{Schedule::kRows, 0, kT2, 1, 3},
                             Schedule{Schedule::kRows, 0, kT0, 1, 2}, Schedule{Schedule::kRows, 0, kT2, 2, 3},
                             Schedule{Schedule::kAhead, 16384, kT2}})

@@ -53,7 +53,8 @@ float lane_sum(const float* x, int64_t n);
 
 // Softmax's exp pass: y[i] = exp(x[i] - m) (not stored when y is null; y may be x), returning their sum: per
 // block of 2048 elements in float lanes, the blocks added in double (as reduce::exp_sum). m is the row's max,
-// so x[i] - m <= 0 or NaN. Each exp is within 4e-7 relative (vec_avx512.h, exp_le0_fast_v); softmax_row's too.
+// so x[i] - m <= 0 or NaN. Each exp is within 6e-7 relative of exp(x[i] - m) (vec_avx512.h: exp_row_v, or
+// exp_le0_fast_v past |m| = 40); softmax_row's too.
 double exp_shift_sum(const float* x, float* y, int64_t n, float m);
 
 // How softmax_row and layer_norm_row fetch the row a caller reads after this one: over their middle pass into

@@ -83,11 +83,11 @@ SINTER_AVX512_INLINE float shift_max_pass(const float* x, int64_t n, NextRow& f,
   return _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
 }
 
-// One pass computing, storing (kStore) and summing exp(x - m). Two accumulators per block, enough: the exp's
-// dozen dependent operations, not the additions, set the pace.
-template <bool kStore>
-SINTER_AVX512_INLINE double exp_pass(const float* x, float* y, int64_t n, float m, NextRow& f, int pass) {
-  const __m512 mv = splat(m);
+// One pass computing, storing (kStore) and summing exp(x - m), with `exp` mapping 16 lanes of x to their
+// exp(x - m). Two accumulators per block, enough: the exp's dozen dependent operations, not the additions, set
+// the pace.
+template <bool kStore, class Exp>
+SINTER_AVX512_INLINE double exp_pass_with(const float* x, float* y, int64_t n, const Exp& exp, NextRow& f, int pass) {
   double total = 0;
   for (int64_t b = 0; b < n; b += kSumBlock) {
     const int64_t block_end = std::min(n, b + kSumBlock);
@@ -97,8 +97,7 @@ SINTER_AVX512_INLINE double exp_pass(const float* x, float* y, int64_t n, float 
       fetch(f, pass, end, n);
       int64_t i = pb;
       for (; i + 32 <= end; i += 32) {
-        const __m512 e0 = exp_le0_fast_v(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv));
-        const __m512 e1 = exp_le0_fast_v(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), mv));
+        const __m512 e0 = exp(_mm512_loadu_ps(x + i)), e1 = exp(_mm512_loadu_ps(x + i + 16));
         if constexpr (kStore) {
           _mm512_storeu_ps(y + i, e0);
           _mm512_storeu_ps(y + i + 16, e1);
@@ -108,7 +107,7 @@ SINTER_AVX512_INLINE double exp_pass(const float* x, float* y, int64_t n, float 
       }
       for (; i < end; i += 16) {
         const __mmask16 k = tail_mask(std::min<int64_t>(16, end - i));
-        const __m512 e = exp_le0_fast_v(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv));
+        const __m512 e = exp(_mm512_maskz_loadu_ps(k, x + i));
         if constexpr (kStore) _mm512_mask_storeu_ps(y + i, k, e);
         acc0 = _mm512_mask_add_ps(acc0, k, acc0, e);
       }
@@ -116,6 +115,23 @@ SINTER_AVX512_INLINE double exp_pass(const float* x, float* y, int64_t n, float 
     total += static_cast<double>(_mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)));
   }
   return total;
+}
+
+// exp_pass_with on exp_row_v where the row's max m allows it (|m| <= 40: one operation fewer per vector, which
+// took softmax's compute alone from 1.46-1.53 to 0.98-1.39 ms on the 16-vCPU host,
+// bench/results/rowpass-h200-16core-2026-11-30-s7-exp-row.txt), else on exp_le0_fast_v(x - m).
+struct ExpOfRow {
+  ExpRow e;
+  SINTER_AVX512_INLINE __m512 operator()(__m512 v) const { return exp_row_v(e, v); }
+};
+struct ExpShifted {
+  __m512 m;
+  SINTER_AVX512_INLINE __m512 operator()(__m512 v) const { return exp_le0_fast_v(_mm512_sub_ps(v, m)); }
+};
+template <bool kStore>
+SINTER_AVX512_INLINE double exp_pass(const float* x, float* y, int64_t n, float m, NextRow& f, int pass) {
+  if (exp_row_fits(m)) return exp_pass_with<kStore>(x, y, n, ExpOfRow{exp_row(m)}, f, pass);
+  return exp_pass_with<kStore>(x, y, n, ExpShifted{splat(m)}, f, pass);
 }
 
 // The sum of x[i] (or of (x[i] - mean)^2) as reduce's wide_sum adds it: float lanes over blocks of kSumBlock
