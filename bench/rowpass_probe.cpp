@@ -121,8 +121,26 @@ inline void piece_exp_row_sum(const float* x, float* y, int64_t n, const sinter:
     c.b = _mm512_add_ps(c.b, e1);
   }
 }
-// The exp pass of softmax_rows and softmax_in_cache: EXPT=1 in the environment picks exp_row_v.
-const bool g_expt = std::getenv("EXPT") != nullptr;
+// With exp_row_v<false>: no clamp (the row's min is known to be >= m - 104).
+inline void piece_exp_row_sum_nc(const float* x, float* y, int64_t n, const sinter::vec::avx512::ExpRow& e, Acc& c) {
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 e0 = sinter::vec::avx512::exp_row_v<false>(e, _mm512_loadu_ps(x + i));
+    const __m512 e1 = sinter::vec::avx512::exp_row_v<false>(e, _mm512_loadu_ps(x + i + 16));
+    _mm512_storeu_ps(y + i, e0), _mm512_storeu_ps(y + i + 16, e1);
+    c.a = _mm512_add_ps(c.a, e0);
+    c.b = _mm512_add_ps(c.b, e1);
+  }
+}
+inline void piece_minmax(const float* x, int64_t n, Acc& mx, Acc& mn) {
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+    mx.a = _mm512_max_ps(mx.a, a), mx.b = _mm512_max_ps(mx.b, b);
+    mn.a = _mm512_min_ps(mn.a, a), mn.b = _mm512_min_ps(mn.b, b);
+  }
+}
+// The exp pass of softmax_rows and softmax_in_cache: EXPT=1 in the environment picks exp_row_v; EXPT=2 also
+// takes the row's min in the max pass (softmax_rows) and drops the clamp where the min allows.
+const int g_expt = std::getenv("EXPT") ? std::atoi(std::getenv("EXPT")) : 0;
 inline void piece_exp_sum_row(const float* x, float* y, int64_t n, float m, const sinter::vec::avx512::ExpRow& e,
                               Acc& c) {
   if (g_expt) return piece_exp_row_sum(x, y, n, e, c);
@@ -251,21 +269,56 @@ void softmax_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, b
       }
       continue;
     }
-    Acc mx{splat(-INFINITY), splat(-INFINITY)}, sum = zero;
+    Acc mx{splat(-INFINITY), splat(-INFINITY)}, mn{splat(INFINITY), splat(INFINITY)}, sum = zero;
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 0, k);
-      piece_max(x + k * kPiece, kPiece, mx);
+      if (g_expt == 2) piece_minmax(x + k * kPiece, kPiece, mx, mn);
+      else piece_max(x + k * kPiece, kPiece, mx);
     }
     const float m = hmax(mx);
     const sinter::vec::avx512::ExpRow e = sinter::vec::avx512::exp_row(m);
+    const bool no_clamp = g_expt == 2 && _mm512_reduce_min_ps(_mm512_min_ps(mn.a, mn.b)) >= m - 104.f;
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 1, k);
-      piece_exp_sum_row(x + k * kPiece, buf + k * kPiece, kPiece, m, e, sum);
+      if (no_clamp) piece_exp_row_sum_nc(x + k * kPiece, buf + k * kPiece, kPiece, e, sum);
+      else piece_exp_sum_row(x + k * kPiece, buf + k * kPiece, kPiece, m, e, sum);
     }
     const float inv = 1.f / hsum(sum);
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 2, k);
       piece_stream_scale(y + k * kPiece, buf + k * kPiece, kPiece, inv);
+    }
+  }
+}
+
+// Rows [rb, re) of softmax in two passes per row, the first row's max aside: the exp pass over row r (in cache),
+// then one pass that streams row r's output out and takes row r+1's max, so that reads and writes go to memory
+// together, as in a copy, and the exp pass waits for neither. The schedule's pass 0 is the exp pass.
+void softmax_fused(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, float* buf) {
+  RowSteps step(d, rb, re, s, 2);
+  Acc mx{splat(-INFINITY), splat(-INFINITY)};
+  if (rb < re) piece_max(d.x + rb * kCols, kCols, mx);
+  for (int64_t r = rb; r < re; ++r) {
+    const float* x = d.x + r * kCols;
+    const float m = hmax(mx);
+    const sinter::vec::avx512::ExpRow e = sinter::vec::avx512::exp_row(m);
+    Acc sum{_mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 0, k);
+      piece_exp_sum_row(x + k * kPiece, buf + k * kPiece, kPiece, m, e, sum);
+    }
+    const __m512 inv = splat(1.f / hsum(sum));
+    float* y = d.y + r * kCols;
+    const float* xn = r + 1 < re ? x + kCols : x;  // the last row takes its own max again, unused
+    mx = {splat(-INFINITY), splat(-INFINITY)};
+    for (int64_t k = 0; k < kPieces; ++k) {
+      step(r, 1, k);
+      for (int64_t i = k * kPiece; i < (k + 1) * kPiece; i += 32) {
+        _mm512_stream_ps(y + i, _mm512_mul_ps(_mm512_load_ps(buf + i), inv));
+        _mm512_stream_ps(y + i + 16, _mm512_mul_ps(_mm512_load_ps(buf + i + 16), inv));
+        mx.a = _mm512_max_ps(mx.a, _mm512_loadu_ps(xn + i));
+        mx.b = _mm512_max_ps(mx.b, _mm512_loadu_ps(xn + i + 16));
+      }
     }
   }
 }
@@ -550,6 +603,13 @@ int main(int argc, char** argv) {
                           rows_parallel([&](int64_t rb, int64_t re, float* buf) { softmax_rows(d, rb, re, s, false, buf); });
                         }});
   }
+  // The fused pass reads row r+1 itself: fetch row r+1 (rows 1) or also r+2 (rows 2) ahead of it.
+  for (const Schedule& s : {Schedule{Schedule::kNone, 0, kT0}, Schedule{Schedule::kRows, 0, kT2, 1, 1},
+                            Schedule{Schedule::kRows, 0, kT2, 2, 3}, Schedule{Schedule::kRows, 0, kT2, 2, 1},
+                            Schedule{Schedule::kRows, 0, kT0, 1, 1}})
+    variants.push_back({"softmax fused max/scale, " + s.str(), [&, s] {
+                          rows_parallel([&](int64_t rb, int64_t re, float* buf) { softmax_fused(d, rb, re, s, buf); });
+                        }});
   for (const Schedule& s : {Schedule{Schedule::kNone, 0, kT0}, Schedule{Schedule::kRows, 0, kT2, 1, 3},
                             Schedule{Schedule::kRows, 0, kT0, 1, 1}, Schedule{Schedule::kRows, 0, kT0, 1, 2}}) {
     variants.push_back({"softmax 2-pass provisional shift, " + s.str(), [&, s] {

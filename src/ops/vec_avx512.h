@@ -98,9 +98,11 @@ SINTER_AVX512_INLINE ExpRow exp_row(float m) {
           splat(static_cast<float>(1.0000146621172925 * s)), splat(static_cast<float>(0.4999963344456748 * s)),
           _mm512_load_ps(kExp2Fractions), _mm512_load_ps(kExp2Fractions + 16)};
 }
+// kClamp = false: for rows whose every x is >= m - 104 or NaN (the caller knows the row's min), one op fewer.
+template <bool kClamp = true>
 SINTER_AVX512_INLINE __m512 exp_row_v(const ExpRow& e, __m512 x) {
   const __m512 magic = splat(393216.f);  // 1.5 * 2^18: its last bit is 2^-5
-  const __m512 c = _mm512_max_ps(e.lo, x);  // NaN passes (second operand)
+  const __m512 c = kClamp ? _mm512_max_ps(e.lo, x) : x;  // NaN passes (second operand)
   const __m512 s = _mm512_fmadd_ps(c, splat(1.44269504088896341f), magic);
   const __m512 k = _mm512_sub_ps(s, magic);  // k/32
   const __m512 r = _mm512_fnmadd_ps(k, splat(0.693147182464599609375f), c);

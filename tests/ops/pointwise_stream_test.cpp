@@ -106,20 +106,28 @@ TEST(PointwiseStream, StreamScaleAtEveryAlignment) {
 
 // Large (streamed) softmax and layer_norm outputs with an odd row length (rows start off the 64-byte line, row
 // tails shorter than a vector), a NaN row, an infinite element and a constant row: each row as the same row
-// computed alone (not streamed), and NaN stays in its row.
+// computed alone (not streamed), and NaN stays in its row. Rows 4-6 take softmax's other exp paths (vec_rows.cpp,
+// exp_pass): masked elements (-inf), a range wider than 104 (both clamped), a max past 40 (exp_le0_fast_v);
+// those and row 0 (no clamp) also against float64.
 TEST(NormStream, OddRowsNanAndInfRows) {
   const int64_t cols = 1037, rows = loops::kStreamMinBytes / (4 * cols) + 5;
   Tensor x = testing::random({rows, cols}, kFloat32, 9) * 4;
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   x.select(0, 1).select(0, 17).fill_(nan);
   x.select(0, 2).select(0, 0).fill_(inf);
+  x.select(0, 4).narrow(0, 100, 300).fill_(-inf);
+  x.select(0, 5).copy_(linspace(-150, 20, cols));
+  x.select(0, 6).add_(500);
   x.select(0, rows - 1).fill_(2.5);
   Tensor s = softmax(x, -1), ln = layer_norm(x, {cols});
-  for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}, rows - 2, rows - 1}) {
+  for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{6}, rows - 2,
+                    rows - 1}) {
     Tensor row = x.narrow(0, r, 1).clone();
     EXPECT_TENSOR_EQ(s.narrow(0, r, 1), softmax(row, -1)) << r;
     EXPECT_TENSOR_EQ(ln.narrow(0, r, 1), layer_norm(row, {cols})) << r;
   }
+  for (int64_t r : {0, 4, 5, 6}) EXPECT_CLOSE(s.narrow(0, r, 1), softmax(x.narrow(0, r, 1).to(kFloat64), -1).to(kFloat32)) << r;
+  EXPECT_EQ(s.select(0, 4).select(0, 150).item<float>(), 0.f);
   EXPECT_TRUE(std::isnan(s.select(0, 1).select(0, 3).item<float>()));
   EXPECT_TRUE(std::isnan(ln.select(0, 1).select(0, 3).item<float>()));
   EXPECT_FALSE(std::isnan(s.select(0, 0).sum().item<float>()));
