@@ -277,11 +277,17 @@ void softmax_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, b
     }
     const float m = hmax(mx);
     const sinter::vec::avx512::ExpRow e = sinter::vec::avx512::exp_row(m);
-    const bool no_clamp = g_expt == 2 && _mm512_reduce_min_ps(_mm512_min_ps(mn.a, mn.b)) >= m - 104.f;
+    // EXPT=3: no clamp and no min; a row whose sum is not finite (an element below about -2.3e38, -inf, NaN)
+    // takes the exp pass again with the clamp.
+    const bool no_clamp = g_expt == 3 || (g_expt == 2 && _mm512_reduce_min_ps(_mm512_min_ps(mn.a, mn.b)) >= m - 104.f);
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 1, k);
       if (no_clamp) piece_exp_row_sum_nc(x + k * kPiece, buf + k * kPiece, kPiece, e, sum);
       else piece_exp_sum_row(x + k * kPiece, buf + k * kPiece, kPiece, m, e, sum);
+    }
+    if (g_expt == 3 && !std::isfinite(hsum(sum))) {
+      sum = zero;
+      piece_exp_sum_row(x, buf, kCols, m, e, sum);
     }
     const float inv = 1.f / hsum(sum);
     for (int64_t k = 0; k < kPieces; ++k) {
@@ -338,9 +344,13 @@ void softmax_provisional(const Buffers& d, int64_t rb, int64_t re, const Schedul
     const float shift = _mm512_reduce_max_ps(_mm512_i32gather_ps(sample, x, 4));
     Acc sum = zero;
     const __m512 mv = splat(shift);
+    // With EXPT set: exp_row_v without its clamp on the shift (redone below where the sum is not finite).
+    const bool row_exp = g_expt != 0 && sinter::vec::avx512::exp_row_fits(shift);
+    const sinter::vec::avx512::ExpRow e = sinter::vec::avx512::exp_row(row_exp ? shift : 0.f);
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 0, k);
-      piece_exp_sum<true>(x + k * kPiece, buf + k * kPiece, kPiece, mv, sum);
+      if (row_exp) piece_exp_row_sum_nc(x + k * kPiece, buf + k * kPiece, kPiece, e, sum);
+      else piece_exp_sum<true>(x + k * kPiece, buf + k * kPiece, kPiece, mv, sum);
     }
     float total = hsum(sum);
     if (!std::isfinite(total)) {

@@ -49,6 +49,9 @@ SINTER_CLONES C softmax_exps(const C* x, C* y, int64_t n, const char* next, int6
 // y = softmax(x) or log_softmax(x) over one contiguous row (x and y may be the same buffer).
 template <bool kLog, class C>
 SINTER_CLONES void softmax_row(const C* x, C* y, int64_t n) {
+  if constexpr (!kLog && std::is_same_v<C, float>) {
+    if (vec::available() && x != y) return vec::softmax_row(x, y, y, n, false, nullptr, 0);  // as streamed rows
+  }
   const C m = lane_max_shift(x, n, lowest<C>());
   if constexpr (kLog) {
     // (x - m) - log(s), not x - (m + log(s)): x - m is exact, so large inputs keep their precision.

@@ -62,9 +62,10 @@ double exp_shift_sum(const float* x, float* y, int64_t n, float m);
 enum class RowPrefetch { kMiddlePassL1, kAllPassesL2 };
 RowPrefetch row_prefetch();
 
-// softmax of one row: exp(x - max) into buf (n floats, a row buffer in cache), then buf / sum written to y,
-// with streaming stores when `stream` (the caller fences, loops::stream_fence). Prefetches next_bytes of
-// `next` (may be null) by row_prefetch(). buf may be x (a converted row); y is neither.
+// softmax of one row: exp(x - s) into buf (n floats, a row buffer in cache), then buf / sum written to y,
+// with streaming stores when `stream` (the caller fences, loops::stream_fence). s is the max of 16 sampled
+// elements, or the row's max where that fails (vec_rows.cpp says when). Prefetches next_bytes of `next` (may
+// be null) by row_prefetch(). buf may be x (a converted row) or y; x is not y.
 void softmax_row(const float* x, float* buf, float* y, int64_t n, bool stream, const char* next,
                  int64_t next_bytes);
 

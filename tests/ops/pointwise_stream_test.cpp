@@ -106,9 +106,11 @@ TEST(PointwiseStream, StreamScaleAtEveryAlignment) {
 
 // Large (streamed) softmax and layer_norm outputs with an odd row length (rows start off the 64-byte line, row
 // tails shorter than a vector), a NaN row, an infinite element and a constant row: each row as the same row
-// computed alone (not streamed), and NaN stays in its row. Rows 4-6 take softmax's other exp paths (vec_rows.cpp,
-// exp_pass): masked elements (-inf), a range wider than 104 (both clamped), a max past 40 (exp_le0_fast_v);
-// those and row 0 (no clamp) also against float64.
+// computed alone (not streamed), and NaN stays in its row. Softmax's paths (vec_rows.cpp, softmax_row): row 0
+// two passes on a sampled shift; row 4 -inf among the samples, then the max pass with the clamp; row 5 a range
+// wider than 104; row 6 a max past 40 (exp_le0_fast_v); rows 7-9 two passes redone with the max: an element
+// far above the samples (the sum overflows), a -inf and float's lowest between them; row 10 -1e9 (two passes
+// suffice). Those also against float64.
 TEST(NormStream, OddRowsNanAndInfRows) {
   const int64_t cols = 1037, rows = loops::kStreamMinBytes / (4 * cols) + 5;
   Tensor x = testing::random({rows, cols}, kFloat32, 9) * 4;
@@ -118,16 +120,23 @@ TEST(NormStream, OddRowsNanAndInfRows) {
   x.select(0, 4).narrow(0, 100, 300).fill_(-inf);
   x.select(0, 5).copy_(linspace(-150, 20, cols));
   x.select(0, 6).add_(500);
+  x.select(0, 7).select(0, 17).fill_(100);
+  x.select(0, 8).select(0, 17).fill_(-inf);
+  x.select(0, 9).narrow(0, 500, 300).fill_(std::numeric_limits<float>::lowest());
+  x.select(0, 10).narrow(0, 500, 300).fill_(-1e9);
   x.select(0, rows - 1).fill_(2.5);
   Tensor s = softmax(x, -1), ln = layer_norm(x, {cols});
-  for (int64_t r : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{6}, rows - 2,
-                    rows - 1}) {
+  std::vector<int64_t> checked = {rows - 2, rows - 1};
+  for (int64_t r = 0; r <= 10; ++r) checked.push_back(r);
+  for (int64_t r : checked) {
     Tensor row = x.narrow(0, r, 1).clone();
     EXPECT_TENSOR_EQ(s.narrow(0, r, 1), softmax(row, -1)) << r;
     EXPECT_TENSOR_EQ(ln.narrow(0, r, 1), layer_norm(row, {cols})) << r;
   }
-  for (int64_t r : {0, 4, 5, 6}) EXPECT_CLOSE(s.narrow(0, r, 1), softmax(x.narrow(0, r, 1).to(kFloat64), -1).to(kFloat32)) << r;
-  EXPECT_EQ(s.select(0, 4).select(0, 150).item<float>(), 0.f);
+  for (int64_t r : {0, 4, 5, 6, 7, 8, 9, 10})
+    EXPECT_CLOSE(s.narrow(0, r, 1), softmax(x.narrow(0, r, 1).to(kFloat64), -1).to(kFloat32)) << r;
+  for (int64_t r : {4, 8, 9, 10}) EXPECT_EQ(s.select(0, r).select(0, r == 4 ? 150 : r == 8 ? 17 : 600).item<float>(), 0.f) << r;
+  EXPECT_NEAR(s.select(0, 7).select(0, 17).item<double>(), 1.0, 1e-6);
   EXPECT_TRUE(std::isnan(s.select(0, 1).select(0, 3).item<float>()));
   EXPECT_TRUE(std::isnan(ln.select(0, 1).select(0, 3).item<float>()));
   EXPECT_FALSE(std::isnan(s.select(0, 0).sum().item<float>()));
