@@ -32,6 +32,8 @@ test: configure onnx-data
 	  $(BUILD)/sinter_tests --gtest_brief=1; rc=$$?; \
 	  echo "tests took $$(( $$(date +%s) - start )) s"; exit $$rc
 	@bash tests/install/run.sh $(BUILD)
+	@SINTER_CACHE_DIR=$$(mktemp -d) $(BUILD)/sinter demo > $(BUILD)/demo.txt 2>&1 || { cat $(BUILD)/demo.txt; exit 1; }; \
+	  echo "demo runs (make demo): $$(grep -c 'relative error vs float64' $(BUILD)/demo.txt) results within 1e-4 of float64"
 
 bench: configure
 	@ninja -C $(BUILD) -j$(JOBS) sinter_cli

@@ -12,7 +12,9 @@ DATA="${1:-$ROOT/.cache/onnx-data}"
 if ! "$VENV/bin/python" -c "import onnx, sys; sys.exit(onnx.__version__ != '$ONNX_VERSION')" 2>/dev/null; then
   if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
     echo "installing python3-venv" >&2
-    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
   fi
   echo "installing onnx==$ONNX_VERSION into $VENV" >&2
   python3 -m venv "$VENV"

@@ -9,9 +9,11 @@ namespace sinter {
 
 struct Philox4x32 {
   uint32_t out[4];
-  // One block: counter (c0..c3) under key (k0, k1), ten rounds.
-  static Philox4x32 compute(uint64_t counter, uint64_t key) {
-    uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32), c2 = 0, c3 = 0;
+  // One block: counter (c0..c3) = (counter, counter_hi) under key (k0, k1), ten rounds. The generator's draws
+  // leave counter_hi 0; it is there for Random123's published test vectors (factory_test.cpp).
+  static Philox4x32 compute(uint64_t counter, uint64_t key, uint64_t counter_hi = 0) {
+    uint32_t c0 = static_cast<uint32_t>(counter), c1 = static_cast<uint32_t>(counter >> 32);
+    uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
     uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
     for (int r = 0; r < 10; ++r) {
       uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0, p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2;

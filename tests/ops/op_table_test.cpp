@@ -1,4 +1,6 @@
 // The op table: schemas parse and print back, every row has a shape rule and a CPU kernel, errors name the op.
+#include <functional>
+
 #include "ops/dispatch.h"
 #include "testing.h"
 
@@ -73,6 +75,63 @@ TEST(Dispatch, ErrorsNameTheCallersLine) {
 TEST(Dispatch, InPlaceOnMismatchedShapeIsAnError) {
   Tensor x = zeros({3});
   EXPECT_ERROR(x.add_(zeros({2, 3})), "add_", "[2, 3]");
+}
+
+// Ops on data-less (meta) inputs run their shape rules only: the same sizes, strides and dtypes as on real
+// inputs, and meta outputs.
+TEST(Dispatch, MetaInputsGiveTheSameShapesAsRealOnes) {
+  auto meta_of = [](const Tensor& t) { return empty_from_meta(t.meta(), /*with_data=*/false); };
+  Tensor a = testing::random({4, 1, 6}, kFloat32, 1), b = testing::random({5, 1}, kFloat32, 2);
+  Tensor img = testing::random({2, 3, 9, 9}, kFloat32, 3), w = testing::random({4, 3, 3, 3}, kFloat32, 4);
+  Tensor q = testing::random({2, 3, 5, 8}, kFloat32, 5), ids = from_vector<int64_t>({0, 2, 1}, {3});
+  using Ops = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+  const std::vector<std::pair<const char*, Ops>> cases = {
+      {"add", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{t[0] + t[1]}; }},
+      {"matmul", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{matmul(t[0], t[0].transpose(1, 2))}; }},
+      {"sum", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{sum(t[0], {0, 2}, true)}; }},
+      {"softmax", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{softmax(t[0], -1, kFloat64)}; }},
+      {"max", [](const std::vector<Tensor>& t) {
+         auto [v, i] = max(t[0], 2);
+         return std::vector<Tensor>{v, i};
+       }},
+      {"topk", [](const std::vector<Tensor>& t) {
+         auto [v, i] = topk(t[0], 2);
+         return std::vector<Tensor>{v, i};
+       }},
+      {"conv2d", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{conv2d(t[2], t[3], {}, {2}, {1})}; }},
+      {"layer_norm", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{layer_norm(t[2], {9, 9})}; }},
+      {"cat", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{cat({t[0], t[0]}, 1)}; }},
+      {"index_select", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{index_select(t[2], 1, t[5])}; }},
+      {"embedding", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{embedding(t[1], t[5])}; }},
+      {"sdpa", [](const std::vector<Tensor>& t) {
+         return std::vector<Tensor>{scaled_dot_product_attention(t[4], t[4], t[4], {}, 0.0, true)};
+       }},
+      {"permute+contiguous", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{t[2].permute({0, 2, 3, 1}).contiguous()}; }},
+  };
+  const std::vector<Tensor> real = {a, b, img, w, q, ids};
+  std::vector<Tensor> metas;
+  for (const Tensor& t : real) metas.push_back(meta_of(t));
+  for (const auto& [name, fn] : cases) {
+    SCOPED_TRACE(name);
+    std::vector<Tensor> want = fn(real), got = fn(metas);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_TRUE(got[i].is_meta());
+      EXPECT_EQ(got[i].sizes().hints(), want[i].sizes().hints());
+      EXPECT_EQ(got[i].strides().hints(), want[i].strides().hints());
+      EXPECT_EQ(got[i].dtype(), want[i].dtype());
+    }
+  }
+}
+
+// Tensors on two devices in one op: an error naming both (a meta tensor can sit on a device this build has no
+// kernels for).
+TEST(Dispatch, OperandsOnTwoDevicesAreAnError) {
+  Tensor cpu = zeros({2, 3});
+  Tensor cuda = empty_from_meta(TensorMeta{{2, 3}, {3, 1}, 0, kFloat32, kCUDA}, /*with_data=*/false);
+  EXPECT_ERROR(add(cpu, cuda), "add", "same device", "cpu", "cuda");
+  EXPECT_ERROR(cat({cpu, cuda}), "cat", "same device");
+  EXPECT_ERROR(where(zeros({2, 3}, {kBool}), cuda, cpu), "where", "device");
 }
 
 }  // namespace

@@ -193,6 +193,9 @@ TEST(PointwiseBinary, IntegerOpsFollowPython) {
     EXPECT_CLOSE(d, reference(a, b, [](double x, double y) { return x / y; }));
     EXPECT_TENSOR_EQ(a < b, reference(a, b, [](double x, double y) { return x < y; }));
     EXPECT_TENSOR_EQ(a == b, reference(a, b, [](double x, double y) { return x == y; }));
+    EXPECT_TENSOR_EQ(a <= b, reference(a, b, [](double x, double y) { return x <= y; }));
+    EXPECT_TENSOR_EQ(le(a, b), a <= b);
+    EXPECT_TENSOR_EQ(le(a, Scalar(2.5)), reference(a, scalar_tensor(2.5), [](double x, double y) { return x <= y; }));
     EXPECT_TENSOR_EQ(a >= 2.5, reference(a, scalar_tensor(2.5), [](double x, double y) { return x >= y; }));
     EXPECT_EQ(atan2(a, b).dtype(), kFloat32);
     EXPECT_CLOSE(atan2(a, b), reference(a, b, [](double x, double y) { return std::atan2(x, y); }));

@@ -164,6 +164,8 @@ TEST(PointwiseInplace, EveryInplaceRowMatchesItsFunctionalForm) {
     check("exp_", [&](Tensor& x) { x.exp_(); }, exp(base));
     check("neg_", [&](Tensor& x) { x.neg_(); }, neg(base));
     check("masked_fill_", [&](Tensor& x) { x.masked_fill_(mask, 7); }, masked_fill(base, mask, Scalar(7)));
+    check("zero_", [&](Tensor& x) { x.zero_(); }, zeros_like(base));
+    check("fill_", [&](Tensor& x) { x.fill_(2.5); }, full_like(base, 2.5));
     check("+=", [&](Tensor& x) { x += other; }, base + other);
   }
 }
