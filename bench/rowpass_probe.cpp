@@ -222,6 +222,7 @@ struct Schedule {
 
 struct Buffers {
   float *x, *y, *w, *b;
+  float* x2;  // add's second input
 };
 
 // A thread's rows [rb, re) under schedule s: step(r, pass, k) issues the prefetches due before piece k of pass
@@ -517,6 +518,18 @@ void sigmoid_range(const Buffers& d, int64_t b, int64_t e, const Schedule& s) {
   }
 }
 
+// y = x + x2 over [b, e): both inputs fetched `ahead` bytes in front under a kAhead schedule.
+void add_range(const Buffers& d, int64_t b, int64_t e, const Schedule& s) {
+  Fetcher f{reinterpret_cast<const char*>(d.x + b), (e - b) * 4, 0, s.hint};
+  Fetcher f2{reinterpret_cast<const char*>(d.x2 + b), (e - b) * 4, 0, s.hint};
+  for (int64_t i = b; i < e; i += kPiece) {
+    if (s.kind == Schedule::kAhead) f.to((i - b + kPiece) * 4 + s.ahead), f2.to((i - b + kPiece) * 4 + s.ahead);
+    const int64_t n = std::min(kPiece, e - i);
+    for (int64_t j = i; j < i + n; j += 16)
+      _mm512_stream_ps(d.y + j, _mm512_add_ps(_mm512_loadu_ps(d.x + j), _mm512_loadu_ps(d.x2 + j)));
+  }
+}
+
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -541,7 +554,14 @@ int main(int argc, char** argv) {
   // Y_SKEW: the output's start in floats past its 2 MB boundary (the input's is 0): how far apart the two
   // streams sit modulo 4 KiB, where a load can be held up by an older store to the same low 12 address bits.
   const int64_t y_skew = std::getenv("Y_SKEW") ? std::atol(std::getenv("Y_SKEW")) : 16 * 37;
-  Buffers d{alloc(kN), alloc(kN, y_skew), alloc(kCols, 16 * 11), alloc(kCols, 16 * 23)};
+  // X2_SKEW: add's second input's start past its 2 MB boundary, in floats (sinter's allocator puts large blocks
+  // at page offsets 0 and 2048 bytes, alternately).
+  const int64_t x2_skew = std::getenv("X2_SKEW") ? std::atol(std::getenv("X2_SKEW")) : 512;
+  Buffers d{alloc(kN), alloc(kN, y_skew), alloc(kCols, 16 * 11), alloc(kCols, 16 * 23), nullptr};
+  if (filter.find("add") != std::string::npos) {
+    d.x2 = alloc(kN, x2_skew);
+    for (int64_t i = 0; i < kN; ++i) d.x2[i] = 1.f;
+  }
   for (int64_t i = 0; i < kN; ++i) d.x[i] = static_cast<float>((i * 2654435761u) % 1000) / 250.f - 2.f;
   for (int64_t i = 0; i < kCols; ++i) d.w[i] = 1.f + i * 1e-4f, d.b[i] = i * 1e-3f;
 
@@ -598,6 +618,7 @@ int main(int argc, char** argv) {
   struct Variant {
     std::string name;
     std::function<void()> fn;
+    double bytes = 2.0 * kN * 4;  // moved, for the GB/s and the ratio to the copy (which moves 2 kN floats)
   };
   std::vector<Variant> variants;
   variants.push_back({"read_sum (bytes = input only, x2 for the ratio)", read_sum});
@@ -676,6 +697,9 @@ int main(int argc, char** argv) {
     }
   for (const Schedule& s : flat)
     variants.push_back({"sigmoid, " + s.str(), [&, s] { elems_parallel([&](int64_t b, int64_t e) { sigmoid_range(d, b, e, s); }); }});
+  for (const Schedule& s : flat)  // only with "add" in the filter (its second input is allocated then)
+    variants.push_back({"add, " + s.str(), [&, s] { elems_parallel([&](int64_t b, int64_t e) { add_range(d, b, e, s); }); },
+                        3.0 * kN * 4});
 
 #if defined(PROBE_SINTER)
   // Where the time goes between a kernel here and the same op in sinter: the op itself (its output from sinter's
@@ -689,6 +713,10 @@ int main(int argc, char** argv) {
   }
   variants.push_back({"sinter op: sigmoid", [&] { (void)sinter::sigmoid(xf); }});
   variants.push_back({"sinter op: softmax", [&] { (void)sinter::softmax(xt, -1); }});
+  if (d.x2 != nullptr) {
+    static sinter::Tensor x2f = sinter::from_blob(d.x2, {kN});
+    variants.push_back({"sinter op: add", [&] { (void)sinter::add(xf, x2f); }, 3.0 * kN * 4});
+  }
   variants.push_back({"sinter op: layer_norm", [&] { (void)sinter::layer_norm(xt, {kCols}); }});
   variants.push_back({"sinter vec::sigmoid on OpenMP", [&] {
                         elems_parallel([&](int64_t b, int64_t e) { sinter::vec::sigmoid(d.x + b, d.y + b, e - b, true); });
@@ -743,7 +771,8 @@ int main(int argc, char** argv) {
       cms = std::min(cms, median_ms(copy, 15));
       ms = std::min(ms, median_ms(v.fn, 15));
     }
-    std::printf("%-52s %9.3f %9.3f %9.1f %6.0f%%\n", v.name.c_str(), ms, cms, copy_bytes / (ms * 1e6), 100 * cms / ms);
+    std::printf("%-52s %9.3f %9.3f %9.1f %6.0f%%\n", v.name.c_str(), ms, cms, v.bytes / (ms * 1e6),
+                100 * (v.bytes / ms) / (copy_bytes / cms));
     std::fflush(stdout);
   }
 #if defined(PROBE_SINTER)

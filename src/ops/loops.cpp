@@ -323,7 +323,7 @@ void Loop::run_float(FloatArrayFn k, Bf16ArrayFn kb, int64_t grain) {
 }
 
 void Loop::run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void* ctx, int64_t grain,
-                      ChunkFn stream_fn) {
+                      ChunkFn stream_fn, bool fn_any_n) {
   prepare();
   if (numel_ == 0) return;
   for (int i = 1; i < nops_; ++i) {
@@ -364,7 +364,11 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void
   // An array kernel (run_float) whose operands are all contiguous in its compute dtype reads and writes them in
   // place: no buffers to keep in L1, so it takes long chunks (the per-chunk bookkeeping cost about a fifth of
   // sigmoid's time at 256 elements a chunk on the 16-core host, bench/results/rowpass-h200-*-s5.txt).
-  bool wide = stream_fn != nullptr && ndim == 1 && out.dtype == compute[0] && out.strides[0] == out_esize;
+  // A functor's chunk loop (fn_any_n false) is vectorized for kChunk elements only: long chunks go to its streamed
+  // form alone. That took sinter's add of two 2^25-float tensors from 2.64-2.71 to 1.95-2.14 ms on the 16-core
+  // host (66-67% -> 92-93% of the copy, bench/results/rowpass-h200-16core-2026-11-30-s7-add.txt).
+  bool wide = stream_fn != nullptr && (fn_any_n || stream) && ndim == 1 && out.dtype == compute[0] &&
+              out.strides[0] == out_esize;
   for (int i = 1; wide && i < nops_; ++i)
     wide = !ops_[i].is_constant && ops_[i].dtype == compute[i] && ops_[i].strides[0] == esize[i];
 

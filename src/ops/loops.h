@@ -128,9 +128,12 @@ class Loop {
     static_assert(sizeof...(A) + 1 <= kMaxOperands);
     SINTER_INTERNAL_ASSERT(static_cast<int>(sizeof...(A)) + 1 == nops_, "loop arity mismatch");
     const DType compute[] = {compute_dtype<R>(), compute_dtype<A>()...};
-    ChunkFn bf16 = nullptr;
-    if constexpr (std::is_same_v<R, float> && (std::is_same_v<A, float> && ...)) bf16 = &call_chunk_bf16<F, A...>;
-    run_chunks(compute, &call_chunk<F, R, A...>, bf16, &f, grain);
+    ChunkFn bf16 = nullptr, stream = nullptr;
+    if constexpr (std::is_same_v<R, float> && (std::is_same_v<A, float> && ...)) {
+      bf16 = &call_chunk_bf16<F, A...>;
+      stream = &call_chunk_stream<F, A...>;
+    }
+    run_chunks(compute, &call_chunk<F, R, A...>, bf16, &f, grain, stream, /*fn_any_n=*/false);
   }
 
   // Runs out[i] = k(in0[i]) for a loop with one input, k a hand-vectorized kernel over float arrays
@@ -153,6 +156,29 @@ class Loop {
   template <class F, class R, class... A, size_t... I>
   static void call_indexed(const F& f, char* const* in, R* out, int64_t n, std::index_sequence<I...>) {
     chunk_loop<R, A...>(f, out, n, reinterpret_cast<const A*>(in[I])...);
+  }
+  // A float functor over float operands in place, its output streamed: kChunk results at a time into a block in
+  // L1 (the chunk loop's fixed trip count keeps it vectorized), then out with streaming stores; run_chunks hands
+  // it long chunks, so its per-chunk bookkeeping is paid once per kWideChunk elements, not per kChunk.
+  template <class F, class... A>
+  static void call_chunk_stream(const void* ctx, char* const* in, char* out, int64_t n) {
+    call_indexed_stream<F, A...>(*static_cast<const F*>(ctx), in, reinterpret_cast<float*>(out), n,
+                                 std::index_sequence_for<A...>{});
+  }
+  template <class F, class... A, size_t... I>
+  static void call_indexed_stream(const F& f, char* const* in, float* out, int64_t n, std::index_sequence<I...>) {
+    chunk_loop_stream(f, out, n, reinterpret_cast<const float*>(in[I])...);
+  }
+  template <class F, class... P>
+  SINTER_VECTOR_CLONES static void chunk_loop_stream(const F& f, float* out, int64_t n, const P*... in) {
+    alignas(64) float block[kChunk];
+    int64_t b = 0;
+    for (; b + kChunk <= n; b += kChunk) {
+#pragma GCC ivdep
+      for (int64_t k = 0; k < kChunk; ++k) block[k] = f(in[b + k]...);
+      stream_copy(out + b, block, kChunk * 4);
+    }
+    for (; b < n; ++b) out[b] = f(in[b]...);
   }
   // A float functor over bfloat16 operands read and written in place: the conversions are a shift and a
   // rounding in vector registers, no float buffers (which, besides the extra passes through L1, ran at a third
@@ -191,9 +217,10 @@ class Loop {
 
   // `bf16` (may be null): the functor over bfloat16 operands (call_chunk_bf16), used when the output and every
   // input are contiguous bfloat16 tensors. `stream_fn` (may be null): fn writing its output with streaming
-  // stores, called for a streamed output of the compute type at a 64-byte-aligned address.
+  // stores, called for a streamed output of the compute type at a 64-byte-aligned address. `fn_any_n`: fn runs
+  // at full speed on any count (an array kernel), so unstreamed contiguous operands get long chunks too.
   void run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void* ctx, int64_t grain,
-                  ChunkFn stream_fn = nullptr);
+                  ChunkFn stream_fn = nullptr, bool fn_any_n = true);
   void prepare();
 
   struct Operand {

@@ -23,10 +23,16 @@ TEST(PointwiseStream, LargeFloatOutputsEqualOrdinaryStores) {
     set_num_threads(threads);
     std::vector<float> sum = add(a, b).to_vector<float>();
     std::vector<float> scaled = (a * 1.5).to_vector<float>();
+    // A three-input float functor (lerp with a tensor weight) takes the streamed functor path as add does.
+    std::vector<float> mixed = lerp(a, b, b).to_vector<float>();
+    std::vector<float> mixed_small = lerp(a.narrow(0, kBig - 5000, 5000), b.narrow(0, kBig - 5000, 5000),
+                                          b.narrow(0, kBig - 5000, 5000)).to_vector<float>();
     for (int64_t i = 0; i < kBig; ++i) {
       ASSERT_EQ(sum[i], av[i] + bv[i]) << i;
       ASSERT_EQ(scaled[i], av[i] * 1.5f) << i;
     }
+    for (int64_t i = 0; i < 5000; ++i) ASSERT_EQ(mixed[kBig - 5000 + i], mixed_small[i]) << i;
+    EXPECT_NEAR(mixed[7], av[7] + bv[7] * (bv[7] - av[7]), 1e-6);
   }
   set_num_threads(0);
 }
