@@ -74,7 +74,8 @@ struct RowRange {
   float max, min;
 };
 SINTER_AVX512_INLINE RowRange range_pass(const float* x, int64_t n, NextRow& f, int pass) {
-  const __m512 lowest = splat(-std::numeric_limits<float>::infinity()), highest = splat(std::numeric_limits<float>::infinity());
+  const float inf = std::numeric_limits<float>::infinity();
+  const __m512 lowest = splat(-inf), highest = splat(inf);
   __m512 hi[4] = {lowest, lowest, lowest, lowest}, lo[4] = {highest, highest, highest, highest};  // 4 chains each
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
@@ -278,9 +279,10 @@ SINTER_AVX512_INLINE float sampled_shift(const float* x, int64_t n) {
 // does not depend on the shift; s <= max(x) keeps the largest exp >= 1, so the sum cannot underflow. exp_row_v
 // without its clamp gives exp(x - s) to 6e-7, or 0 far below s, for every x above -8e17 (at |s| <= 40; farther
 // down its polynomial overflows). An element beyond that, NaN, or more than 88 above s makes the sum inf or
-// NaN (-inf gives 0 or NaN), and such a row (rare: s lies within the row's spread) is redone with the max pass. On the host the two passes took 8-15% less time than three
-// in each of 12 pairs, 64% -> 72% of the copy (bench/results/rowpass-h200-16core-2026-11-30-s7-two-pass.txt).
-// Not when buf is x: the redo needs x.
+// NaN (-inf gives 0 or NaN), and such a row (rare: s lies within the row's spread) is redone with the max pass.
+// On the host the two passes took 5-17% less time (median 10%) than three in each of 12 interleaved pairs, 64% ->
+// 72% of the copy (bench/results/rowpass-h200-16core-2026-11-30-s7-two-pass.txt). Not when buf is x: the redo
+// needs x.
 SINTER_AVX512 void softmax_row(const float* x, float* buf, float* y, int64_t n, bool stream, const char* next,
                                int64_t next_bytes) {
   if (n >= 256 && buf != x) {

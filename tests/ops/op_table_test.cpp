@@ -106,7 +106,8 @@ TEST(Dispatch, MetaInputsGiveTheSameShapesAsRealOnes) {
       {"sdpa", [](const std::vector<Tensor>& t) {
          return std::vector<Tensor>{scaled_dot_product_attention(t[4], t[4], t[4], {}, 0.0, true)};
        }},
-      {"permute+contiguous", [](const std::vector<Tensor>& t) { return std::vector<Tensor>{t[2].permute({0, 2, 3, 1}).contiguous()}; }},
+      {"permute+contiguous",
+       [](const std::vector<Tensor>& t) { return std::vector<Tensor>{t[2].permute({0, 2, 3, 1}).contiguous()}; }},
   };
   const std::vector<Tensor> real = {a, b, img, w, q, ids};
   std::vector<Tensor> metas;
