@@ -111,22 +111,14 @@ inline void piece_exp_sum(const float* x, float* y, int64_t n, __m512 mv, Acc& c
     c.b = _mm512_add_ps(c.b, e1);
   }
 }
-// As piece_exp_sum<false>, with exp_row_v (the row's max folded into its coefficients, one operation fewer).
+// As piece_exp_sum<false>, with exp_row_v (the row's max folded into its coefficients, one operation fewer);
+// kClamp = false where the row's min is known to be >= m - 104 (or the sum is checked afterwards).
+template <bool kClamp = true>
 inline void piece_exp_row_sum(const float* x, float* y, int64_t n, const sinter::vec::avx512::ExpRow& e, Acc& c) {
   for (int64_t i = 0; i < n; i += 32) {
-    const __m512 e0 = sinter::vec::avx512::exp_row_v(e, _mm512_loadu_ps(x + i));
-    const __m512 e1 = sinter::vec::avx512::exp_row_v(e, _mm512_loadu_ps(x + i + 16));
+    const __m512 e0 = sinter::vec::avx512::exp_row_v<kClamp>(e, _mm512_loadu_ps(x + i));
+    const __m512 e1 = sinter::vec::avx512::exp_row_v<kClamp>(e, _mm512_loadu_ps(x + i + 16));
     if (y != nullptr) _mm512_storeu_ps(y + i, e0), _mm512_storeu_ps(y + i + 16, e1);
-    c.a = _mm512_add_ps(c.a, e0);
-    c.b = _mm512_add_ps(c.b, e1);
-  }
-}
-// With exp_row_v<false>: no clamp (the row's min is known to be >= m - 104).
-inline void piece_exp_row_sum_nc(const float* x, float* y, int64_t n, const sinter::vec::avx512::ExpRow& e, Acc& c) {
-  for (int64_t i = 0; i < n; i += 32) {
-    const __m512 e0 = sinter::vec::avx512::exp_row_v<false>(e, _mm512_loadu_ps(x + i));
-    const __m512 e1 = sinter::vec::avx512::exp_row_v<false>(e, _mm512_loadu_ps(x + i + 16));
-    _mm512_storeu_ps(y + i, e0), _mm512_storeu_ps(y + i + 16, e1);
     c.a = _mm512_add_ps(c.a, e0);
     c.b = _mm512_add_ps(c.b, e1);
   }
@@ -283,7 +275,7 @@ void softmax_rows(const Buffers& d, int64_t rb, int64_t re, const Schedule& s, b
     const bool no_clamp = g_expt == 3 || (g_expt == 2 && _mm512_reduce_min_ps(_mm512_min_ps(mn.a, mn.b)) >= m - 104.f);
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 1, k);
-      if (no_clamp) piece_exp_row_sum_nc(x + k * kPiece, buf + k * kPiece, kPiece, e, sum);
+      if (no_clamp) piece_exp_row_sum<false>(x + k * kPiece, buf + k * kPiece, kPiece, e, sum);
       else piece_exp_sum_row(x + k * kPiece, buf + k * kPiece, kPiece, m, e, sum);
     }
     if (g_expt == 3 && !std::isfinite(hsum(sum))) {
@@ -350,7 +342,7 @@ void softmax_provisional(const Buffers& d, int64_t rb, int64_t re, const Schedul
     const sinter::vec::avx512::ExpRow e = sinter::vec::avx512::exp_row(row_exp ? shift : 0.f);
     for (int64_t k = 0; k < kPieces; ++k) {
       step(r, 0, k);
-      if (row_exp) piece_exp_row_sum_nc(x + k * kPiece, buf + k * kPiece, kPiece, e, sum);
+      if (row_exp) piece_exp_row_sum<false>(x + k * kPiece, buf + k * kPiece, kPiece, e, sum);
       else piece_exp_sum<true>(x + k * kPiece, buf + k * kPiece, kPiece, mv, sum);
     }
     float total = hsum(sum);
