@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The CPU workloads of shared/WORKLOADS.md in PyTorch, eager and torch.compile, timed the way `sinter bench
+"""The CPU workloads of bench/WORKLOADS.md in PyTorch, eager and torch.compile, timed the way `sinter bench
 --device cpu` times them, then one table of ratios against a sinter result file.
 
     python3 bench/vs_torch.py --threads 16 --sinter bench/results/sinter-cpu-HOST-DATE.json

@@ -1,5 +1,5 @@
-// `sinter bench --device cpu`: every CPU workload of WORKLOADS.md, eager and compiled under each backend,
-// with the fields WORKLOADS.md lists (times, speedup, kernels per call, cold and warm compile seconds, error
+// `sinter bench --device cpu`: every CPU workload of bench/WORKLOADS.md, eager and compiled under each backend,
+// with the fields it lists (times, speedup, kernels per call, cold and warm compile seconds, error
 // against eager, GB/s or TFLOP/s, peak memory) printed as one table and written as its JSON.
 //
 // Compile times come from child processes of this same program (`--probe NAME`), so that they measure what a
@@ -35,7 +35,7 @@ struct Row {
   std::string error;                // set when this backend failed on this workload
 };
 
-// ||out - ref|| / ||ref|| in float64 (DESIGN.md section 5's measure), the largest over the outputs.
+// ||out - ref|| / ||ref|| in float64 (bench/WORKLOADS.md's max_rel_err), the largest over the outputs.
 double max_rel_err(const std::vector<Tensor>& out, const std::vector<Tensor>& ref) {
   SINTER_CHECK(out.size() == ref.size(), "compiled function returned {} outputs, eager {}", out.size(),
                ref.size());

@@ -1,4 +1,4 @@
-// The benchmark workloads of shared/WORKLOADS.md (CPU shapes) and the built-in models they use, shared by
+// The benchmark workloads of bench/WORKLOADS.md (CPU shapes) and the built-in models they use, shared by
 // `sinter bench --device cpu` and `sinter demo`. bench/vs_torch.py defines the same functions in PyTorch; a
 // change here must be made there too, or the ratios it prints compare different things.
 #pragma once

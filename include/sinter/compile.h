@@ -1,6 +1,6 @@
 // compile(): capture an eager function's tensor ops into graphs, guard them, hand them to a backend, and reuse the
 // result while the guards hold. The templates here only adapt typed C++ callables to the engine in src/capture,
-// which works on type-erased arguments; see DESIGN.md section 2 for the semantics.
+// which works on type-erased arguments; docs/ARCHITECTURE.md (sections 1, 4 and 5) describes that engine.
 //
 // What a compiled function may and may not do:
 // - Everything that should change the computation must be an argument (a tensor, an integer, a double, a

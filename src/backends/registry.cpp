@@ -1,5 +1,5 @@
-// The backend registry: a process-wide, thread-safe map from name to backend (one of the registries DESIGN.md
-// allows). Built-ins are registered on first use; registering a name again replaces it.
+// The backend registry: a process-wide, thread-safe map from name to backend (one of the registries listed in
+// docs/ARCHITECTURE.md, section 9). Built-ins are registered on first use; registering a name again replaces it.
 #include <fmt/format.h>
 
 #include <deque>

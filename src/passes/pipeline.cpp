@@ -38,7 +38,7 @@ bool functionalize_step(Graph& g, const PassContext& ctx) {
   return r.changed;
 }
 
-// THE pipeline, in DESIGN.md section 3's order.
+// THE pipeline, in the order docs/ARCHITECTURE.md (section 6) describes.
 const std::vector<Pass>& pipeline() {
   static const std::vector<Pass> list = {
       {"functionalize", functionalize_step},

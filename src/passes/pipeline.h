@@ -1,5 +1,5 @@
-// The inductor pass pipeline: what runs on a captured graph before lowering, in DESIGN.md section 3's order
-// (functionalize -> patterns -> decompose -> simplify), as one flat named list. It logs the graph after each
+// The inductor pass pipeline: what runs on a captured graph before lowering, in the order of docs/ARCHITECTURE.md
+// section 6 (functionalize -> patterns -> decompose -> simplify), as one flat named list. It logs the graph after each
 // pass that changed it (SINTER_LOGS=passes), times every pass, lets any pass be switched off by name
 // (SINTER_DISABLE_PASSES=decompose,simplify) and verifies the graph around every pass when SINTER_VERIFY_PASSES=1
 // or in builds without NDEBUG.

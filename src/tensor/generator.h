@@ -72,7 +72,7 @@ class Generator {
   uint64_t offset_ = 0;
 };
 
-// The process-wide default generator (one of the registries DESIGN.md allows).
+// The process-wide default generator (one of the registries listed in docs/ARCHITECTURE.md, section 9).
 Generator& default_generator();
 
 }  // namespace sinter

@@ -166,7 +166,7 @@ TEST(InductorOps, SizeOneEmptyAndZeroDim) {
 }
 
 // Inputs in unusual layouts (channels-last, transposed, expanded with stride 0, a view at an offset, one tensor
-// passed twice); pointwise outputs take PyTorch's layout (the eager strides), as DESIGN.md promises.
+// passed twice); pointwise outputs take PyTorch's layout (the eager strides), as eager does.
 TEST(InductorOps, InputLayoutsAndOutputStrides) {
   Tensor cl = random({2, 5, 3, 4}, kFloat32, 1).contiguous(MemoryFormat::kChannelsLast);
   Tensor tr = random({9, 7}, kFloat32, 2).t();

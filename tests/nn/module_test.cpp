@@ -16,7 +16,7 @@ std::vector<std::string> names_of(const nn::NamedTensors& named) {
   return out;
 }
 
-// DESIGN.md's example block, small.
+// A transformer-style residual block (x + fc2(gelu(fc1(ln(x))))), small.
 struct Block : nn::Module {
   nn::LayerNorm ln{8};
   nn::Linear fc1{8, 16}, fc2{16, 8};

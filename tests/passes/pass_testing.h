@@ -27,7 +27,7 @@ inline int count_ops(const Graph& g, OpId op) {
 }
 
 // Runs both graphs on `inputs`; every output of `after` is within `rtol` of `before`'s (relative error, as
-// DESIGN.md section 5), with the same dtype and sizes.
+// tests/testing.h measures it), with the same dtype and sizes.
 inline void expect_same_results(const Graph& before, const Graph& after, const std::vector<Tensor>& inputs,
                                 double rtol) {
   std::vector<Tensor> want = interpret(before, inputs), got = interpret(after, inputs);
