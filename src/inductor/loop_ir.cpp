@@ -106,6 +106,14 @@ SExpr SPool::op(std::string name, std::vector<SExpr> args, CType type) {
   return intern(std::move(n));
 }
 
+SExpr SPool::convert(SExpr a, DType from, DType to) {
+  SExpr v = cast(a, compute_type(to));  // float64 -> float16 goes through float32, as eager's conversion does
+  if (from == to || (to != kFloat16 && to != kBFloat16)) return v;
+  // Integers of at most 8 bits (and bools) are exact in both half types.
+  if (from == kBool || from == kInt8 || from == kUInt8) return v;
+  return op(to == kFloat16 ? "round_f16" : "round_bf16", {v}, CType::kF32);
+}
+
 static void walk(SExpr root, std::unordered_set<SExpr>& seen, const std::function<void(SExpr)>& f) {
   std::vector<SExpr> stack{root};
   while (!stack.empty()) {

@@ -55,7 +55,13 @@ class SPool {
   SExpr constant(double v, CType type);
   SExpr iconstant(int64_t v, CType type);
   SExpr op(std::string name, std::vector<SExpr> args, CType type);
+  // An implicit type change between compute types (operand promotion): a "cast" op, or `a` itself.
   SExpr cast(SExpr a, CType type) { return a->type == type ? a : op("cast", {a}, type); }
+  // An explicit dtype conversion the program asks for (`to`, `_to_copy`, ONNX Cast) of `a`, a value of dtype
+  // `from` in its compute type: the result in `to`'s compute type, rounded as a `to` buffer would hold it
+  // (float16/bfloat16: a "round_f16"/"round_bf16" op, round to nearest even, overflow to inf). Unlike the
+  // rounding of half arithmetic, which a fused kernel skips, a conversion is never dropped.
+  SExpr convert(SExpr a, DType from, DType to);
   size_t size() const { return nodes_.size(); }
 
  private:

@@ -175,7 +175,11 @@ SExpr lower_pointwise(PointwiseContext& cx, const Node& n, const std::vector<Exp
     SExpr r = b.op(name == "addcmul" ? "mul" : "div", {b.arg(1, t), b.arg(2, t)});
     return b.op("add", {b.arg(0, t), b.scaled(r, "value")});
   }
-  if (name == "_to_copy" || name == "clone") return b.arg(0, t);
+  if (name == "_to_copy") {
+    DType from = n.args[0].tensor().dtype();
+    return cx.pool().convert(b.arg(0, compute_type(from)), from, n.meta().dtype);
+  }
+  if (name == "clone") return b.arg(0, t);
   SINTER_INTERNAL_ASSERT(false, "inductor: no scalar form for {}", n.op_name());
   return nullptr;
 }

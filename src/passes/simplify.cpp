@@ -85,6 +85,43 @@ Tensor same_dtype_copy(const Graph&, const Node& n) {
   bool same_device = n.args[2].is_none() || n.args[2].device() == x.device();
   return self_if(n, same_dtype && same_device);
 }
+// Whether every value of integer or bool dtype `from` converts to `via` and back unchanged. Floating sources are
+// left out: a float round trip that holds every number still changes a signalling NaN's bits (float32 -> float64
+// -> float32 quiets it), and a narrowing one (float32 -> float16 -> float32) rounds.
+bool exact_round_trip(DType from, DType via) {
+  if (from == via || from == kBool) return true;
+  auto int_bits = [](DType d) {
+    switch (d) {
+      case kInt8: return 8;
+      case kUInt8: return 8;
+      case kInt32: return 32;
+      case kInt64: return 64;
+      default: return 0;
+    }
+  };
+  int bits = int_bits(from);
+  if (bits == 0) return false;
+  switch (via) {
+    case kInt32: return bits <= 8;     // int8, uint8
+    case kInt64: return true;
+    case kFloat16: return bits <= 8;   // 11-bit significand
+    case kBFloat16: return bits <= 8;  // 8-bit significand: |v| <= 256
+    case kFloat32: return bits <= 8;   // 24-bit significand (int32 would round)
+    case kFloat64: return bits <= 32;  // 53-bit significand
+    default: return false;             // int8/uint8/bool cannot hold each other's values
+  }
+}
+// _to_copy(_to_copy(x, via), x.dtype) -> x   when the round trip is exact for every value of x (int32 through
+// float64); a chain that loses anything (float32 through float16 rounds, int64 through float64 rounds large
+// values, float through an integer truncates) is kept, since the program asked for both conversions.
+Tensor exact_round_trip_copy(const Graph& g, const Node& n) {
+  const Node& inner = g.producer(n.args[0].tensor());
+  if (!inner.is_op(OpId::to_copy) || n.args[1].is_none() || !n.args[2].is_none() || !inner.args[2].is_none())
+    return Tensor();
+  const Tensor& x = inner.args[0].tensor();
+  DType via = inner.meta().dtype;
+  return n.args[1].dtype() == x.dtype() && exact_round_trip(x.dtype(), via) ? x : Tensor();
+}
 // clone(x) -> x   (only where that changes no aliasing and no layout a view relies on: see forward())
 Tensor clone_of(const Graph&, const Node& n) { return n.args[0].tensor(); }
 // view(x, x.sizes) -> x
@@ -134,7 +171,8 @@ const std::vector<std::pair<OpId, Identity>>& identities() {
       {OpId::add_Scalar, add_zero},         {OpId::add_Tensor, add_zero},
       {OpId::sub_Scalar, add_zero},         {OpId::sub_Tensor, add_zero},
       {OpId::div_Scalar, div_one},          {OpId::div_Tensor, div_one},
-      {OpId::to_copy, same_dtype_copy},     {OpId::clone, clone_of},
+      {OpId::to_copy, same_dtype_copy},     {OpId::to_copy, exact_round_trip_copy},
+      {OpId::clone, clone_of},
       {OpId::view, same_size_view},         {OpId::expand, same_size_expand},
       {OpId::permute, identity_permute},    {OpId::transpose_int, identity_transpose},
       {OpId::slice_Tensor, full_slice},     {OpId::neg, double_negation},

@@ -111,8 +111,13 @@ std::string op_str(const std::string& op, CType t, const std::vector<std::string
   auto k = [&](double v) { return lit(v, t); };
   if (op == "cast") {
     if (t == CType::kBool) return fmt::format("({} != 0)", a[0]);
+    // Float to integer as eager's conversion: NaN -> 0, beyond int64's range saturated, then truncated toward
+    // zero to int64 and wrapped to the target width (a plain C cast is undefined for these values).
+    if (!flt(t) && flt(at[0])) return fmt::format("({})sn_f2i({})", T, a[0]);
     return fmt::format("({})({})", T, a[0]);
   }
+  if (op == "round_f16") return fmt::format("sn_f16_to_f32(sn_f32_to_f16({}))", a[0]);
+  if (op == "round_bf16") return fmt::format("sn_bf16_to_f32(sn_f32_to_bf16({}))", a[0]);
   // Binary arithmetic.
   if (op == "add") return fmt::format("{} + {}", a[0], a[1]);
   if (op == "sub") return fmt::format("{} - {}", a[0], a[1]);

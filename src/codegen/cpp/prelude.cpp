@@ -225,8 +225,14 @@ SN_INLINE sn_u16 sn_f32_to_f16(float f) {
   sn_u32 sub = sn_bits(sn_from_bits(a) + 0.5f) - 0x3f000000u;
   sn_u32 h = a < 0x38800000u ? sub : normal;
   h = a >= 0x477ff000u ? 0x7c00u : h;                               // 65520 and above round to infinity
-  h = a > 0x7f800000u ? (0x7e00u | ((a >> 13) & 0x3ffu)) : h;      // NaN: quiet, top payload bits kept
+  h = a > 0x7f800000u ? 0x7e00u : h;                                // NaN: the quiet NaN eager's Half makes
   return (sn_u16)(h | sign);
+}
+// Float to int64 as eager's conversion (cast_to): NaN -> 0, at or beyond +-9.2e18 saturated, else truncated.
+SN_INLINE sn_i64 sn_f2i(double f) {
+  sn_i64 t = (sn_i64)(f != f || f >= 9.2e18 || f <= -9.2e18 ? 0.0 : f);
+  t = f >= 9.2e18 ? 9223372036854775807LL : t;
+  return f <= -9.2e18 ? (-9223372036854775807LL - 1) : t;
 }
 // ---- end of prelude ----
 )PRELUDE";
