@@ -13,8 +13,10 @@
 //   (read when compile() is called) finds such state: every call re-runs the host code and throws Error
 //   naming the first op that differs from the cached graph.
 // - Inputs that share memory: the sharing pattern is guarded; when the function writes one of several inputs
-//   that share memory, that entry runs its graph as recorded (in-place, in program order) instead of
-//   functionalized.
+//   that share memory, or any input has elements that share memory (an expanded tensor: fill_, zero_, copy_
+//   into it, or a write through a view of it), that entry runs its graph as recorded (in-place, in program
+//   order, with eager's results and errors) instead of functionalized and compiled; SINTER_LOGS=perf_hints
+//   says so.
 // - A read of tensor data (item(), to_vector(), bool(tensor), printing) or a data-dependent op (nonzero,
 //   boolean masks) is a graph break: the function then re-runs its host code on every call, recording lazily,
 //   and each segment between two reads runs compiled. Host values fed back into ops after a break (x * v) are

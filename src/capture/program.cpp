@@ -22,6 +22,19 @@ bool inputs_share_storage(const std::vector<Tensor>& inputs) {
   return false;
 }
 
+// The first input that has elements sharing memory (a zero stride over a dim longer than 1: an expanded
+// tensor), or -1. Functional graphs cannot express a write into such an input: its memory has fewer elements
+// than its shape.
+int input_with_internal_overlap(const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!t.defined() || t.numel().hint() == 0) continue;
+    for (int64_t d = 0; d < t.dim(); ++d)
+      if (t.sizes()[d].hint() > 1 && t.strides()[d].hint() == 0) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 }  // namespace
 
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
@@ -33,15 +46,20 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   p.num_outputs = graph.has_output() ? static_cast<int>(graph.output_node().args.size()) : 0;
   SINTER_LOG(kGraph, "captured graph ({} ops):\n{}", p.num_ops, p.text);
   p.output_is_input.assign(p.num_outputs, -1);
-  if (inputs_share_storage(example_inputs) && has_mutations(graph)) {
-    // The function writes an input that shares memory with another one: a functional graph would let the
-    // other read stale values. Run the graph as recorded, where the writes land in the real memory in program
-    // order, exactly as eager does (the aliasing pattern is guarded, so this entry only serves aliased
-    // inputs).
-    SINTER_LOG(kPerfHints,
-               "inputs share storage and the function writes one of them: running the graph as "
-               "recorded instead of compiling it with '{}'",
-               options.backend);
+  const int overlapping = input_with_internal_overlap(example_inputs);
+  if ((inputs_share_storage(example_inputs) || overlapping >= 0) && has_mutations(graph)) {
+    // The function writes an input that shares memory with another one, or one of whose elements share memory
+    // (fill_ on an expanded tensor): a functional graph would let the other read stale values, or has no
+    // value of the written tensor's shape to write back. Run the graph as recorded, where the writes land in
+    // the real memory in program order, exactly as eager does (strides and the aliasing pattern are guarded,
+    // so this entry only serves such inputs).
+    std::string why = overlapping >= 0
+                          ? fmt::format("input {} has elements that share memory (sizes {}, strides {})", overlapping,
+                                        example_inputs[overlapping].sizes().str(),
+                                        example_inputs[overlapping].strides().str())
+                          : std::string("inputs share storage");
+    SINTER_LOG(kPerfHints, "{} and the function writes in place: running the graph as recorded instead of "
+               "compiling it with '{}'", why, options.backend);
     auto g = std::make_shared<const Graph>(std::move(graph));
     p.fn = [g](const std::vector<Tensor>& inputs) { return interpret(*g, inputs); };
     p.backend = "interpreter (aliased inputs)";

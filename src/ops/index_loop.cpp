@@ -316,6 +316,7 @@ void check_index_values(const Tensor& index, int64_t size, int64_t dim, bool all
 }
 
 void check_no_internal_overlap(const Tensor& self) {
+  if (self.numel().hint() == 0) return;  // no elements, nothing shared
   for (int64_t d = 0; d < self.dim(); ++d) {
     SINTER_CHECK(self.sizes()[d].hint() <= 1 || self.strides()[d].hint() != 0,
                  "unsupported operation: more than one element of the written-to tensor refers to a single memory "

@@ -71,7 +71,10 @@ ShapeResult inplace_shape(OpId op, const Args& args) {
   SINTER_CHECK(same, "output with shape {} doesn't match the broadcast shape {}", self.sizes().str(), m.sizes.str());
   SINTER_CHECK(can_cast(m.dtype, self.dtype()), "result type {} can't be cast to the desired output type {}",
                dtype_name(m.dtype), dtype_name(self.dtype()));
-  for (int64_t d = 0; d < self.dim(); ++d)
+  // Only a zero stride over a dim longer than 1 makes two elements share memory; an empty tensor has no
+  // elements to share it (sizes 0 are specialised, so the hint decides).
+  bool empty = self.numel().hint() == 0;
+  for (int64_t d = 0; d < self.dim() && !empty; ++d)
     SINTER_CHECK(!(self.strides()[d] == 0 && self.sizes()[d] > 1),
                  "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                  "location. Please clone() the tensor before performing the operation.");

@@ -60,6 +60,8 @@ bool same_addressing(const TensorMeta& a, const TensorMeta& b) {
 
 // Two elements of the window share memory through a zero stride (an expand): eager refuses to write there.
 bool overlaps(const TensorMeta& m) {
+  for (const SymInt& s : m.sizes)
+    if (s.hint() == 0) return false;  // an empty window has no elements to share memory
   for (size_t d = 0; d < m.sizes.size(); ++d)
     if (m.sizes[d].hint() > 1 && m.strides[d].hint() == 0) return true;
   return false;

@@ -45,6 +45,14 @@ const Node& root_of(const Graph& g, const Tensor& t) {
   return *n;
 }
 
+// Whether user `u` of `t` depends on t's layout, not only on its values: a view or an output keeps it, and
+// as_strided_scatter addresses its self through self's own strides (the dense copy that functionalization made
+// of a strided input must stay a dense copy).
+bool reads_layout(const Node& u, const Tensor& t) {
+  if (u.kind == NodeKind::kOutput || is_view(u)) return true;
+  return u.is_op(OpId::as_strided_scatter) && u.args[0].is_tensor() && u.args[0].tensor().is_same(t);
+}
+
 bool is_output(const Graph& g, const Tensor& t) {
   for (const Node* u : g.users(t))
     if (u->kind == NodeKind::kOutput) return true;
@@ -233,7 +241,7 @@ class Simplifier {
     bool relaid = !same_layout(o, n);
     std::vector<const Node*> users = g_.users(old_value);
     for (const Node* u : users)
-      if (relaid && (u->kind == NodeKind::kOutput || is_view(*u))) return false;
+      if (relaid && reads_layout(*u, old_value)) return false;
     if (is_output(g_, old_value)) {
       const Node& root = root_of(g_, value);
       if (root.kind == NodeKind::kInput || root.kind == NodeKind::kConstant) return false;

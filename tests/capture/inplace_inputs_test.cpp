@@ -1,0 +1,106 @@
+// In-place writes into inputs that eager accepts run compiled as eager runs them (r08, r10, r11): a write
+// through a view of a strided (non-dense) input, writes into an expanded input (fill_, zero_, copy_, and a
+// write through a view of it that does not itself overlap), and an in-place op on an empty tensor (which has no
+// elements that could share memory). Every backend; the written inputs and the results are compared with eager.
+#include <gtest/gtest.h>
+
+#include "sinter/compile.h"
+#include "sinter/ops.h"
+#include "testing.h"
+
+namespace sinter {
+namespace {
+
+const std::vector<std::string> kBackends = {"inductor", "aot_eager", "eager"};
+
+// Runs fn eagerly on make() and compiled on another make(), comparing results and the inputs after the call.
+template <class Fn, class Make>
+void expect_like_eager(Fn fn, Make make) {
+  for (const std::string& backend : kBackends) {
+    SCOPED_TRACE(backend);
+    Tensor a = make(), b = make();
+    Tensor want = fn(a);
+    Tensor got;
+    ASSERT_NO_THROW(got = compile(fn, {.backend = backend})(b));
+    EXPECT_TENSOR_EQ(got, want);
+    EXPECT_TENSOR_EQ(b, a);
+  }
+}
+
+// r08: v = t.mT(); v.add_(1) where t is a step-2 slice (strides [4, 1]).
+TEST(InplaceInputs, WriteThroughAViewOfANonDenseInput) {
+  auto f = [](const Tensor& t) {
+    Tensor v = t.mT();
+    v.add_(1.0);
+    return t * 1;
+  };
+  auto make = [] {
+    manual_seed(3);
+    return randn({4, 2}).slice(0, 0, std::nullopt, 2);
+  };
+  expect_like_eager(f, make);
+  auto g = [](const Tensor& t) {  // a column of a transposed, strided input; then read the whole input
+    Tensor v = t.t().select(0, 1);
+    v.mul_(3.0);
+    return t.sum(0);
+  };
+  auto make2 = [] {
+    manual_seed(4);
+    return randn({6, 8}).slice(1, 1, 7, 2);
+  };
+  expect_like_eager(g, make2);
+}
+
+Tensor expanded() {
+  manual_seed(5);
+  return randn({1, 3}).expand({2, 3});
+}
+
+// r10: fill_, zero_ and copy_ into an expanded input.
+TEST(InplaceInputs, OverwritesOfAnExpandedInput) {
+  expect_like_eager([](const Tensor& t) { Tensor y = t; y.fill_(1.5); return y * 1; }, expanded);
+  expect_like_eager([](const Tensor& t) { Tensor y = t; y.zero_(); return y + 2; }, expanded);
+  expect_like_eager([](const Tensor& t) { Tensor y = t; y.copy_(full({3}, 4.0)); return y * 2; }, expanded);
+}
+
+// r10: sub_ through a view of an expanded input that does not itself overlap.
+TEST(InplaceInputs, WriteThroughANonOverlappingViewOfAnExpandedInput) {
+  expect_like_eager([](const Tensor& t) { Tensor y = t.split(1, 0)[0]; y.sub_(1.5); return y * 1; }, expanded);
+  expect_like_eager([](const Tensor& t) { Tensor y = t.select(0, 1); y.mul_(2.0); return t + 0; }, expanded);
+}
+
+// An op that reads its destination into a tensor whose elements share memory stays an error, as in eager.
+TEST(InplaceInputs, AccumulatingIntoAnExpandedInputIsEagersError) {
+  auto f = [](const Tensor& t) { Tensor y = t; y.add_(1.0); return y * 1; };
+  Tensor x = expanded();
+  EXPECT_ERROR(f(x), "more than one element of the written-to tensor refers to a single memory location");
+  for (const std::string& backend : kBackends) {
+    SCOPED_TRACE(backend);
+    Tensor y = expanded();
+    EXPECT_ERROR(compile(f, {.backend = backend})(y), "more than one element");
+  }
+}
+
+// r11: an in-place op on an empty tensor, after a graph break, and directly on an empty expanded one.
+TEST(InplaceInputs, InPlaceOnAnEmptyTensorAfterABreak) {
+  auto f = [](const Tensor& x) {
+    Tensor y = copysign(x, x);
+    double s = sum(abs(y)).item<double>();
+    y.div_(1.5);
+    return y * (1.0 / (1.0 + s));
+  };
+  auto g = compile(f);
+  manual_seed(6);
+  Tensor a = randn({2, 2});
+  EXPECT_CLOSE(g(a), f(a));
+  Tensor e = randn({2, 0});
+  Tensor got;
+  ASSERT_NO_THROW(got = g(e));
+  EXPECT_EQ(got.sizes().hints(), (std::vector<int64_t>{2, 0}));
+  // Eager: an empty tensor with a zero stride has no overlapping elements either.
+  Tensor z = zeros({1, 0}).expand({3, 0});
+  EXPECT_NO_THROW(z.add_(1.0));
+}
+
+}  // namespace
+}  // namespace sinter
