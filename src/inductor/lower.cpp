@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "graph/graph_util.h"
 #include "inductor/lower_pointwise.h"
 #include "ops/op_table.h"
 #include "support/check.h"
@@ -76,6 +77,7 @@ class Lowerer final : public PointwiseContext {
     ExprPtr meta_offset;      // the graph tensor's storage offset (a stored value's buffer starts there)
     std::function<SExpr(const std::vector<ExprPtr>&)> fn;  // lazy
     std::map<std::vector<ExprPtr>, SExpr> memo;
+    int size = 1;  // lazy: an upper bound on the nodes of its expression (1 for a buffer: one load)
   };
 
   int value_id(const Tensor& t) const {
@@ -92,6 +94,8 @@ class Lowerer final : public PointwiseContext {
   }
   int64_t hint(const ExprPtr& e) const { return sym::evaluate(*e, hints_); }
 
+  // Value v at index idx. A lazy value's function loads its operands through here; a chain of 20,000 pointwise
+  // ops would nest that many calls deep, so lazy values are evaluated from an explicit stack instead (evaluate).
   SExpr load(int v, const std::vector<ExprPtr>& idx) {
     LValue& L = values_[v];
     if (L.buffer >= 0) {
@@ -102,9 +106,44 @@ class Lowerer final : public PointwiseContext {
     }
     auto it = L.memo.find(idx);
     if (it != L.memo.end()) return it->second;
-    SExpr r = L.fn(idx);
-    values_[v].memo.emplace(idx, r);
-    return r;
+    if (evaluating_) {  // inside another value's function: that one is evaluated again once this one is known
+      needs_.emplace_back(v, idx);
+      return p_.pool.op("pending", {}, compute_type(L.dtype));
+    }
+    evaluate(v, idx);
+    return values_[v].memo.at(idx);
+  }
+
+  // Evaluates lazy value v at idx without recursion. A function run while one of its operands is unknown gets a
+  // stand-in for it ("pending", an expression that is then dropped) and records the operand; the operands go on
+  // the stack above it, and it runs again when they are known. So each (value, index) runs at most twice (its
+  // loads do not depend on its operands' expressions), and the depth of a chain costs heap, not stack.
+  void evaluate(int v, const std::vector<ExprPtr>& idx) {
+    std::vector<std::pair<int, std::vector<ExprPtr>>> stack{{v, idx}};
+    while (!stack.empty()) {
+      int u = stack.back().first;
+      LValue& U = values_[u];
+      if (U.buffer >= 0 || U.memo.count(stack.back().second)) {
+        stack.pop_back();
+        continue;
+      }
+      needs_.clear();
+      evaluating_ = true;
+      SExpr r;
+      try {
+        r = U.fn(stack.back().second);
+      } catch (...) {
+        evaluating_ = false;
+        throw;
+      }
+      evaluating_ = false;
+      if (needs_.empty()) {
+        U.memo.emplace(std::move(stack.back().second), r);
+        stack.pop_back();
+        continue;
+      }
+      for (auto& need : needs_) stack.push_back(std::move(need));
+    }
   }
 
   // Whether two index expressions are equal for every size the guards admit (s1 and Max(1, s1) when s1 >= 2).
@@ -216,6 +255,8 @@ class Lowerer final : public PointwiseContext {
   std::unordered_map<int, ExprPtr> base_;  // buffer -> storage offset of the tensor that defines it
   std::deque<Tensor> products_;            // proxies of GEMM products (values the graph does not name)
   std::string origin_;
+  bool evaluating_ = false;                                    // a lazy value's function is running
+  std::vector<std::pair<int, std::vector<ExprPtr>>> needs_;  // operands it found unknown
 };
 
 int Lowerer::new_buffer(const Tensor& proxy, int producer) {
@@ -260,19 +301,40 @@ void Lowerer::define_lazy(const Node& n, std::function<SExpr(const std::vector<E
   L.sizes = exs(n.meta().sizes);
   L.dtype = n.meta().dtype;
   L.fn = std::move(fn);
+  // The size bound: this op's node plus its operands' (a buffer operand is one load).
+  graph_detail::for_each_tensor(n.args, [&](const Tensor& t) {
+    auto it = value_of_.find(t.impl());
+    if (it != value_of_.end()) L.size += values_[it->second].buffer >= 0 ? 1 : values_[it->second].size;
+  });
   int v = add_value(n.output(), std::move(L));
   auto u = uses_.find(n.output().impl());
   int uses = u == uses_.end() ? 0 : u->second;
-  if (uses >= 2) {
+  auto expression_size = [&] {
     std::vector<ExprPtr> idx;
     for (size_t d = 0; d < values_[v].sizes.size(); ++d) idx.push_back(loop_var(static_cast<int>(d)));
-    int size = dag_size(load(v, idx));
+    return dag_size(load(v, idx));
+  };
+  std::vector<ExprPtr> layout = exs(n.meta().strides);
+  if (uses >= 2) {
+    int size = expression_size();
+    values_[v].size = size;
     if (size > opt_.recompute_limit) {
-      std::vector<ExprPtr> layout = exs(n.meta().strides);
       materialize(v, &layout,
                   fmt::format("{} users, expression of {} nodes > {} (storing is cheaper than recomputing)", uses,
                               size, opt_.recompute_limit));
+      return;
     }
+  }
+  // A long chain of pointwise ops would become one expression (one kernel body) as long as the chain: it is cut
+  // into stored pieces of at most max_expression nodes, so the generated C++ stays a size its compiler handles
+  // quickly. The bound is checked against the real size only when it passes the limit (then it is exact again).
+  if (values_[v].buffer < 0 && values_[v].size > opt_.max_expression) {
+    int size = expression_size();
+    values_[v].size = size;
+    if (size > opt_.max_expression)
+      materialize(v, &layout,
+                  fmt::format("expression of {} nodes > {} (a long chain is split into kernels of bounded size)",
+                              size, opt_.max_expression));
   }
 }
 
@@ -396,6 +458,7 @@ bool Lowerer::lower_lazy_view(const Node& n, int in) {
   LValue L;
   L.sizes = osz;
   L.dtype = n.meta().dtype;
+  L.size = values_[in].size;
   L.fn = [this, in, map](const std::vector<ExprPtr>& idx) { return load(in, map(idx)); };
   add_value(n.output(), std::move(L));
   return true;

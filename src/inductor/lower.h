@@ -14,6 +14,9 @@ namespace sinter::inductor {
 struct LowerOptions {
   // A value with several users is stored rather than recomputed when its expression has more nodes than this.
   int recompute_limit = 24;
+  // A lazy expression (a chain of pointwise ops inlined into one kernel body) is stored once it has more nodes
+  // than this, so no generated kernel grows with the length of a chain (SINTER_LOGS=fusion logs each cut).
+  int max_expression = 1000;
 };
 
 LoopProgram lower(const Graph& graph, const LowerOptions& options = {});

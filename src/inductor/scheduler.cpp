@@ -60,6 +60,7 @@ class Scheduler {
   Schedule s_;
   std::vector<int> producer_kernel_;  // buffer -> kernel index
   int open_ = -1;
+  int open_size_ = 0;  // scalar nodes in the open kernel's bodies
 };
 
 bool Scheduler::fits(const Kernel& k, const LoopNode& n, std::string& why, double& score) {
@@ -136,7 +137,14 @@ Schedule Scheduler::run() {
     }
     std::string why;
     double score = 0;
-    if (open_ >= 0 && fits(s_.kernels[open_], n, why, score)) {
+    int size = dag_size(n.body);
+    bool small = open_size_ + size <= kMaxKernelNodes;
+    if (!small)
+      why = fmt::format("the kernel would compute {} scalar nodes > {} (kernels are kept a size the C++ compiler "
+                        "handles quickly)",
+                        open_size_ + size, kMaxKernelNodes);
+    if (open_ >= 0 && small && fits(s_.kernels[open_], n, why, score)) {
+      open_size_ += size;
       Kernel& k = s_.kernels[open_];
       if (n.kind == LoopKind::kReduction && !k.rows) {
         k.rows = true;
@@ -160,6 +168,7 @@ Schedule Scheduler::run() {
     }
     s_.kernels.push_back(std::move(k));
     open_ = static_cast<int>(s_.kernels.size()) - 1;
+    open_size_ = size;
     producer_kernel_[n.out] = open_;
   }
   close_kernel();

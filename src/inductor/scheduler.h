@@ -10,6 +10,8 @@
 //   layer norm, softmax); it is refused when that would leave no parallelism where there was some;
 // - an extern closes the open kernel; the kernel right after a row-blockable GEMM becomes its epilogue when it
 //   walks the GEMM's output rows and reads the GEMM's output only in the row it computes.
+// - a node is refused when the kernel's bodies would pass kMaxKernelNodes scalar nodes (a chain of thousands of
+//   ops becomes several kernels; lowering cuts each expression at LowerOptions::max_expression).
 // Score = bytes of memory traffic a fusion saves (a buffer neither written nor read back), for the logs.
 #pragma once
 #include <string>
@@ -18,6 +20,11 @@
 #include "inductor/loop_ir.h"
 
 namespace sinter::inductor {
+
+// The most scalar nodes (summed over its fused bodies) one generated kernel computes: compile time of the
+// generated C++ grows faster than linearly with the size of one function, and a memory round trip per few
+// thousand ops costs little next to them.
+inline constexpr int kMaxKernelNodes = 4000;
 
 struct Stage {
   std::vector<int> nodes;  // loop nodes computed in one inner loop nest (or one reduction loop)

@@ -74,6 +74,7 @@ class KernelWriter {
   bool fits_32_bits() const;
   std::string buf(int b);
   std::string emit(SExpr e, std::string& out, const std::string& ind);
+  void emit_node(SExpr e, std::string& out, const std::string& ind);
   void store(const LoopNode& n, const std::string& value, std::string& out, const std::string& ind);
   void emit_pointwise_stage(const Stage& st, std::string& out, const std::string& ind);
   void emit_reduction_stage(const Stage& st, std::string& out, const std::string& ind);
@@ -103,20 +104,35 @@ class KernelWriter {
   int tmp_ = 0;
 };
 
-SExpr KernelWriter::subst(SExpr e) {
-  if (subst_.empty()) return e;
-  auto it = subst_memo_.find(e);
-  if (it != subst_memo_.end()) return it->second;
-  SExpr r = e;
-  if (e->kind == SKind::kLoad) {
-    r = p_.pool.load(e->buffer, subst_index(e->offset), e->type);
-  } else if (e->kind == SKind::kOp) {
-    std::vector<SExpr> args;
-    for (SExpr a : e->args) args.push_back(subst(a));
-    r = p_.pool.op(e->op, std::move(args), e->type);
+// Post-order over the expression from an explicit stack (a body can be thousands of nodes deep).
+SExpr KernelWriter::subst(SExpr root) {
+  if (subst_.empty()) return root;
+  std::vector<SExpr> stack{root};
+  while (!stack.empty()) {
+    SExpr e = stack.back();
+    if (subst_memo_.count(e)) {
+      stack.pop_back();
+      continue;
+    }
+    bool ready = true;
+    for (SExpr a : e->args)
+      if (!subst_memo_.count(a)) {
+        stack.push_back(a);
+        ready = false;
+      }
+    if (!ready) continue;
+    stack.pop_back();
+    SExpr r = e;
+    if (e->kind == SKind::kLoad) {
+      r = p_.pool.load(e->buffer, subst_index(e->offset), e->type);
+    } else if (e->kind == SKind::kOp) {
+      std::vector<SExpr> args;
+      for (SExpr a : e->args) args.push_back(subst_memo_.at(a));
+      r = p_.pool.op(e->op, std::move(args), e->type);
+    }
+    subst_memo_[e] = r;
   }
-  subst_memo_[e] = r;
-  return r;
+  return subst_memo_.at(root);
 }
 
 // Merges neighbouring loop dims that every access walks as one (stride of the outer = size * stride of the
@@ -185,9 +201,30 @@ std::string KernelWriter::buf(int b) {
   return fmt::format("b{}", i);
 }
 
-std::string KernelWriter::emit(SExpr e, std::string& out, const std::string& ind) {
-  auto it = names_.find(e);
-  if (it != names_.end()) return it->second;
+// Emits `root` and the operands it needs that have no name yet, operands first and in argument order, from an
+// explicit stack (a body can be thousands of nodes deep).
+std::string KernelWriter::emit(SExpr root, std::string& out, const std::string& ind) {
+  std::vector<std::pair<SExpr, bool>> stack{{root, false}};  // (node, its operands are on the stack already)
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    if (names_.count(e)) {
+      stack.pop_back();
+      continue;
+    }
+    if (!expanded && e->kind == SKind::kOp && !e->args.empty()) {
+      stack.back().second = true;
+      for (size_t i = e->args.size(); i-- > 0;)
+        if (!names_.count(e->args[i])) stack.push_back({e->args[i], false});
+      continue;
+    }
+    stack.pop_back();
+    emit_node(e, out, ind);
+  }
+  return names_.at(root);
+}
+
+// One node whose operands all have names.
+void KernelWriter::emit_node(SExpr e, std::string& out, const std::string& ind) {
   std::string text;
   if (e->kind == SKind::kConst) {
     text = const_str(e);
@@ -207,7 +244,7 @@ std::string KernelWriter::emit(SExpr e, std::string& out, const std::string& ind
     std::vector<std::string> args;
     std::vector<CType> types;
     for (SExpr a : e->args) {
-      args.push_back(emit(a, out, ind));
+      args.push_back(names_.at(a));
       types.push_back(a->type);
     }
     // Division by a row's reduction result (softmax's sum, a mean): one reciprocal per row, hoisted out of the
@@ -219,10 +256,13 @@ std::string KernelWriter::emit(SExpr e, std::string& out, const std::string& ind
     else
       text = op_str(e->op, e->type, args, types);
   }
-  if (e->kind == SKind::kConst) return names_[e] = text;
+  if (e->kind == SKind::kConst) {
+    names_[e] = text;
+    return;
+  }
   std::string name = fmt::format("t{}", tmp_++);
   out += fmt::format("{}const {} {} = {};\n", ind, inductor::ctype_name(e->type), name, text);
-  return names_[e] = name;
+  names_[e] = name;
 }
 
 void KernelWriter::store(const LoopNode& n, const std::string& value, std::string& out, const std::string& ind) {
@@ -345,21 +385,26 @@ void KernelWriter::emit_reduction_stage(const Stage& st, std::string& out, const
 
 namespace {
 // Whether computing e once instead of twice is worth a store and a load: it calls a transcendental function.
+// Whether some op node reachable from `root` (walked from an explicit stack) satisfies `pred`.
+template <class Pred>
+bool any_node(SExpr root, std::unordered_set<SExpr>& seen, Pred pred) {
+  std::vector<SExpr> stack{root};
+  while (!stack.empty()) {
+    SExpr e = stack.back();
+    stack.pop_back();
+    if (pred(e)) return true;
+    if (e->kind != SKind::kOp || !seen.insert(e).second) continue;
+    for (SExpr a : e->args) stack.push_back(a);
+  }
+  return false;
+}
 bool costly(SExpr e, std::unordered_set<SExpr>& seen) {
   static const std::unordered_set<std::string> kCostly = {"exp", "exp2", "expm1", "log", "log2", "log1p", "tanh",
                                                           "sigmoid", "erf", "pow", "sin", "cos", "gelu", "silu"};
-  if (e->kind != SKind::kOp || !seen.insert(e).second) return false;
-  if (kCostly.count(e->op)) return true;
-  for (SExpr a : e->args)
-    if (costly(a, seen)) return true;
-  return false;
+  return any_node(e, seen, [](SExpr n) { return n->kind == SKind::kOp && kCostly.count(n->op) > 0; });
 }
 bool contains(SExpr e, SExpr x, std::unordered_set<SExpr>& seen) {
-  if (e == x) return true;
-  if (e->kind != SKind::kOp || !seen.insert(e).second) return false;
-  for (SExpr a : e->args)
-    if (contains(a, x, seen)) return true;
-  return false;
+  return any_node(e, seen, [x](SExpr n) { return n == x; });
 }
 }  // namespace
 
