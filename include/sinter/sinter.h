@@ -10,6 +10,8 @@
 #include "sinter/types.h"
 
 namespace sinter {
-void set_num_threads(int n);  // the intra-op thread pool's size; 0 restores the default
+// The intra-op thread pool's size, 1 to 1024; 0 restores the default (SINTER_NUM_THREADS, else the number of
+// cores). Another value throws sinter::Error.
+void set_num_threads(int n);
 int get_num_threads();
 }  // namespace sinter

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -12,10 +13,16 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "sinter/sinter.h"
+#include "support/check.h"
 
 namespace sinter {
 namespace {
@@ -44,14 +51,23 @@ bool spin_until(F&& ready) {
   }
 }
 
+int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+// The pool size from SINTER_NUM_THREADS (else OMP_NUM_THREADS), else the number of cores; a bad setting is
+// replaced with one message on stderr, never fatal.
 int default_threads() {
   for (const char* var : {"SINTER_NUM_THREADS", "OMP_NUM_THREADS"}) {
-    if (const char* v = std::getenv(var)) {
-      int n = std::atoi(v);
-      if (n > 0) return n;
+    const char* v = std::getenv(var);
+    if (!v || !*v) continue;
+    std::string message;
+    int n = parse_thread_count(var, v, hardware_threads(), message);
+    if (!message.empty()) {
+      static std::once_flag once;
+      std::call_once(once, [&] { std::fprintf(stderr, "sinter: %s\n", message.c_str()); });
     }
+    return n;
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return std::min(hardware_threads(), kMaxThreads);
 }
 
 // Each worker has its own slot: the caller publishes a job by storing its generation into the `go` flag of each
@@ -171,7 +187,18 @@ class Pool {
     if (static_cast<int>(workers_.size()) == n) return;
     stop_workers();
     slots_ = std::make_unique<Slot[]>(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) workers_.emplace_back([this, i] { worker_loop(slots_[i]); });
+    workers_.reserve(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      try {
+        workers_.emplace_back([this, i] { worker_loop(slots_[i]); });
+      } catch (const std::system_error& e) {
+        // The system refuses more threads (a container's limit): the pool keeps the ones it has.
+        std::fprintf(stderr, "sinter: could not start thread %d of the pool (%s); it runs with %d threads\n", i + 2,
+                     e.what(), i + 1);
+        size_.store(i + 1);
+        break;
+      }
+    }
   }
 
   void stop_workers() {
@@ -207,7 +234,37 @@ Pool& pool() {
 
 }  // namespace
 
-void set_num_threads(int n) { pool().resize(n > 0 ? n : default_threads()); }
+int parse_thread_count(const std::string& var, const std::string& value, int fallback, std::string& message) {
+  // OMP_NUM_THREADS may list one count per nesting level ("4,2"): the first is the pool's.
+  const std::string text = var == "OMP_NUM_THREADS" ? value.substr(0, value.find(',')) : value;
+  size_t used = 0;
+  long long n = 0;
+  bool number = !text.empty() && text.find_first_not_of("+-0123456789") == std::string::npos;
+  try {
+    if (number) n = std::stoll(text, &used);
+  } catch (const std::out_of_range&) {
+    n = text.find('-') == std::string::npos ? LLONG_MAX : LLONG_MIN;
+    used = text.size();
+  } catch (const std::invalid_argument&) {
+    number = false;
+  }
+  number = number && used == text.size();
+  message.clear();
+  if (number && n >= 1 && n <= kMaxThreads) return static_cast<int>(n);
+  int chosen = number && n > kMaxThreads ? kMaxThreads : std::clamp(fallback, 1, kMaxThreads);
+  const char* why = !number ? "is not a whole number" : n < 1 ? "is below 1" : "is above the limit";
+  message = fmt::format("{}='{}' {} (a thread count from 1 to {}); the thread pool uses {} threads instead", var,
+                        value, why, kMaxThreads, chosen);
+  return chosen;
+}
+
+void set_num_threads(int n) {
+  SINTER_CHECK(n >= 0 && n <= kMaxThreads,
+               "set_num_threads: {} threads is out of range (1 to {}, or 0 for the default: SINTER_NUM_THREADS, "
+               "else the number of cores)",
+               n, kMaxThreads);
+  pool().resize(n > 0 ? n : default_threads());
+}
 int get_num_threads() { return pool().size(); }
 
 namespace {
