@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 
 #include "passes/functionalize.h"
 #include "support/check.h"
@@ -33,6 +35,18 @@ int input_with_internal_overlap(const std::vector<Tensor>& inputs) {
       if (t.sizes()[d].hint() > 1 && t.strides()[d].hint() == 0) return static_cast<int>(i);
   }
   return -1;
+}
+
+// The first compiler failure that falls back by default is said on stderr whatever SINTER_LOGS is (the user
+// asked for compiled code and gets aot_eager for that graph); later ones only under SINTER_LOGS=perf_hints.
+void warn_compiler_failure_once(const char* message) {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  std::fprintf(stderr,
+               "[sinter] warning: the C++ compiler failed on generated code; that graph runs on aot_eager "
+               "instead (CompileOptions::fallback = false makes this an error; later failures are logged under "
+               "SINTER_LOGS=perf_hints):\n%s\n",
+               message);
 }
 
 }  // namespace
@@ -77,7 +91,11 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   try {
     p.fn = find_backend(options.backend)(graph, example_inputs);
   } catch (const std::exception& e) {
-    if (!options.fallback || options.backend == "aot_eager") throw;
+    // A compiler failure on generated code is sinter's bug (or the compiler's), not the user's: unless the user
+    // turned fallback off, that graph runs on aot_eager (compile.h).
+    const bool compiler_failed = dynamic_cast<const CompilerError*>(&e) != nullptr;
+    if (!options.fallback.value_or(compiler_failed) || options.backend == "aot_eager") throw;
+    if (compiler_failed && !options.fallback.has_value()) warn_compiler_failure_once(e.what());
     SINTER_LOG(kPerfHints, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
     SINTER_LOG(kRecompiles, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
     p.fn = find_backend("aot_eager")(graph, example_inputs);
