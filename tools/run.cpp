@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "frontends/onnx/conformance.h"
+#include "support/check.h"
 #include "sinter/sinter.h"
 #include "sinter/onnx.h"
 #include "tools.h"
@@ -53,13 +54,20 @@ double seconds_per_call(const std::function<std::vector<Tensor>()>& fn, int n) {
 }  // namespace
 
 int run_onnx(const RunOptions& o) {
+  // Folders are checked before the model is loaded and compiled, so a typo fails at once.
+  SINTER_CHECK(fs::is_regular_file(o.model), "run: no model file {}", o.model);
+  for (auto [option, dir] : {std::pair{"--inputs", o.inputs}, {"--expected", o.expected}})
+    SINTER_CHECK(dir.empty() || fs::is_directory(dir), "{} {}: no such folder", option, dir);
   onnx::Model model = onnx::load(o.model);
   fmt::print("{}", model.summary());
   Device device = parse_device(o.device);
   std::vector<Tensor> inputs;
   for (size_t k = 0; k < model.inputs().size(); ++k) {
     if (!o.inputs.empty()) {
-      Tensor t = onnx::read_tensor((fs::path(o.inputs) / fmt::format("input_{}.pb", k)).string());
+      fs::path p = fs::path(o.inputs) / fmt::format("input_{}.pb", k);
+      SINTER_CHECK(fs::is_regular_file(p), "--inputs {}: no {} for input {} '{}'", o.inputs, p.filename().string(), k,
+                   model.inputs()[k].name);
+      Tensor t = onnx::read_tensor(p.string());
       inputs.push_back(device.is_cpu() ? t : t.to(device));
     } else {
       inputs.push_back(random_input(model.inputs()[k], device));
@@ -77,9 +85,11 @@ int run_onnx(const RunOptions& o) {
   }
   int rc = 0;
   if (!o.expected.empty()) {
+    // Every output is compared: a missing expected file is an error, not a silent pass.
     for (size_t k = 0; k < outs.size(); ++k) {
       fs::path p = fs::path(o.expected) / fmt::format("output_{}.pb", k);
-      if (!fs::exists(p)) continue;
+      SINTER_CHECK(fs::is_regular_file(p), "--expected {}: no {} for output {} (the model has {} outputs)",
+                   o.expected, p.filename().string(), k, outs.size());
       Tensor want = onnx::read_tensor(p.string());
       bool half = want.dtype() == kFloat16 || want.dtype() == kBFloat16;
       onnx::Tolerance tol{o.rtol >= 0 ? o.rtol : (half ? 1e-2 : 1e-3), o.atol >= 0 ? o.atol : (half ? 1e-2 : 1e-5)};
@@ -89,6 +99,9 @@ int run_onnx(const RunOptions& o) {
                  c.mismatch.empty() ? "match" : "MISMATCH: " + c.mismatch);
       if (!c.mismatch.empty()) rc = 1;
     }
+    fs::path extra = fs::path(o.expected) / fmt::format("output_{}.pb", outs.size());
+    SINTER_CHECK(!fs::exists(extra), "--expected {}: has {} but the model has only {} outputs", o.expected,
+                 extra.filename().string(), outs.size());
   }
   if (o.bench > 0) {
     double eager = seconds_per_call([&] { return model(inputs); }, o.bench);
@@ -139,23 +152,27 @@ namespace sinter::tools {
 
 int run_command(const std::vector<std::string>& args) {
   auto value_of = [&](size_t& i) -> std::string {
-    if (i + 1 >= args.size()) throw Error(fmt::format("{} needs a value", args[i]));
+    if (i + 1 >= args.size()) throw Error(fmt::format("{}: {} needs a value", args[0], args[i]));
     return args[++i];
   };
   if (args[0] == "run") {
     RunOptions o;
     for (size_t i = 1; i < args.size(); ++i) {
       const std::string& a = args[i];
+      if (is_help(a)) {
+        fmt::print("usage: sinter\n{}", kRunUsage);
+        return 0;
+      }
       if (a == "--backend") o.backend = value_of(i);
       else if (a == "--mode") o.mode = value_of(i);
       else if (a == "--device") o.device = value_of(i);
       else if (a == "--inputs") o.inputs = value_of(i);
       else if (a == "--expected") o.expected = value_of(i);
-      else if (a == "--bench") o.bench = std::stoi(value_of(i));
-      else if (a == "--rtol") o.rtol = std::stod(value_of(i));
-      else if (a == "--atol") o.atol = std::stod(value_of(i));
+      else if (a == "--bench") o.bench = parse_int_option(a, value_of(i), 1);
+      else if (a == "--rtol") o.rtol = parse_double_option(a, value_of(i), 0);
+      else if (a == "--atol") o.atol = parse_double_option(a, value_of(i), 0);
       else if (!a.empty() && a[0] != '-' && o.model.empty()) o.model = a;
-      else throw Error(fmt::format("run: unknown option {}", a));
+      else throw Error(fmt::format("run: unknown option {} (sinter run --help lists them)", a));
     }
     if (o.model.empty()) throw Error("run: give a model file (sinter run MODEL.onnx)");
     return run_onnx(o);
@@ -163,6 +180,10 @@ int run_command(const std::vector<std::string>& args) {
   ConformanceCliOptions o;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (is_help(a)) {
+      fmt::print("usage: sinter\n{}", kConformanceUsage);
+      return 0;
+    }
     if (a == "--data") o.data_dir = value_of(i);
     else if (a == "--suite") o.suites.push_back(value_of(i));
     else if (a == "--backend") o.backends.push_back(value_of(i));
@@ -171,7 +192,7 @@ int run_command(const std::vector<std::string>& args) {
     else if (a == "-v" || a == "--verbose") o.verbose = true;
     else if (a == "--no-list") o.list = false;
     else if (a == "--allow-failures") o.allow_failures = true;
-    else throw Error(fmt::format("conformance: unknown option {}", a));
+    else throw Error(fmt::format("conformance: unknown option {} (sinter conformance --help lists them)", a));
   }
   return conformance(o);
 }

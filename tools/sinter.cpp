@@ -2,6 +2,8 @@
 //   sinter demo                                  run the built-in models and report what ran
 //   sinter bench --suite eager [--json F] [--quick]
 //   sinter bench --device cpu [--json F] [--threads N] [--backends a,b] [--only NAME] [--quick]
+//   sinter run MODEL.onnx [...], sinter conformance [...]
+// Every command answers --help / -h with its usage (exit 0); a bad option or value is an error (exit 1).
 #include <fmt/format.h>
 
 #include <string>
@@ -10,62 +12,86 @@
 #include "sinter/sinter.h"
 #include "tools.h"
 
+namespace sinter::tools {
+
+const char* const kRunUsage =
+    "  run MODEL.onnx [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
+    "      [--rtol R] [--atol A]              run an ONNX model; compare with DIR/output_K.pb (every output must\n"
+    "                                         have one); time N calls eager vs compiled (N >= 1)\n";
+const char* const kConformanceUsage =
+    "  conformance [--data DIR] [--suite S]... [--backend B]... [--filter F] [--json FILE] [-v] [--no-list]\n"
+    "      [--allow-failures]                 ONNX's conformance suites (data: scripts/conformance_data.sh)\n";
+
+}  // namespace sinter::tools
+
 namespace {
 
-int usage() {
-  fmt::print(
-      "usage: sinter <command> [options]\n"
-      "  demo                                   run the built-in transformer block and CNN, with timings\n"
-      "  bench --suite eager [--json FILE] [--quick] [--threads N]\n"
-      "                                         eager kernels against the machine's copy bandwidth and OpenBLAS\n"
-      "  bench --suite overhead [--json FILE] [--quick]\n"
-      "                                         host overhead per compiled call (10/50/200 tiny ops)\n"
-      "  bench --device cpu [--json FILE] [--threads N] [--backends aot_eager,inductor] [--only NAME]\n"
-      "        [--quick]                        the workloads of WORKLOADS.md, eager against compiled\n"
-      "  run MODEL.onnx [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
-      "      [--rtol R] [--atol A]              run an ONNX model; compare with output_K.pb; time eager vs compiled\n"
-      "  conformance [--data DIR] [--suite S]... [--backend B]... [--filter F] [--json FILE] [-v] [--no-list]\n"
-      "                                         ONNX's conformance suites (data: scripts/conformance_data.sh)\n");
-  return 2;
+const char* const kDemoUsage =
+    "  demo                                   run the built-in transformer block and CNN, with timings\n";
+const char* const kBenchUsage =
+    "  bench --suite eager [--json FILE] [--quick] [--threads N]\n"
+    "                                         eager kernels against the machine's copy bandwidth and OpenBLAS\n"
+    "  bench --suite overhead [--json FILE] [--quick]\n"
+    "                                         host overhead per compiled call (10/50/200 tiny ops)\n"
+    "  bench --device cpu [--json FILE] [--threads N] [--backends aot_eager,inductor] [--only NAME]\n"
+    "        [--quick]                        the workloads of bench/WORKLOADS.md, eager against compiled\n";
+
+int usage(FILE* out, int rc) {
+  fmt::print(out, "usage: sinter <command> [options]   (sinter <command> --help: that command's options)\n{}{}{}{}",
+             kDemoUsage, kBenchUsage, sinter::tools::kRunUsage, sinter::tools::kConformanceUsage);
+  return rc;
+}
+
+int command_usage(const char* text) {
+  fmt::print("usage: sinter\n{}", text);
+  return 0;
+}
+
+int bench(const std::vector<std::string>& args) {
+  using namespace sinter::tools;
+  BenchOptions opt;
+  for (size_t i = 1; i < args.size(); ++i) {
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw sinter::Error(fmt::format("bench: {} needs a value", args[i]));
+      return args[++i];
+    };
+    const std::string& a = args[i];
+    if (is_help(a)) return command_usage(kBenchUsage);
+    if (a == "--suite") opt.suite = value();
+    else if (a == "--json") opt.json = value();
+    else if (a == "--quick") opt.quick = true;
+    else if (a == "--threads") sinter::set_num_threads(parse_int_option("--threads", value(), 1));
+    else if (a == "--device") opt.device = value(), opt.suite = "workloads";
+    else if (a == "--backends") opt.backends = split_list(value());
+    else if (a == "--only") opt.only = value();
+    else if (a == "--probe") opt.probe = value();  // hidden: the warm/cold compile-time child
+    else throw sinter::Error(fmt::format("bench: unknown option {} (sinter bench --help lists them)", a));
+  }
+  if (opt.suite == "eager") return bench_eager(opt);
+  if (opt.suite == "overhead") return bench_overhead(opt);
+  if (opt.suite == "workloads") return bench_workloads(opt);
+  throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads)", opt.suite));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) return usage();
+  if (args.empty()) return usage(stderr, 2);
   try {
     const std::string& cmd = args[0];
-    if (cmd == "demo") return sinter::tools::demo();
-    if (cmd == "bench") {
-      sinter::tools::BenchOptions opt;
+    if (cmd == "demo") {
       for (size_t i = 1; i < args.size(); ++i) {
-        auto value = [&]() -> std::string {
-          if (i + 1 >= args.size()) throw sinter::Error(fmt::format("{} needs a value", args[i]));
-          return args[++i];
-        };
-        if (args[i] == "--suite") opt.suite = value();
-        else if (args[i] == "--json") opt.json = value();
-        else if (args[i] == "--quick") opt.quick = true;
-        else if (args[i] == "--threads") sinter::set_num_threads(std::stoi(value()));
-        else if (args[i] == "--device") opt.device = value(), opt.suite = "workloads";
-        else if (args[i] == "--backends") opt.backends = sinter::tools::split_list(value());
-        else if (args[i] == "--only") opt.only = value();
-        else if (args[i] == "--probe") opt.probe = value();  // hidden: the warm/cold compile-time child
-        else throw sinter::Error(fmt::format("unknown option {}", args[i]));
+        if (sinter::tools::is_help(args[i])) return command_usage(kDemoUsage);
+        throw sinter::Error(fmt::format("demo: unknown option {} (it takes none)", args[i]));
       }
-      if (opt.suite == "eager") return sinter::tools::bench_eager(opt);
-      if (opt.suite == "overhead") return sinter::tools::bench_overhead(opt);
-      if (opt.suite == "workloads") return sinter::tools::bench_workloads(opt);
-      throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads)", opt.suite));
+      return sinter::tools::demo();
     }
+    if (cmd == "bench") return bench(args);
     if (cmd == "run" || cmd == "conformance") return sinter::tools::run_command(args);
-    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
-      usage();
-      return 0;
-    }
+    if (cmd == "help" || sinter::tools::is_help(cmd)) return usage(stdout, 0);
     fmt::print(stderr, "unknown command '{}'\n", cmd);
-    return usage();
+    return usage(stderr, 2);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

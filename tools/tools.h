@@ -18,6 +18,16 @@ struct BenchOptions {
 
 std::vector<std::string> split_list(const std::string& comma_separated);  // "a,b" -> {"a", "b"}
 
+// Option values (tools/cli_args.cpp): the whole string must be a number not below `min`; otherwise a
+// sinter::Error naming the option and the value ("--rtol: 'abc' is not a finite number").
+int parse_int_option(const std::string& option, const std::string& value, int min);
+double parse_double_option(const std::string& option, const std::string& value, double min);
+bool is_help(const std::string& arg);  // --help or -h
+
+// Each command's usage text (tools/sinter.cpp), printed by `sinter <command> --help`.
+extern const char* const kRunUsage;
+extern const char* const kConformanceUsage;
+
 int bench_eager(const BenchOptions& options);
 int bench_overhead(const BenchOptions& options);  // --suite overhead (bench_overhead.cpp)
 

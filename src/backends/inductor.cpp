@@ -16,17 +16,53 @@
 #include "inductor/scheduler.h"
 #include "passes/pipeline.h"
 #include "runtime/compiled_program.h"
+#include "runtime/debug_dump.h"
 #include "support/check.h"
 #include "support/log.h"
 
 namespace sinter::backends {
 
+namespace {
+
+// The kernels with the loop nodes (and graph values) each computes, then every fusion decision in order.
+std::string schedule_text(const inductor::LoopProgram& program, const inductor::Schedule& schedule) {
+  std::string out;
+  for (const inductor::Kernel& k : schedule.kernels) {
+    bool ext = k.kind == inductor::Kernel::Kind::kExtern;
+    out += fmt::format("{}: {}{}{}\n", k.name, ext ? "extern" : k.rows ? "row loops" : "flat loops",
+                       k.epilogue >= 0 ? fmt::format(", epilogue {}", schedule.kernels[k.epilogue].name) : "",
+                       k.epilogue_of >= 0 ? fmt::format(", epilogue of {}", schedule.kernels[k.epilogue_of].name) : "");
+    for (int id : k.nodes) out += fmt::format("  loop node {}: {}\n", id, program.nodes[id].origin);
+  }
+  out += "\nfusion decisions:\n";
+  for (const std::string& d : schedule.decisions) out += "  " + d + "\n";
+  return out;
+}
+
+}  // namespace
+
 std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, const passes::PassContext& ctx) {
   static std::atomic<int> serial{0};
+  std::string name = fmt::format("graph_{}", serial++);
+  runtime::DebugDump dump(name);
+  dump.stage("captured", print_graph(graph));
   Graph g = graph.clone();
-  passes::run_inductor_passes(g, ctx);
+  passes::PassContext pass_ctx = ctx;
+  std::string pass_log;
+  if (dump.active()) {
+    pass_ctx.after_pass = [&](const passes::PassRecord& r, const Graph& after) {
+      pass_log += fmt::format("{}: {} ({:.3f} ms)\n", r.name, r.changed ? "changed" : "unchanged", r.ms);
+      if (r.changed) dump.stage("after-" + r.name, print_graph(after));
+      if (ctx.after_pass) ctx.after_pass(r, after);
+    };
+  }
+  passes::run_inductor_passes(g, pass_ctx);
+  dump.file("passes.txt", pass_log);
+  dump.stage("before-lowering", print_graph(g));
   inductor::LoopProgram program = inductor::lower(g);
+  dump.stage("loop-program", program.str());
   inductor::Schedule schedule = inductor::schedule(program);
+  dump.stage("schedule", schedule_text(program, schedule));
   int units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   codegen::cpp::GeneratedCode code = codegen::cpp::generate(program, schedule, units);
   std::shared_ptr<runtime::SharedLibrary> library;
@@ -38,8 +74,8 @@ std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, co
       std::istringstream words(extra);
       for (std::string w; words >> w;) flags.extra_flags.push_back(w);
     }
-    runtime::CompiledObject obj =
-        runtime::compile_and_load(code.units, fmt::format("graph_{}", serial++), flags);
+    flags.debug_dir = dump.dir();
+    runtime::CompiledObject obj = runtime::compile_and_load(code.units, name, flags);
     library = obj.library;
     SINTER_LOG(kPerfHints, "inductor: {} kernel(s), {} launch(es) per call, code {} in {:.3f} s ({})",
         schedule.kernels.size(), schedule.launches(), obj.from == runtime::CompiledObject::From::kCompiled ? "compiled" : "loaded from cache",

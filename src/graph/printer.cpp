@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "graph/graph_util.h"
+#include "graph/value_names.h"
 
 namespace sinter {
 
@@ -35,14 +36,7 @@ std::string_view memory_format_name(MemoryFormat f) {
 
 class Printer {
  public:
-  explicit Printer(const Graph& g) : g_(g) {
-    int counter = 0;
-    for (const Node& n : g.nodes()) {
-      std::vector<std::string>& names = names_.emplace_back();
-      for (size_t k = 0; k < n.outputs.size(); ++k, ++counter)
-        names.push_back(n.name.empty() ? fmt::format("%{}", counter) : fmt::format("%{}", n.name));
-    }
-  }
+  explicit Printer(const Graph& g) : g_(g), names_(graph_detail::printed_value_names(g)) {}
 
   std::string graph() {
     std::vector<std::string> inputs;
@@ -140,6 +134,16 @@ class Printer {
 std::string print_graph(const Graph& g) { return Printer(g).graph(); }
 
 namespace graph_detail {
+std::vector<std::vector<std::string>> printed_value_names(const Graph& g) {
+  std::vector<std::vector<std::string>> names;
+  int counter = 0;
+  for (const Node& n : g.nodes()) {
+    std::vector<std::string>& outs = names.emplace_back();
+    for (size_t k = 0; k < n.outputs.size(); ++k, ++counter)
+      outs.push_back(n.name.empty() ? fmt::format("%{}", counter) : fmt::format("%{}", n.name));
+  }
+  return names;
+}
 std::string node_str(const Graph& g, const Node& n) { return Printer(g).node(n); }
 }  // namespace graph_detail
 

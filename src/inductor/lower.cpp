@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "graph/graph_util.h"
+#include "graph/value_names.h"
 #include "inductor/lower_pointwise.h"
 #include "ops/op_table.h"
 #include "support/check.h"
@@ -38,14 +39,21 @@ std::vector<ExprPtr> dense_strides(const std::vector<ExprPtr>& sizes) {
   return st;
 }
 
-std::string origin_of(const Node& n) { return fmt::format("%{} = {}", n.id, n.op_name()); }
+// "%5 = gelu" with the value names print_graph gives (`names`: printed_value_names of the lowered graph), so the
+// fusion log, kernel comments and the profile can be read against the graph dumped before lowering.
+std::string origin_of(const Node& n, const std::vector<std::vector<std::string>>& names) {
+  std::string outs;
+  for (const std::string& v : names.at(n.id)) outs += (outs.empty() ? "" : ", ") + v;
+  return fmt::format("{} = {}", outs.empty() ? "_" : outs, n.op_name());
+}
 
 }  // namespace
 
 // Implementation of lower(); one instance per call.
 class Lowerer final : public PointwiseContext {
  public:
-  Lowerer(const Graph& g, const LowerOptions& o) : g_(g), opt_(o) {
+  Lowerer(const Graph& g, const LowerOptions& o)
+      : g_(g), opt_(o), value_names_(graph_detail::printed_value_names(g)) {
     p_.shape_env = g.shape_env();
     if (g.shape_env()) {
       hints_ = g.shape_env()->hints();
@@ -257,6 +265,7 @@ class Lowerer final : public PointwiseContext {
   std::string origin_;
   bool evaluating_ = false;                                    // a lazy value's function is running
   std::vector<std::pair<int, std::vector<ExprPtr>>> needs_;  // operands it found unknown
+  std::vector<std::vector<std::string>> value_names_;  // print_graph's names of g_'s values
 };
 
 int Lowerer::new_buffer(const Tensor& proxy, int producer) {
@@ -636,7 +645,7 @@ void Lowerer::lower_extern(const Node& n) {
 }
 
 void Lowerer::lower_op(const Node& n) {
-  origin_ = origin_of(n);
+  origin_ = origin_of(n, value_names_);
   if (lower_view(n)) return;
   if (n.outputs.size() == 1 && is_lowerable_pointwise(n.op) && n.meta().device.is_cpu()) {
     const Node* np = &n;

@@ -152,12 +152,12 @@ Schedule Scheduler::run() {
       }
       k.nodes.push_back(n.id);
       producer_kernel_[n.out] = open_;
-      decide(fmt::format("fuse node {} ({}) into {}: same outer domain, score {:.0f} bytes not re-read", n.id,
+      decide(fmt::format("fuse loop node {} ({}) into {}: same outer domain, score {:.0f} bytes not re-read", n.id,
                          n.origin, k.name, score));
       continue;
     }
     if (open_ >= 0)
-      decide(fmt::format("refuse node {} ({}) in {}: {}", n.id, n.origin, s_.kernels[open_].name, why));
+      decide(fmt::format("refuse loop node {} ({}) in {}: {}", n.id, n.origin, s_.kernels[open_].name, why));
     close_kernel();
     Kernel k;
     k.nodes = {n.id};

@@ -45,7 +45,7 @@ struct Kernel {
 
 struct Schedule {
   std::vector<Kernel> kernels;
-  std::vector<std::string> decisions;  // "fuse node 3 into kernel1: ... (score 4.2 MB)"
+  std::vector<std::string> decisions;  // "fuse loop node 3 (%5 = add) into kernel1: ... (score 4096 bytes)"
   int launches() const;               // kernels run per call (an epilogue runs inside its GEMM)
 };
 

@@ -110,6 +110,7 @@ std::vector<PassRecord> run_inductor_passes(Graph& g, const PassContext& ctx) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (check) verify_around(g, "after", pass.name);
     records.push_back({pass.name, changed, ms});
+    if (ctx.after_pass) ctx.after_pass(records.back(), g);
     if (changed)
       SINTER_LOG(kPasses, "{}: changed ({:.3f} ms)\n{}", pass.name, ms, print_graph(g));
     else

@@ -4,6 +4,7 @@
 // (SINTER_DISABLE_PASSES=decompose,simplify) and verifies the graph around every pass when SINTER_VERIFY_PASSES=1
 // or in builds without NDEBUG.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,18 +13,20 @@
 
 namespace sinter::passes {
 
+struct PassRecord {
+  std::string name;
+  bool changed = false;
+  double ms = 0;
+};
+
 struct PassContext {
   bool freeze = false;    // parameters are kConstant nodes: patterns may fold them (conv + batch_norm)
   bool training = false;  // the module runs in training mode (no pass depends on it yet: room for autograd)
   // Where functionalize reports writes into graph inputs when the graph still mutates (capture hands over
   // functional graphs, so this is normally untouched); null makes such a graph an error.
   FunctionalizeResult* functionalized = nullptr;
-};
-
-struct PassRecord {
-  std::string name;
-  bool changed = false;
-  double ms = 0;
+  // Called after every pass that ran, with the graph as it left the pass (SINTER_DEBUG_DIR dumps it).
+  std::function<void(const PassRecord&, const Graph&)> after_pass;
 };
 
 // Runs the pipeline on `g` in place; returns one record per pass that ran (disabled passes are left out).

@@ -149,7 +149,19 @@ std::string CompiledProgram::describe(int k) const {
   } else {
     what = fmt::format("loops ({} nodes, {} stages)", kernel.nodes.size(), kernel.stages.size());
   }
-  return fmt::format("{} {}  # {}", kernel.name, what, first.origin);
+  // The graph values it computes, named as in the graph printed before lowering (SINTER_DEBUG_DIR's
+  // graph_before_lowering.txt); one origin per graph node, however many loop nodes it became.
+  std::vector<std::string> origins;
+  for (int id : kernel.nodes)
+    if (origins.empty() || origins.back() != program_.nodes[id].origin) origins.push_back(program_.nodes[id].origin);
+  if (kernel.epilogue >= 0)
+    for (int id : schedule_.kernels[kernel.epilogue].nodes)
+      if (origins.back() != program_.nodes[id].origin) origins.push_back(program_.nodes[id].origin);
+  constexpr size_t kShown = 8;
+  std::string list;
+  for (size_t i = 0; i < std::min(origins.size(), kShown); ++i) list += (i ? "; " : "") + origins[i];
+  if (origins.size() > kShown) list += fmt::format("; ... ({} more)", origins.size() - kShown);
+  return fmt::format("{} {}  # {}", kernel.name, what, list);
 }
 
 void CompiledProgram::bind_symbols() {

@@ -3,17 +3,23 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <ctime>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "codegen/cpp/toolchain.h"
 #include "runtime/cache_files.h"
@@ -23,6 +29,7 @@
 #include "sinter/compile.h"
 #include "support/check.h"
 #include "support/log.h"
+#include "support/log_warning.h"
 
 namespace sinter::runtime {
 
@@ -156,30 +163,110 @@ void log_refusal(const std::string& what, const std::string& path, const std::st
   SINTER_LOG(kPerfHints, "kernel cache: refused {} {}: {}; compiling instead", what, path, why);
 }
 
+// A cache directory that cannot be used makes every process compile from scratch: the user hears it once,
+// without any log setting, with what to do.
+void warn_cache_dir(const std::string& path, const std::string& why) {
+  warn_once("kernel-cache-dir:" + path,
+            fmt::format("kernel cache: not using {}: {}; compiled kernels are not kept between processes (make it a "
+                        "directory of yours, mode 0700, or set SINTER_CACHE_DIR to one)",
+                        path, why));
+}
+
+// Leftovers in a shard: "<key>.tmp-<pid>-XXXXXX" (a build in progress, or of a process killed mid-compile) and
+// "<key>.discarded-<pid>-<n>" (an entry moved aside that could not be deleted). One is removed when its process is
+// gone (kill(pid, 0) says so) and it has not changed for kDeadAfter, or when it has not changed for kAnyAfter
+// whatever its pid says (a pid reused by another process, a pid of another host sharing the cache, a name
+// without a pid from an older sinter). A live build writes into its directory, which keeps its mtime fresh, and
+// never takes as long as either delay; the delay for a gone pid guards a cache shared by hosts.
+constexpr time_t kDeadAfter = 5 * 60, kAnyAfter = 60 * 60;
+
+bool is_stale_leftover(const std::string& name, time_t age) {
+  size_t at = name.find(".tmp-");
+  size_t skip = 5;
+  if (at == std::string::npos) at = name.find(".discarded-"), skip = 11;
+  if (at == std::string::npos) return false;
+  if (age > kAnyAfter) return true;
+  if (age <= kDeadAfter) return false;
+  const char* digits = name.c_str() + at + skip;
+  char* end = nullptr;
+  long pid = std::strtol(digits, &end, 10);
+  if (end == digits || *end != '-' || pid <= 0 || pid == ::getpid()) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+void remove_stale_leftovers(const std::string& shard) {
+  DIR* d = ::opendir(shard.c_str());
+  if (!d) return;
+  time_t now = ::time(nullptr);
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    struct stat st;
+    std::string path = shard + "/" + name;
+    if (::lstat(path.c_str(), &st) == 0 && is_stale_leftover(name, now - st.st_mtime)) stale.push_back(path);
+  }
+  ::closedir(d);
+  for (const std::string& path : stale) {
+    SINTER_LOG(kPerfHints, "kernel cache: removing {}, left by a process that ended mid-compile", path);
+    remove_tree(path);
+  }
+}
+
+// The first time this process uses a cache root, every shard's leftovers are swept (a killed compile otherwise
+// leaves its build directory for good when no entry of its shard is ever built again).
+void remove_stale_builds_once(const std::string& root) {
+  static std::mutex mutex;
+  static std::set<std::string> swept;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!swept.insert(root).second) return;
+  }
+  std::string abi_dir = fmt::format("{}/v{}", root, kAbiVersion);
+  if (!why_not_private(abi_dir, true).empty()) return;  // absent, or refused later with a message
+  DIR* d = ::opendir(abi_dir.c_str());
+  if (!d) return;
+  std::vector<std::string> shards;
+  while (const dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() == 2 && std::isxdigit(static_cast<unsigned char>(name[0])) &&
+        std::isxdigit(static_cast<unsigned char>(name[1])))
+      shards.push_back(abi_dir + "/" + name);
+  }
+  ::closedir(d);
+  for (const std::string& shard : shards)
+    if (why_not_private(shard, true).empty()) remove_stale_leftovers(shard);
+}
+
 // The directory of an entry's shard when the cache from its root down is private to this user; "" (after
 // counting and logging the refusal) when it is not, so the caller compiles into a private temporary directory.
 std::string usable_shard_dir(const std::string& key) {
   std::string root = make_absolute(kernel_cache_dir());
   if (std::string why = make_dirs(root); !why.empty()) {
     SINTER_LOG(kPerfHints, "kernel cache: cannot use {}: {}; compiling into a temporary directory", root, why);
+    warn_cache_dir(root, why);
     return "";
   }
   // The root may be a symbolic link the user made (followed); nothing below it is followed.
   if (std::string why = why_not_private(root, true, true); !why.empty()) {
     registry().rejected++;
     log_refusal("cache directory", root, why);
+    warn_cache_dir(root, why);
     return "";
   }
+  remove_stale_builds_once(root);
   std::string dir = root;
   for (const std::string& part : {fmt::format("v{}", kAbiVersion), key.substr(0, 2)}) {
     dir += "/" + part;
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      SINTER_LOG(kPerfHints, "kernel cache: cannot create {} ({})", dir, errno_text());
+      std::string why = fmt::format("cannot create {} ({})", dir, errno_text());
+      SINTER_LOG(kPerfHints, "kernel cache: {}", why);
+      warn_cache_dir(dir, why);
       return "";
     }
     if (std::string why = why_not_private(dir, true); !why.empty()) {
       registry().rejected++;
       log_refusal("cache directory", dir, why);
+      warn_cache_dir(dir, why);
       return "";
     }
   }
@@ -236,7 +323,9 @@ std::shared_ptr<SharedLibrary> load_entry(const std::string& entry, const std::s
 // Compiles into a fresh private directory under `parent` and, when `publish_as` is given, publishes the result
 // there with one rename.
 Loaded build(const Request& req, const std::string& parent, const std::string& publish_as) {
-  std::string dir = make_temp_dir(parent, publish_as.empty() ? "sinter-build-" : req.key + ".tmp-");
+  // The pid in the name lets a later process tell a killed build from a running one (remove_stale_leftovers).
+  std::string dir = make_temp_dir(parent, fmt::format("{}-{}-", publish_as.empty() ? "sinter-build" : req.key + ".tmp",
+                                                      ::getpid()));
   SINTER_CHECK(!dir.empty(), "sinter: cannot create a build directory in {} ({})", parent, errno_text());
   Loaded out;
   std::vector<std::string> names;
@@ -286,22 +375,6 @@ std::string private_build_parent() {
   return tmp;
 }
 
-// Build directories of processes that died mid-compile, and discarded entries that could not be deleted, are
-// removed once they are an hour old (a live compile never takes that long), whenever a shard gets a new entry.
-void remove_stale_leftovers(const std::string& shard) {
-  DIR* d = ::opendir(shard.c_str());
-  if (!d) return;
-  time_t now = ::time(nullptr);
-  while (const dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name.find(".tmp-") == std::string::npos && name.find(".discarded-") == std::string::npos) continue;
-    struct stat st;
-    std::string path = shard + "/" + name;
-    if (::lstat(path.c_str(), &st) == 0 && now - st.st_mtime > 3600) remove_tree(path);
-  }
-  ::closedir(d);
-}
-
 Loaded find_or_build(const Request& req) {
   std::string shard = usable_shard_dir(req.key);
   if (shard.empty()) return build(req, private_build_parent(), "");
@@ -316,18 +389,28 @@ Loaded find_or_build(const Request& req) {
   return build(req, shard, entry);
 }
 
+// Copies of the sources for reading: into options.debug_dir as kernels.cpp (kernels_<i>.cpp) when the caller
+// gives one (the inductor's per-graph SINTER_DEBUG_DIR folder), else into SINTER_DEBUG_DIR itself as
+// <name>_<key>.cpp. `paths` then names the copies.
 void write_debug_copies(const Request& req, std::vector<std::string>& paths) {
-  const char* debug = std::getenv("SINTER_DEBUG_DIR");
-  if (!debug || !*debug) return;
-  std::string dir = make_absolute(debug);
-  if (std::string why = make_dirs(dir); !why.empty()) {
-    SINTER_LOG(kPerfHints, "SINTER_DEBUG_DIR: {}", why);
-    return;
+  std::string dir = req.options.debug_dir;
+  std::string stem = "kernels";
+  if (dir.empty()) {
+    const char* debug = std::getenv("SINTER_DEBUG_DIR");
+    if (!debug || !*debug) return;
+    dir = make_absolute(debug);
+    stem = req.name + "_" + req.key.substr(0, 10);
+    if (std::string why = make_dirs(dir); !why.empty()) {
+      warn_once("debug-dir:" + dir, fmt::format("SINTER_DEBUG_DIR: {}; nothing is written there", why));
+      return;
+    }
   }
+  paths.resize(req.units.size());
   for (size_t i = 0; i < req.units.size(); ++i) {
-    std::string path = fmt::format("{}/{}", dir, source_file_name(req.name + "_" + req.key.substr(0, 10), i, req.units.size()));
+    std::string path = fmt::format("{}/{}", dir, source_file_name(stem, i, req.units.size()));
     ::unlink(path.c_str());
-    if (write_new_file(path, req.units[i], 0644).empty()) paths[i] = path;
+    if (std::string why = write_new_file(path, req.units[i], 0644); why.empty()) paths[i] = path;
+    else warn_once("debug-dir:" + dir, fmt::format("SINTER_DEBUG_DIR: {}", why));
   }
 }
 
@@ -382,6 +465,7 @@ CompiledObject compile_and_load(const std::vector<std::string>& units, const std
     result.library = entry->library;
     result.source_paths = entry->source_paths;
     result.from = CompiledObject::From::kMemory;
+    if (!options.debug_dir.empty()) write_debug_copies(req, result.source_paths);
   } else {
     Loaded loaded;
     try {

@@ -46,6 +46,8 @@ struct CompiledObject {
 
 struct CompileOptions {
   std::vector<std::string> extra_flags;  // appended to the toolchain's flags (part of the key)
+  // Where copies of the sources go, as kernels.cpp (not part of the key). Empty: SINTER_DEBUG_DIR when set.
+  std::string debug_dir;
 };
 
 // `units`: complete translation units. The caller puts prelude() (codegen/cpp/prelude.h) at the top of each unit

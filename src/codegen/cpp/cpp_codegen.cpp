@@ -543,7 +543,7 @@ std::string KernelWriter::write(KernelInfo& info) {
   // Header: comments, then buffers and symbols as locals.
   std::string head = fmt::format("// {}: {} node(s){}\n", k_.name, k_.nodes.size(),
                                  k_.epilogue_of >= 0 ? ", a GEMM epilogue" : "");
-  for (int id : k_.nodes) head += fmt::format("//   node {}: {}\n", id, p_.nodes[id].origin);
+  for (int id : k_.nodes) head += fmt::format("//   loop node {}: {}\n", id, p_.nodes[id].origin);
   head += fmt::format("extern \"C\" void {}(void* args_, sn_i64 begin, sn_i64 end) {{\n", k_.name);
   head += "  const sn_kargs* a_ = (const sn_kargs*)args_;\n";
   head += fmt::format("  const {0} begin_ = ({0})begin, end_ = ({0})end;{1}\n", it_,
