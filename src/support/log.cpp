@@ -1,4 +1,5 @@
 #include "support/log.h"
+#include "support/warning.h"
 
 #include <atomic>
 #include <cstdio>
@@ -40,6 +41,11 @@ std::once_flag& loaded() {
   return f;
 }
 
+std::mutex& stderr_mutex() {  // one line at a time, whatever thread writes it
+  static std::mutex m;
+  return m;
+}
+
 }  // namespace
 
 void reload_log_settings() { mask().store(parse(std::getenv("SINTER_LOGS"))); }
@@ -52,10 +58,14 @@ bool log_enabled(LogChannel channel) {
 std::string_view log_channel_name(LogChannel channel) { return kNames[static_cast<int>(channel)]; }
 
 void log_message(LogChannel channel, std::string_view text) {
-  static std::mutex m;
-  std::lock_guard<std::mutex> lock(m);
+  std::lock_guard<std::mutex> lock(stderr_mutex());
   std::fprintf(stderr, "[sinter:%.*s] %.*s\n", static_cast<int>(log_channel_name(channel).size()),
                log_channel_name(channel).data(), static_cast<int>(text.size()), text.data());
+}
+
+void log_warning(std::string_view text) {
+  std::lock_guard<std::mutex> lock(stderr_mutex());
+  std::fprintf(stderr, "[sinter:warning] %.*s\n", static_cast<int>(text.size()), text.data());
 }
 
 }  // namespace sinter
