@@ -68,8 +68,8 @@ struct CompileOptions {
   int recompile_limit = 8;  // entries per function; beyond it the function runs eagerly (logged once)
   // What a backend failure does. Unset (the default): when the host C++ compiler fails on the generated code
   // (CompilerError: an error, an internal compiler error or a crash, also after the retry at -O1 that every
-  // failed build gets), that graph runs on aot_eager instead, with a warning on stderr once per process and a
-  // perf_hints log line for each such graph (both with the compiler's message); any other failure throws.
+  // failed build gets), that graph runs on aot_eager instead, with a warning on stderr once per compiled function
+  // and a perf_hints log line for each such graph (both with the compiler's message); any other failure throws.
   // true: every backend failure runs aot_eager instead (logged under perf_hints). false: every failure throws,
   // a CompilerError included.
   std::optional<bool> fallback;

@@ -58,6 +58,7 @@ TracerConfig Engine::State::tracer_config() const {
   c.fullgraph = options.fullgraph;
   c.freeze = options.freeze;
   c.names = &names;
+  c.break_log = &break_log;
   return c;
 }
 

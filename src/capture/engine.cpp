@@ -1,9 +1,11 @@
 // The engine behind compile(): on each call, check the guards of the cached entries (a flat list of cheap
-// comparisons under one mutex) and run the hit; on a miss, say why, apply automatic dynamic shapes, capture,
-// compile and add an entry; past the recompile limit, run eagerly. Functions with breaks go to breaks.cpp.
+// comparisons under a shared lock) and run the hit; on a miss, wait for a compile under way, then say why,
+// apply automatic dynamic shapes, capture, compile and add an entry; past the recompile limit, run eagerly.
+// Functions with breaks go to breaks.cpp.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <bit>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include "capture/engine_state.h"
 #include "support/check.h"
 #include "support/log.h"
+#include "support/warning.h"
 
 namespace sinter {
 
@@ -67,6 +70,32 @@ std::vector<Tensor> run_entry(const Entry& e, const std::vector<CallArg>& args, 
   return result;
 }
 
+// What identifies a call for a compile under way (see Flight): every argument's kind and value, and every
+// tensor's dtype, device, sizes and strides.
+std::vector<int64_t> call_signature(const std::vector<CallArg>& args, const std::vector<Tensor>& flat) {
+  std::vector<int64_t> key;
+  for (const CallArg& a : args) {
+    key.push_back(static_cast<int64_t>(a.index()));
+    if (const SymInt* v = std::get_if<SymInt>(&a)) key.push_back(v->hint());
+    else if (const double* d = std::get_if<double>(&a)) key.push_back(std::bit_cast<int64_t>(*d));
+    else if (const bool* b = std::get_if<bool>(&a)) key.push_back(*b);
+    else if (const auto* list = std::get_if<std::vector<Tensor>>(&a)) key.push_back(static_cast<int64_t>(list->size()));
+  }
+  for (const Tensor& t : flat) {
+    if (!t.defined()) {
+      key.push_back(-1);
+      continue;
+    }
+    key.push_back(static_cast<int64_t>(t.dtype()));
+    key.push_back(static_cast<int64_t>(t.device().type));
+    key.push_back(t.device().index);
+    key.push_back(t.dim());
+    for (const SymInt& v : t.sizes()) key.push_back(v.hint());
+    for (const SymInt& v : t.strides()) key.push_back(v.hint());
+  }
+  return key;
+}
+
 }  // namespace
 
 Engine::Engine(CompileOptions options, const nn::Module* module) : state_(std::make_unique<State>()) {
@@ -94,16 +123,22 @@ Engine::~Engine() = default;
 
 CompileStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->stats;
+  CompileStats out = state_->stats;
+  out.guard_hits += state_->guard_hits.load(std::memory_order_relaxed);
+  return out;
 }
 
 void Engine::reset() {
   State& s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.entries.clear();
+  {
+    std::unique_lock<std::shared_mutex> write(s.entries_mutex);
+    s.entries.clear();
+  }
   s.auto_dynamic.clear();
   s.has_breaks = false;
   s.limit_logged = false;
+  s.fallback_warned = false;
   s.segments.clear();
   s.segments_per_index.clear();
   s.kernels_by_segment.clear();
@@ -119,35 +154,51 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
   std::vector<Tensor> flat;
   flat.reserve(args.size() + 4);
   flatten_tensors(args, flat);
-  thread_local std::vector<int64_t> values(64);
-  std::shared_ptr<const Entry> hit;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (const auto& e : s.entries) {
-      if (values.size() < static_cast<size_t>(e->guards.num_symbols)) values.resize(e->guards.num_symbols);
-      if (e->guards.check(args, flat, values.data())) {
-        hit = e;
-        ++s.stats.guard_hits;
-        break;
-      }
-    }
-  }
-  if (hit) {
+  if (std::shared_ptr<const Entry> hit = s.find_entry(args, flat)) {
     if (s.verify) s.verify_capture(*hit, args, flat, invoke);
     return run_entry(*hit, args, flat);
   }
 
-  // A miss: say why, widen the dynamic set, and capture (or give up past the limit).
+  // A miss. Wait for a compile under way (it may add the entry this call needs), then say why, widen the
+  // dynamic set, and capture (or give up past the limit).
+  const std::vector<int64_t> key = call_signature(args, flat);
   std::set<DynKey> dynamic;
   bool run_eagerly = false;
+  std::shared_ptr<Flight> flight;
   {
-    std::lock_guard<std::mutex> lock(s.mutex);
+    std::unique_lock<std::mutex> lock(s.mutex);
+    for (;;) {
+      if (s.has_breaks.load(std::memory_order_acquire)) {
+        lock.unlock();
+        return s.call_with_breaks(args, invoke);
+      }
+      if (std::shared_ptr<const Entry> hit = s.find_entry(args, flat)) {
+        lock.unlock();
+        if (s.verify) s.verify_capture(*hit, args, flat, invoke);
+        return run_entry(*hit, args, flat);
+      }
+      if (!s.flight) break;
+      if (s.flight->owner == std::this_thread::get_id()) {
+        // Called again by its own compile (a backend running the function): it has no entry yet.
+        lock.unlock();
+        return invoke(args);
+      }
+      std::shared_ptr<Flight> other = s.flight;
+      s.flight_done.wait(lock, [&] { return other->done; });
+      // The same call failed to compile a moment ago: report that failure rather than compiling again.
+      if (other->error && other->key == key) std::rethrow_exception(other->error);
+    }
     std::string reason;
-    if (!s.entries.empty()) {
+    std::vector<std::shared_ptr<const Entry>> entries;
+    {
+      std::shared_lock<std::shared_mutex> read(s.entries_mutex);
+      entries = s.entries;
+    }
+    if (!entries.empty()) {
       // Explain the miss against the closest entry: the one with the fewest failed guards (the latest on a
       // tie).
       std::vector<GuardFailure> failures;
-      for (const auto& e : s.entries) {
+      for (const auto& e : entries) {
         std::vector<GuardFailure> f = e->guards.diagnose(args, flat);
         if (failures.empty() || f.size() <= failures.size()) failures = std::move(f);
       }
@@ -156,62 +207,116 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
       reason = texts.empty() ? "a guard failed" : fmt::format("{}", fmt::join(texts, "; "));
       if (s.options.dynamic == Dynamic::kAuto) {
         for (const GuardFailure& f : failures) {
-          DynKey key = f.dim >= 0 ? DynKey{f.arg, f.element, f.dim} : DynKey{f.arg, -1, -1};
-          if (f.arg < 0 || (f.dim < 0 && !f.int_changed) || !s.auto_dynamic.insert(key).second) continue;
+          DynKey dk = f.dim >= 0 ? DynKey{f.arg, f.element, f.dim} : DynKey{f.arg, -1, -1};
+          if (f.arg < 0 || (f.dim < 0 && !f.int_changed) || !s.auto_dynamic.insert(dk).second) continue;
           SINTER_LOG(kDynamic, "{}: making it dynamic (automatic dynamic shapes)", f.text);
         }
       }
     }
-    if (static_cast<int>(s.entries.size()) >= s.options.recompile_limit) {
+    if (static_cast<int>(entries.size()) >= s.options.recompile_limit) {
       if (!s.limit_logged) {
         s.limit_logged = true;
-        SINTER_LOG(kRecompiles,
-                   "recompile limit ({}) reached: calls that match no compiled entry now run eagerly. Last "
-                   "failure: {}",
-                   s.options.recompile_limit, reason);
+        // Whatever SINTER_LOGS says (the recompiles channel would only repeat it).
+        log_warning(fmt::format(
+            "recompile limit ({}) reached: calls of this compiled function that match none of its entries now "
+            "run eagerly (raise CompileOptions::recompile_limit, or keep sizes symbolic; SINTER_LOGS=recompiles,"
+            "dynamic says why each call recompiled). Last failed guard: {}",
+            s.options.recompile_limit, reason));
       }
       ++s.stats.eager_fallbacks;
       run_eagerly = true;
-    } else if (!s.entries.empty()) {
-      ++s.stats.recompiles;
-      s.stats.recompile_reasons.push_back({reason});
-      SINTER_LOG(kRecompiles, "recompiling (entry {} of at most {}): {}", s.entries.size() + 1,
-                 s.options.recompile_limit, reason);
+    } else {
+      if (!entries.empty()) {
+        ++s.stats.recompiles;
+        s.stats.recompile_reasons.push_back({reason});
+        SINTER_LOG(kRecompiles, "recompiling (entry {} of at most {}): {}", entries.size() + 1,
+                   s.options.recompile_limit, reason);
+      }
+      flight = std::make_shared<Flight>();
+      flight->key = key;
+      flight->owner = std::this_thread::get_id();
+      s.flight = flight;
     }
     dynamic = s.auto_dynamic;
   }
   if (run_eagerly) return invoke(args);
 
-  auto start = std::chrono::steady_clock::now();
-  WholeCapture w = s.capture_whole(args, flat, dynamic, invoke, s.tracer_config(),
-                                   [&s](Segment& seg) { return s.run_segment(seg); });
-  if (w.tracer->broke()) {
-    // The call already ran, segment by segment; from now on every call re-runs the host code.
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.has_breaks = true;
-    s.stats.graph_breaks += static_cast<int>(w.tracer->breaks().size());
-    s.stats.compile_seconds += seconds_since(start);
-    return w.outputs;
-  }
-  auto entry = std::make_shared<Entry>();
-  entry->dynamic = dynamic;
-  entry->output_plan = w.plan;
-  entry->int_args = w.int_args;
+  // Ends the flight whatever happens (an error is kept for the callers of the same key that wait on it).
+  auto land = [&s, &flight](std::exception_ptr error) {
+    flight->error = std::move(error);
+    flight->done = true;
+    s.flight.reset();
+    s.flight_done.notify_all();
+  };
+  std::shared_ptr<Entry> entry;
   bool fell_back = false;
-  entry->program = compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, &fell_back);
-  entry->guards = std::move(w.guards);
+  auto start = std::chrono::steady_clock::now();
+  try {
+    WholeCapture w = s.capture_whole(args, flat, dynamic, invoke, s.tracer_config(),
+                                     [&s](Segment& seg) { return s.run_segment(seg); });
+    if (w.tracer->broke()) {
+      // The call already ran, segment by segment; from now on every call re-runs the host code.
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.has_breaks = true;
+      s.stats.graph_breaks += static_cast<int>(w.tracer->breaks().size());
+      s.stats.compile_seconds += seconds_since(start);
+      land(nullptr);
+      return w.outputs;
+    }
+    entry = std::make_shared<Entry>();
+    entry->dynamic = dynamic;
+    entry->output_plan = w.plan;
+    entry->int_args = w.int_args;
+    entry->program = compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, &fell_back);
+    entry->guards = std::move(w.guards);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    land(std::current_exception());
+    throw;
+  }
   {
     std::lock_guard<std::mutex> lock(s.mutex);
+    size_t count = 0;
+    {
+      std::unique_lock<std::shared_mutex> write(s.entries_mutex);
+      s.entries.push_back(entry);
+      count = s.entries.size();
+    }
     if (log_enabled(LogChannel::kGuards))
-      log_message(LogChannel::kGuards, fmt::format("guards of entry {}:\n  {}", s.entries.size() + 1,
-                                                   fmt::join(entry->guards.describe(), "\n  ")));
-    s.entries.push_back(entry);
+      log_message(LogChannel::kGuards,
+                  fmt::format("guards of entry {}:\n  {}", count, fmt::join(entry->guards.describe(), "\n  ")));
     ++s.stats.compiles;
-    if (fell_back) ++s.stats.eager_fallbacks;
+    if (fell_back) {
+      ++s.stats.eager_fallbacks;
+      s.warn_fallback(entry->program);
+    }
     s.stats.compile_seconds += seconds_since(start);
     s.stats.kernels_per_call = entry->program.fn.kernels();
+    land(nullptr);
   }
   return run_entry(*entry, args, flat);
+}
+
+void Engine::State::warn_fallback(const Program& program) {
+  if (fallback_warned) return;
+  fallback_warned = true;
+  log_warning(fmt::format("backend '{}' failed to compile a graph of this compiled function; running it with "
+                          "aot_eager instead (CompileOptions::fallback). The failure: {}",
+                          options.backend, program.fallback_reason));
+}
+
+std::shared_ptr<const Entry> Engine::State::find_entry(const std::vector<CallArg>& args,
+                                                       const std::vector<Tensor>& flat) {
+  thread_local std::vector<int64_t> values(64);
+  std::shared_lock<std::shared_mutex> read(entries_mutex);
+  for (const auto& e : entries) {
+    if (values.size() < static_cast<size_t>(e->guards.num_symbols)) values.resize(e->guards.num_symbols);
+    if (e->guards.check(args, flat, values.data())) {
+      guard_hits.fetch_add(1, std::memory_order_relaxed);
+      return e;
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace capture

@@ -3,11 +3,15 @@
 // explain.cpp. Internal to src/capture.
 #pragma once
 #include <atomic>
+#include <condition_variable>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -43,17 +47,38 @@ struct WholeCapture {
   std::vector<Tensor> inputs;  // the real inputs of the graph, in order (no breaks)
 };
 
+// A compile under way. Compiles of one function are serialised: a call that misses while one runs waits for it
+// and then checks the guards again, so concurrent callers of one missing entry share a single compile (and
+// under kAuto the symbolic entry one compile makes serves the callers of other sizes, which would otherwise
+// each compile a static entry of their own). `key` is the call's signature (call_signature): callers with the
+// same key see the compile's failure instead of retrying it.
+struct Flight {
+  std::vector<int64_t> key;
+  std::thread::id owner;  // the compiling thread (a backend calling the function it compiles must not wait)
+  bool done = false;
+  std::exception_ptr error;
+};
+
 struct Engine::State {
   CompileOptions options;
   nn::Module* module = nullptr;
   bool verify = false;                                       // SINTER_VERIFY_CAPTURE=1
   std::unordered_map<const TensorImpl*, std::string> names;  // the module's parameters and buffers
 
-  std::mutex mutex;  // guards everything below
+  // The entry list is read on every call under a shared lock (the hot path takes no exclusive lock); it is
+  // written, under `mutex` and then this lock held exclusively, only when a compile adds an entry.
+  std::shared_mutex entries_mutex;
   std::vector<std::shared_ptr<const Entry>> entries;
+  std::atomic<int> guard_hits{0};  // calls served by an entry (stats.guard_hits is filled from it)
+
+  std::mutex mutex;  // guards everything below
+  std::shared_ptr<Flight> flight;  // the compile under way, or null
+  std::condition_variable flight_done;
   std::set<DynKey> auto_dynamic;
   std::atomic<bool> has_breaks{false};
-  bool limit_logged = false;
+  bool limit_logged = false;    // the recompile limit was said (once per compiled function, on stderr)
+  bool fallback_warned = false;  // a backend fallback was said (likewise)
+  mutable BreakLog break_log;    // each distinct graph break is logged once
   CompileStats stats;
   // Functions with breaks: compiled segments by structure (the recorded graph, input metas included, and the
   // inputs' aliasing), and how many were compiled at each segment position (bounded by recompile_limit).
@@ -63,6 +88,7 @@ struct Engine::State {
     Program program;
   };
   std::unordered_multimap<uint64_t, std::shared_ptr<const SegmentEntry>> segments;
+  std::map<uint64_t, std::shared_ptr<Flight>> segment_flights;  // segment compiles under way, by structure hash
   std::map<int, int> segments_per_index;
   std::map<int, int> kernels_by_segment;  // kernels per call of the latest compile at each segment position
 
@@ -75,9 +101,13 @@ struct Engine::State {
                       const Invoke& invoke);
   // A call of a function with breaks (breaks.cpp).
   std::vector<Tensor> call_with_breaks(std::vector<CallArg>& args, const Invoke& invoke);
+  // Says once per compiled function, on stderr, that a backend failed and aot_eager runs instead (under mutex).
+  void warn_fallback(const Program& program);
   // Runs a segment from the cache, compiling it on a miss (breaks.cpp).
   std::vector<Tensor> run_segment(Segment& segment);
   TracerConfig tracer_config() const;
+  // The first entry whose guards pass (counted as a guard hit), or null. Takes the entry list's shared lock.
+  std::shared_ptr<const Entry> find_entry(const std::vector<CallArg>& args, const std::vector<Tensor>& flat);
 };
 
 }  // namespace sinter::capture

@@ -2,6 +2,7 @@
 #include "capture/program.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "passes/functionalize.h"
 #include "support/check.h"
 #include "support/log.h"
+#include "symbolic/expr.h"
 
 namespace sinter::capture {
 
@@ -37,16 +39,66 @@ int input_with_internal_overlap(const std::vector<Tensor>& inputs) {
   return -1;
 }
 
-// The first compiler failure that falls back by default is said on stderr whatever SINTER_LOGS is (the user
-// asked for compiled code and gets aot_eager for that graph); later ones only under SINTER_LOGS=perf_hints.
-void warn_compiler_failure_once(const char* message) {
-  static std::atomic<bool> warned{false};
-  if (warned.exchange(true)) return;
-  std::fprintf(stderr,
-               "[sinter] warning: the C++ compiler failed on generated code; that graph runs on aot_eager "
-               "instead (CompileOptions::fallback = false makes this an error; later failures are logged under "
-               "SINTER_LOGS=perf_hints):\n%s\n",
-               message);
+// The backends sinter registers itself; their outputs are trusted (not checked per call).
+bool is_builtin_backend(const std::string& name) {
+  return name == "eager" || name == "aot_eager" || name == "inductor";
+}
+
+// What a custom backend must return (see Program::OutputSpec), read from the functional graph.
+void expect_outputs(Program& p, const Graph& graph) {
+  p.check_outputs = true;
+  for (const Tensor& t : graph.outputs()) p.output_specs.push_back({t.dtype(), t.device(), t.sizes()});
+  const std::vector<Tensor> inputs = graph.inputs();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorMeta& m = inputs[i].meta();
+    for (int pass = 0; pass < 2; ++pass) {
+      const SymIntList& dims = pass == 0 ? m.sizes : m.strides;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        if (!dims[d].is_symbolic() || !dims[d].expr()->is_symbol()) continue;
+        size_t id = static_cast<size_t>(dims[d].expr()->symbol_id());
+        if (id >= p.symbol_sources.size()) p.symbol_sources.resize(id + 1);
+        if (p.symbol_sources[id].input < 0)
+          p.symbol_sources[id] = {static_cast<int>(i), static_cast<int>(d), pass == 1};
+      }
+    }
+  }
+}
+
+void check_outputs(const Program& p, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs) {
+  std::vector<int64_t> values(p.symbol_sources.size(), 0);
+  for (size_t id = 0; id < p.symbol_sources.size(); ++id) {
+    const Program::SymbolSource& src = p.symbol_sources[id];
+    if (src.input < 0) continue;
+    const Tensor& t = inputs.at(src.input);
+    values[id] = (src.stride ? t.stride(src.dim) : t.size(src.dim)).hint();
+  }
+  // A size whose symbols no input carries (none should) is taken as the backend returned it.
+  auto known = [&](const SymInt& s) {
+    if (!s.is_symbolic()) return true;
+    for (int64_t id : sym::free_symbols(s.expr()))
+      if (id >= static_cast<int64_t>(p.symbol_sources.size()) || p.symbol_sources[id].input < 0) return false;
+    return true;
+  };
+  auto sizes_of = [&](const SymIntList& sizes, const Tensor* got) {
+    std::vector<int64_t> out;
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      const SymInt& s = sizes[d];
+      if (!known(s)) out.push_back(got && d < static_cast<size_t>(got->dim()) ? got->size(d).hint() : -1);
+      else out.push_back(s.is_symbolic() ? sym::evaluate(*s.expr(), values) : s.hint());
+    }
+    return out;
+  };
+  for (size_t i = 0; i < p.output_specs.size(); ++i) {
+    const Program::OutputSpec& want = p.output_specs[i];
+    const Tensor& got = outs[i];
+    SINTER_CHECK(got.defined(), "backend '{}' returned an undefined tensor as output {} (expected {}{})",
+                 p.backend, i, dtype_name(want.dtype), fmt::format("{}", sizes_of(want.sizes, nullptr)));
+    std::vector<int64_t> expected = sizes_of(want.sizes, &got), actual = got.sizes().hints();
+    SINTER_CHECK(got.dtype() == want.dtype && got.device() == want.device && actual == expected,
+                 "backend '{}' returned a wrong output {}: {} {} on {}, but the graph's output is {} {} on {}",
+                 p.backend, i, dtype_name(got.dtype()), fmt::format("{}", actual), got.device().str(),
+                 dtype_name(want.dtype), fmt::format("{}", expected), want.device.str());
+  }
 }
 
 }  // namespace
@@ -90,19 +142,25 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   p.backend = options.backend;
   try {
     p.fn = find_backend(options.backend)(graph, example_inputs);
+    SINTER_CHECK(static_cast<bool>(p.fn),
+                 "backend '{}' returned an empty CompiledGraph (a default-constructed one, or one made from an "
+                 "empty function); a backend must return a callable that runs the graph",
+                 options.backend);
   } catch (const std::exception& e) {
     // A compiler failure on generated code is sinter's bug (or the compiler's), not the user's: unless the user
     // turned fallback off, that graph runs on aot_eager (compile.h).
     const bool compiler_failed = dynamic_cast<const CompilerError*>(&e) != nullptr;
     if (!options.fallback.value_or(compiler_failed) || options.backend == "aot_eager") throw;
-    if (compiler_failed && !options.fallback.has_value()) warn_compiler_failure_once(e.what());
+    // Said on stderr once per compiled function by the engine (Program::fallback_reason).
     SINTER_LOG(kPerfHints, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
     SINTER_LOG(kRecompiles, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
+    p.fallback_reason = e.what();
     p.fn = find_backend("aot_eager")(graph, example_inputs);
     p.backend = "aot_eager";
     if (fell_back) *fell_back = true;
   }
   SINTER_INTERNAL_ASSERT(p.fn, "backend '{}' returned an empty compiled graph", p.backend);
+  if (!is_builtin_backend(p.backend)) expect_outputs(p, graph);
   p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return p;
 }
@@ -112,6 +170,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& inp
   SINTER_CHECK(outs.size() == static_cast<size_t>(p.num_outputs) + p.write_backs.size(),
                "backend '{}' returned {} outputs, the graph has {}", p.backend, outs.size(),
                static_cast<size_t>(p.num_outputs) + p.write_backs.size());
+  if (p.check_outputs) check_outputs(p, inputs, outs);
   for (const Program::WriteBack& w : p.write_backs) {
     Tensor dst = inputs[w.input];
     if (!dst.is_same(outs[w.output])) dst.copy_(outs[w.output]);

@@ -23,6 +23,21 @@ struct Program {
   std::vector<int> output_is_input;  // per user output: the input it is (returned as that real tensor), or -1
   double compile_seconds = 0;
   std::string backend;  // the backend that compiled it ("aot_eager" after a fallback)
+  std::string fallback_reason;  // why the chosen backend failed, when aot_eager replaced it
+  // A custom backend's outputs are checked against the graph's (built-ins are trusted): per output its dtype,
+  // device and sizes, whose symbols take this call's values from where they first appear among the inputs.
+  struct OutputSpec {
+    DType dtype = kFloat32;
+    Device device = kCPU;
+    SymIntList sizes;
+  };
+  struct SymbolSource {
+    int input = -1, dim = -1;
+    bool stride = false;
+  };
+  bool check_outputs = false;
+  std::vector<OutputSpec> output_specs;
+  std::vector<SymbolSource> symbol_sources;  // by symbol id
 };
 
 // Functionalizes `graph` and compiles it with options.backend; a failing backend throws, or, as options.fallback

@@ -8,6 +8,8 @@
 
 #include <bit>
 #include <cstring>
+#include <regex>
+#include <typeinfo>
 
 #include "graph/graph_util.h"
 #include "sinter/compile.h"
@@ -73,6 +75,11 @@ void adopt(const Tensor& proxy, const Tensor& real) {
 }
 
 }  // namespace
+
+bool BreakLog::first(const BreakRecord& record, int segment) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return seen_.insert(fmt::format("{}\n{}\n{}", record.reason, record.location, segment)).second;
+}
 
 std::string location_str(const Loc& loc) {
   if (loc.line() == 0) return "unknown location";
@@ -248,7 +255,41 @@ std::vector<Tensor> Tracer::call(OpId op, const Args& args, const Loc& loc) {
   }
   if (after_break && segment_.index > 0) rewrite_scalars(op, rec);
   if (writes_argument(op_def(op))) segment_.has_writes = true;
-  return segment_.graph.add_op(op, std::move(rec), loc);
+  std::vector<Tensor> outs;
+  try {
+    outs = segment_.graph.add_op(op, std::move(rec), loc);
+  } catch (const Error& e) {
+    if (typeid(e) != typeid(Error)) throw;
+    throw Error(user_message(e.what(), loc));
+  }
+  if (loc.line() != 0) last_loc_ = loc;
+  return outs;
+}
+
+// An op's error raised while recording: the sizes of this call instead of the capture's symbols (the user
+// passed [3, 4], not [s0, s1]), and where an op without a location (an operator) sits in the user's code.
+std::string Tracer::user_message(const std::string& message, const Loc& loc) const {
+  std::string out;
+  if (env_ && env_->num_symbols() > 0) {
+    static const std::regex kSymbol(R"(\bs(\d+)\b)");
+    auto begin = std::sregex_iterator(message.begin(), message.end(), kSymbol);
+    size_t last = 0;
+    for (auto it = begin; it != std::sregex_iterator(); ++it) {
+      int64_t id = std::stoll((*it)[1].str());
+      if (id >= env_->num_symbols()) continue;
+      out.append(message, last, it->position() - last);
+      out += std::to_string(env_->hint(id));
+      last = it->position() + it->length();
+    }
+    out.append(message, last, std::string::npos);
+  } else {
+    out = message;
+  }
+  if (loc.line() == 0 && last_loc_.line() != 0)
+    out += fmt::format("\n  (an operator, which has no location of its own; the nearest located call before it "
+                       "is at {})",
+                       location_str(last_loc_));
+  return out;
 }
 
 Tensor Tracer::materialize(const Tensor& t, std::string_view what, const Loc& loc) {
@@ -280,8 +321,10 @@ void Tracer::fail_fullgraph(const BreakRecord& record) {
 void Tracer::take_break(BreakRecord record) {
   if (config_.fullgraph) fail_fullgraph(record);
   if (!config_.allow_breaks) throw BreakDuringVerify{std::move(record)};
-  SINTER_LOG(kGraphBreaks, "graph break: {} at {} (segment {} ends after {} ops)", record.reason,
-             record.location, segment_.index, segment_.graph.num_ops());
+  if (log_enabled(LogChannel::kGraphBreaks) && (!config_.break_log || config_.break_log->first(record, segment_.index)))
+    log_message(LogChannel::kGraphBreaks, fmt::format("graph break: {} at {} (segment {} ends after {} ops)",
+                                                      record.reason, record.location, segment_.index,
+                                                      segment_.graph.num_ops()));
   breaks_.push_back(std::move(record));
   flush();
 }

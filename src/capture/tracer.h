@@ -6,7 +6,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,12 +37,25 @@ struct Segment {
 // Runs a finished segment (its output node set) on its real inputs and returns its outputs.
 using SegmentRunner = std::function<std::vector<Tensor>(Segment& segment)>;
 
+// The graph breaks a compiled function has logged: a function with breaks re-runs its host code on every call,
+// and each distinct break is logged once per compiled function, not once per call. Thread-safe.
+class BreakLog {
+ public:
+  // True the first time this break (what, where, in which segment) is seen.
+  bool first(const BreakRecord& record, int segment);
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string> seen_;
+};
+
 struct TracerConfig {
   bool fullgraph = false;  // a break throws GraphBreakError
   bool allow_breaks =
       true;             // false: a break throws BreakDuringVerify (the verify re-trace must not run anything)
   bool freeze = false;  // lifted tensors become constants
   const std::unordered_map<const TensorImpl*, std::string>* names = nullptr;  // lifted tensors' names
+  BreakLog* break_log = nullptr;  // logs each distinct break once (null: log every one)
 };
 
 // Thrown (only) by a tracer with allow_breaks = false when host code reads traced data.
@@ -97,6 +112,7 @@ class Tracer final : public DispatchHook {
   void start_segment();
   bool all_passthrough(const Args& args) const;
   Tensor hand_out(const Tensor& t);
+  std::string user_message(const std::string& message, const Loc& loc) const;
 
   TracerConfig config_;
   SegmentRunner runner_;
@@ -110,6 +126,7 @@ class Tracer final : public DispatchHook {
   // not one per element.
   std::unordered_map<const TensorImpl*, std::shared_ptr<TensorImpl>> passthrough_;
   std::vector<BreakRecord> breaks_;
+  Loc last_loc_{};  // the last op recorded with a location (names where operators and conversions are)
   int num_argument_inputs_ = 0;
   int segments_run_ = 0;
   // Scalar inputs of this segment by (dtype, value bits): a value used twice is one input.

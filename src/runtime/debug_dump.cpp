@@ -7,7 +7,7 @@
 
 #include "runtime/cache_files.h"
 #include "support/log.h"
-#include "support/log_warning.h"
+#include "support/warning.h"
 
 namespace sinter::runtime {
 

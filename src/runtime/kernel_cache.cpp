@@ -29,7 +29,7 @@
 #include "sinter/compile.h"
 #include "support/check.h"
 #include "support/log.h"
-#include "support/log_warning.h"
+#include "support/warning.h"
 
 namespace sinter::runtime {
 

@@ -1,5 +1,6 @@
 #include "support/log.h"
-#include "support/log_warning.h"
+#include "support/warning.h"
+#include "support/warning.h"
 
 #include <atomic>
 #include <cstdio>
@@ -58,6 +59,11 @@ std::once_flag& loaded() {
   return f;
 }
 
+std::mutex& stderr_mutex() {  // one line at a time, whatever thread writes it
+  static std::mutex m;
+  return m;
+}
+
 }  // namespace
 
 void reload_log_settings() { mask().store(parse(std::getenv("SINTER_LOGS"))); }
@@ -69,11 +75,6 @@ bool log_enabled(LogChannel channel) {
 
 std::string_view log_channel_name(LogChannel channel) { return kNames[static_cast<int>(channel)]; }
 
-static std::mutex& stderr_mutex() {
-  static std::mutex m;
-  return m;
-}
-
 void warn_once(std::string_view key, std::string_view text) {
   static std::mutex m;
   static std::set<std::string, std::less<>> seen;
@@ -81,14 +82,18 @@ void warn_once(std::string_view key, std::string_view text) {
     std::lock_guard<std::mutex> lock(m);
     if (!seen.emplace(key).second) return;
   }
-  std::lock_guard<std::mutex> lock(stderr_mutex());
-  std::fprintf(stderr, "[sinter:warning] %.*s\n", static_cast<int>(text.size()), text.data());
+  log_warning(text);
 }
 
 void log_message(LogChannel channel, std::string_view text) {
   std::lock_guard<std::mutex> lock(stderr_mutex());
   std::fprintf(stderr, "[sinter:%.*s] %.*s\n", static_cast<int>(log_channel_name(channel).size()),
                log_channel_name(channel).data(), static_cast<int>(text.size()), text.data());
+}
+
+void log_warning(std::string_view text) {
+  std::lock_guard<std::mutex> lock(stderr_mutex());
+  std::fprintf(stderr, "[sinter:warning] %.*s\n", static_cast<int>(text.size()), text.data());
 }
 
 }  // namespace sinter

@@ -11,7 +11,7 @@
 
 #include "runtime/debug_dump.h"
 #include "support/log.h"
-#include "support/log_warning.h"
+#include "support/warning.h"
 
 namespace sinter {
 namespace {
