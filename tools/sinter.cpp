@@ -3,8 +3,15 @@
 //   sinter bench --suite eager [--json F] [--quick]
 //   sinter bench --device cpu [--json F] [--threads N] [--backends a,b] [--only NAME] [--quick]
 //   sinter run MODEL.onnx [...], sinter conformance [...]
+//   sinter fuzz --seconds N --seed S [--out DIR] [--replay FILE]   differential fuzzing (tools/fuzz.cpp)
 // Every command answers --help / -h with its usage (exit 0); a bad option or value is an error (exit 1).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
 
 #include <string>
 #include <vector>
@@ -36,9 +43,16 @@ const char* const kBenchUsage =
     "  bench --device cpu [--json FILE] [--threads N] [--backends aot_eager,inductor] [--only NAME]\n"
     "        [--quick]                        the workloads of bench/WORKLOADS.md, eager against compiled\n";
 
+const char* const kFuzzUsage =
+    "  fuzz [--seconds N] [--seed S] [--out DIR] [--replay FILE] [--jobs 1] [--disable F,G] [--backends B,C]\n"
+    "       [--ignore KIND,...] [--max-steps N] [--reduce-per-kind N]\n"
+    "       [--inductor-rate R] [--batch N] [--cases N] [--case K] [--timeout S] [--reduce-seconds S]\n"
+    "       [--no-reduce] [--expect-clean] [--print [--cpp]] [--features] [-v]\n"
+    "                                         differential fuzzing: random programs, eager vs every backend\n";
+
 int usage(FILE* out, int rc) {
-  fmt::print(out, "usage: sinter <command> [options]   (sinter <command> --help: that command's options)\n{}{}{}{}",
-             kDemoUsage, kBenchUsage, sinter::tools::kRunUsage, sinter::tools::kConformanceUsage);
+  fmt::print(out, "usage: sinter <command> [options]   (sinter <command> --help: that command's options)\n{}{}{}{}{}",
+             kDemoUsage, kBenchUsage, sinter::tools::kRunUsage, sinter::tools::kConformanceUsage, kFuzzUsage);
   return rc;
 }
 
@@ -73,6 +87,62 @@ int bench(const std::vector<std::string>& args) {
   throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads)", opt.suite));
 }
 
+uint64_t parse_u64_option(const std::string& option, const std::string& value, uint64_t min) {
+  errno = 0;
+  char* end = nullptr;
+  const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+  const unsigned long long v = digits ? std::strtoull(value.c_str(), &end, 10) : 0;
+  if (!digits || errno != 0)
+    throw sinter::Error(fmt::format("{}: '{}' is not a whole number of at most 20 digits", option, value));
+  if (v < min) throw sinter::Error(fmt::format("{}: {} is too small (give {} or more)", option, value, min));
+  return v;
+}
+
+int fuzz(const std::vector<std::string>& args) {
+  using namespace sinter::tools;
+  FuzzOptions opt;
+  bool seeded = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw sinter::Error(fmt::format("fuzz: {} needs a value", args[i]));
+      return args[++i];
+    };
+    const std::string& a = args[i];
+    if (is_help(a)) return command_usage(kFuzzUsage);
+    if (a == "--seconds") opt.seconds = parse_double_option(a, value(), 0);
+    else if (a == "--seed") opt.seed = parse_u64_option(a, value(), 0), seeded = true;
+    else if (a == "--out") opt.out_dir = value();
+    else if (a == "--replay") opt.replay = value();
+    else if (a == "--jobs") {
+      if (parse_int_option(a, value(), 1) != 1) throw sinter::Error("fuzz: --jobs supports 1 (cases run one child at a time)");
+    } else if (a == "--disable") opt.disabled = split_list(value());
+    else if (a == "--backends") opt.backends = split_list(value());
+    else if (a == "--ignore") opt.ignore = split_list(value());
+    else if (a == "--inductor-rate") opt.inductor_rate = parse_double_option(a, value(), 0);
+    else if (a == "--batch") opt.batch = parse_u64_option(a, value(), 1);
+    else if (a == "--cases") opt.cases = parse_u64_option(a, value(), 0);
+    else if (a == "--case") opt.first_case = parse_u64_option(a, value(), 0);
+    else if (a == "--timeout") opt.timeout_s = parse_double_option(a, value(), 0);
+    else if (a == "--reduce-seconds") opt.reduce_seconds = parse_double_option(a, value(), 0);
+    else if (a == "--reduce-per-kind") opt.reduce_per_signature = parse_int_option(a, value(), 0);
+    else if (a == "--max-steps") opt.max_steps = parse_int_option(a, value(), 1);
+    else if (a == "--no-reduce") opt.reduce = false;
+    else if (a == "--expect-clean") opt.expect_clean = true;
+    else if (a == "--print") opt.print = true;
+    else if (a == "--cpp") opt.print_cpp = true;
+    else if (a == "-v" || a == "--verbose") opt.verbose = true;
+    else if (a == "--features") {
+      fmt::print("{}\n", fmt::join(fuzz_features(), " "));
+      return 0;
+    } else throw sinter::Error(fmt::format("fuzz: unknown option {} (sinter fuzz --help lists them)", a));
+  }
+  if (!seeded && opt.replay.empty()) {
+    opt.seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) % 1000000007ULL;
+    fmt::print("[fuzz] no --seed given: seed {}\n", opt.seed);
+  }
+  return fuzz_command(opt);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,6 +158,7 @@ int main(int argc, char** argv) {
       return sinter::tools::demo();
     }
     if (cmd == "bench") return bench(args);
+    if (cmd == "fuzz") return fuzz(args);
     if (cmd == "run" || cmd == "conformance") return sinter::tools::run_command(args);
     if (cmd == "help" || sinter::tools::is_help(cmd)) return usage(stdout, 0);
     fmt::print(stderr, "unknown command '{}'\n", cmd);

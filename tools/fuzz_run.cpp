@@ -1,0 +1,257 @@
+// One fuzz case: run a program eagerly on each size variant, then compiled under each configuration (backend x
+// dynamic policy) on the same variants in order (so recompiles and symbolic entries are exercised), and compare.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "fuzz.h"
+
+namespace sinter::tools::fuzz {
+namespace {
+
+template <size_t>
+using TensorAt = const Tensor&;
+
+using CallFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+template <size_t... I>
+CallFn compiled_call(const Program& p, const Context& ctx, const CompileOptions& o, std::index_sequence<I...>) {
+  auto f = [&p, &ctx](TensorAt<I>... a) { return run_program(p, ctx, std::vector<Tensor>{a...}); };
+  auto c = compile(f, o);
+  return [c](const std::vector<Tensor>& in) { return c(in.at(I)...); };
+}
+
+CallFn make_compiled(const Program& p, const Context& ctx, const CompileOptions& o) {
+  switch (p.num_args()) {
+    case 1: return compiled_call(p, ctx, o, std::make_index_sequence<1>());
+    case 2: return compiled_call(p, ctx, o, std::make_index_sequence<2>());
+    case 3: return compiled_call(p, ctx, o, std::make_index_sequence<3>());
+    case 4: return compiled_call(p, ctx, o, std::make_index_sequence<4>());
+    case 5: return compiled_call(p, ctx, o, std::make_index_sequence<5>());
+    case 6: return compiled_call(p, ctx, o, std::make_index_sequence<6>());
+    case 7: return compiled_call(p, ctx, o, std::make_index_sequence<7>());
+    case 8: return compiled_call(p, ctx, o, std::make_index_sequence<8>());
+    default: throw Error(fmt::format("fuzz: {} arguments (at most 8)", p.num_args()));
+  }
+}
+
+void mark_inputs(const Program& p, const std::vector<Tensor>& args) {
+  size_t ai = 0;
+  for (const auto& in : p.inputs) {
+    if (in.is_param) continue;
+    for (int d : in.dynamic) mark_dynamic(args.at(ai), d);
+    ++ai;
+  }
+}
+
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\t') c = ' ';
+  }
+  if (s.size() > 400) s = s.substr(0, 400) + "...";
+  return s;
+}
+
+int precision_of(DType t);
+
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance tolerance(DType t) {
+  switch (t) {
+    case kFloat64: return {1e-7, 1e-9};
+    case kFloat32: return {1e-4, 1e-5};
+    case kFloat16: return {1e-2, 1e-3};
+    case kBFloat16: return {5e-2, 1e-2};
+    default: return {0, 0};
+  }
+}
+
+// Empty when equal; otherwise what differs. exact: bitwise (NaN equals NaN, -0 differs from 0).
+// kind: set to "mismatch" (values), "meta-mismatch" (dtype or sizes) or "stride-mismatch".
+std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, std::string* kind, int precision) {
+  *kind = "meta-mismatch";
+  if (!got.defined()) return "compiled output is undefined";
+  if (want.dtype() != got.dtype()) {
+    return fmt::format("dtype {} vs eager {}", dtype_name(got.dtype()), dtype_name(want.dtype()));
+  }
+  auto ws = want.sizes().hints(), gs = got.sizes().hints();
+  if (ws != gs) {
+    return fmt::format("sizes [{}] vs eager [{}]", fmt::join(gs, ", "), fmt::join(ws, ", "));
+  }
+  int64_t n = 1;
+  for (int64_t s : ws) n *= s;
+  if (n > 0) {
+    auto wst = want.strides().hints(), gst = got.strides().hints();
+    for (size_t d = 0; d < ws.size(); ++d) {
+      if (ws[d] > 1 && wst[d] != gst[d]) {
+        *kind = "stride-mismatch";
+        return fmt::format("strides [{}] vs eager [{}] (sizes [{}])", fmt::join(gst, ", "), fmt::join(wst, ", "),
+                           fmt::join(ws, ", "));
+      }
+    }
+  }
+  if (n == 0) return "";
+  *kind = "mismatch";
+  std::vector<double> w = want.to(kFloat64).contiguous().to_vector<double>();
+  std::vector<double> g = got.to(kFloat64).contiguous().to_vector<double>();
+  // The tolerance of the least precise float the result depends on (see Taint).
+  static const DType by_precision[] = {kBFloat16, kFloat16, kFloat32, kFloat64};
+  DType tol_dtype = want.dtype();
+  if (is_floating(tol_dtype) && precision < precision_of(tol_dtype)) tol_dtype = by_precision[precision];
+  Tolerance tol = exact || !is_floating(want.dtype()) ? Tolerance{0, 0} : tolerance(tol_dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    double a = w[i], b = g[i];
+    bool same;
+    if (exact) same = std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+    else if (std::isnan(a) || std::isnan(b)) same = std::isnan(a) && std::isnan(b);
+    else if (std::isinf(a) || std::isinf(b)) same = a == b;
+    else same = std::abs(a - b) <= tol.atol + tol.rtol * std::abs(a);
+    if (!same) {
+      int64_t bad = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double x = w[j], y = g[j];
+        bool eq = (std::isnan(x) && std::isnan(y)) || x == y ||
+                  (!exact && std::abs(x - y) <= tol.atol + tol.rtol * std::abs(x));
+        bad += !eq;
+      }
+      return fmt::format("element {} is {} vs eager {} ({} of {} elements differ, dtype {})", i, b, a, bad, n,
+                         dtype_name(want.dtype()));
+    }
+  }
+  return "";
+}
+
+// Inductor computes float16/bfloat16 in float32 inside a fused kernel and rounds only where it writes a buffer
+// (DESIGN.md), so its results differ from eager's op-by-op rounding by about the low-precision epsilon, wherever
+// a low-precision value flowed. Through a discontinuous op (floor, a comparison, fmod, argmax, a cast to an
+// integer) that difference can flip a result entirely: such outputs are reported apart ("lowp-mismatch").
+struct Taint {
+  int precision = 3;  // the least precise float a value depends on: 0 bfloat16, 1 float16, 2 float32, 3 float64
+  bool discontinuous = false;
+};
+
+int precision_of(DType t) {
+  if (t == kBFloat16) return 0;
+  if (t == kFloat16) return 1;
+  if (t == kFloat32) return 2;
+  return 3;
+}
+
+bool is_discontinuous(const Step& s, const std::vector<Tensor>& values, int id) {
+  static const std::vector<std::string> ops = {
+      "floor", "ceil", "round", "trunc", "frac", "sign", "signbit", "fmod", "remainder", "floor_divide", "div_mode",
+      "fmod_s", "remainder_s", "floor_divide_s", "eq", "ne", "lt", "le", "gt", "ge", "eq_s", "ne_s", "lt_s",
+      "le_s", "gt_s", "ge_s", "argmax", "argmin", "max_dim", "min_dim", "isnan", "isinf", "isfinite", "break_narrow",
+      "break_scale", "where", "where_ts", "where_st", "masked_fill", "masked_fill_", "all", "any", "logical_and",
+      "logical_or", "logical_xor", "logical_not", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+      "bitwise_and_s", "copysign", "max_pool2d", "amax", "amin", "maximum", "minimum", "clamp", "clamp_", "clamp_t",
+      "relu", "relu6", "hardtanh", "nan_to_num", "sort", "cummax"};
+  if (std::find(ops.begin(), ops.end(), s.op) != ops.end()) return true;
+  // A cast to an integer or bool is discontinuous.
+  return s.op == "to" && !is_floating(values.at(id).dtype());
+}
+
+std::vector<Taint> taints(const Program& p, const std::vector<Tensor>& values) {
+  std::vector<Taint> t(values.size());
+  size_t n_in = p.inputs.size();
+  for (size_t i = 0; i < values.size(); ++i) {
+    t[i].precision = is_floating(values[i].dtype()) ? precision_of(values[i].dtype()) : 3;
+    if (i < n_in) continue;
+    const Step& s = p.steps[i - n_in];
+    for (int a : s.args) {
+      t[i].precision = std::min(t[i].precision, t[a].precision);
+      t[i].discontinuous |= t[a].discontinuous;
+    }
+    if (t[i].precision < 2 && is_discontinuous(s, values, static_cast<int>(i))) t[i].discontinuous = true;
+    // In-place steps write their first argument's storage: whatever reads it later sees the taint. (Crudely: the
+    // program's arguments after the call take the taint of every value, below.)
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string Config::str() const { return fmt::format("{}/{}", backend, dynamic_always ? "always" : "auto"); }
+
+bool is_finding(const std::string& kind) { return kind != "ok" && kind != "invalid"; }
+
+CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
+  int nv = p.num_variants();
+  // Eager reference per variant: the outputs, then the arguments as the program left them (it may write them).
+  std::vector<std::vector<Tensor>> ref(nv);
+  std::vector<bool> valid(nv, false);
+  std::vector<Taint> taint;
+  for (int v = 0; v < nv; ++v) {
+    try {
+      Context ctx = make_context(p);
+      std::vector<Tensor> args = make_inputs(p, v);
+      std::vector<Tensor> values;
+      ref[v] = run_program(p, ctx, args, &values);
+      if (v == 0) taint = taints(p, values);
+      ref[v].insert(ref[v].end(), args.begin(), args.end());
+      valid[v] = true;
+    } catch (const Error& e) {
+      if (v == 0) return {"invalid", "", -1, one_line(e.what())};
+    } catch (const std::exception& e) {
+      return {"eager-internal-error", "eager-reference", v, one_line(e.what())};
+    }
+  }
+  for (const Config& c : configs) {
+    Context ctx = make_context(p);
+    CompileOptions o;
+    o.backend = c.backend;
+    o.dynamic = c.dynamic_always ? Dynamic::kAlways : Dynamic::kAuto;
+    o.freeze = p.freeze;
+    CallFn fn = make_compiled(p, ctx, o);
+    bool exact = c.backend != "inductor";
+    for (int v = 0; v < nv; ++v) {
+      if (!valid[v]) continue;
+      std::vector<Tensor> args = make_inputs(p, v);
+      mark_inputs(p, args);
+      std::vector<Tensor> got;
+      try {
+        got = fn(args);
+      } catch (const InternalError& e) {
+        return {"internal-error", c.str(), v, one_line(e.what())};
+      } catch (const Error& e) {
+        return {"compile-error", c.str(), v, one_line(e.what())};
+      } catch (const std::exception& e) {
+        return {"internal-error", c.str(), v, one_line(e.what())};
+      }
+      got.insert(got.end(), args.begin(), args.end());
+      if (got.size() != ref[v].size()) {
+        return {"mismatch", c.str(), v, fmt::format("{} results vs eager {}", got.size(), ref[v].size())};
+      }
+      for (size_t k = 0; k < got.size(); ++k) {
+        std::string kind = "mismatch", d;
+        // The taint of this result: an output's own; an argument's, every value's (in-place writes reach it).
+        Taint t;
+        if (k < p.outputs.size()) {
+          t = taint.at(p.outputs[k]);
+        } else {
+          for (const Taint& x : taint) t.precision = std::min(t.precision, x.precision), t.discontinuous |= x.discontinuous;
+        }
+        try {
+          d = compare_tensor(ref[v][k], got[k], exact, &kind, t.precision);
+          if (!exact && kind == "mismatch" && t.discontinuous && !d.empty()) kind = "lowp-mismatch";
+        } catch (const std::exception& e) {
+          d = std::string("comparing threw: ") + e.what();
+        }
+        if (!d.empty()) {
+          size_t n_out = p.outputs.size();
+          std::string what = k < n_out ? fmt::format("output {} (v{})", k, p.outputs[k])
+                                       : fmt::format("argument {} after the call", k - n_out);
+          return {kind, c.str(), v, one_line(what + ": " + d)};
+        }
+      }
+    }
+  }
+  return {"ok", "", -1, ""};
+}
+
+}  // namespace sinter::tools::fuzz
