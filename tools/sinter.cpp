@@ -2,8 +2,12 @@
 //   sinter demo                                  run the built-in models and report what ran
 //   sinter bench --suite eager [--json F] [--quick]
 //   sinter bench --device cpu [--json F] [--threads N] [--backends a,b] [--only NAME] [--quick]
+//   sinter fuzz --seconds N --seed S [--out DIR] [--replay FILE]   differential fuzzing (tools/fuzz.cpp)
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -25,7 +29,11 @@ int usage() {
       "  run MODEL.onnx [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
       "      [--rtol R] [--atol A]              run an ONNX model; compare with output_K.pb; time eager vs compiled\n"
       "  conformance [--data DIR] [--suite S]... [--backend B]... [--filter F] [--json FILE] [-v] [--no-list]\n"
-      "                                         ONNX's conformance suites (data: scripts/conformance_data.sh)\n");
+      "                                         ONNX's conformance suites (data: scripts/conformance_data.sh)\n"
+      "  fuzz [--seconds N] [--seed S] [--out DIR] [--replay FILE] [--jobs 1] [--disable F,G] [--backends B,C]\n"
+      "       [--inductor-rate R] [--batch N] [--cases N] [--case K] [--timeout S] [--reduce-seconds S]\n"
+      "       [--no-reduce] [--expect-clean] [--print [--cpp]] [--features] [-v]\n"
+      "                                         differential fuzzing: random programs, eager vs every backend\n");
   return 2;
 }
 
@@ -58,6 +66,47 @@ int main(int argc, char** argv) {
       if (opt.suite == "overhead") return sinter::tools::bench_overhead(opt);
       if (opt.suite == "workloads") return sinter::tools::bench_workloads(opt);
       throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads)", opt.suite));
+    }
+    if (cmd == "fuzz") {
+      sinter::tools::FuzzOptions opt;
+      bool seeded = false;
+      for (size_t i = 1; i < args.size(); ++i) {
+        auto value = [&]() -> std::string {
+          if (i + 1 >= args.size()) throw sinter::Error(fmt::format("{} needs a value", args[i]));
+          return args[++i];
+        };
+        const std::string& a = args[i];
+        if (a == "--seconds") opt.seconds = std::stod(value());
+        else if (a == "--seed") opt.seed = std::stoull(value()), seeded = true;
+        else if (a == "--out") opt.out_dir = value();
+        else if (a == "--replay") opt.replay = value();
+        else if (a == "--jobs") {
+          if (std::stoi(value()) != 1) throw sinter::Error("fuzz: --jobs supports 1 (cases run one child at a time)");
+        } else if (a == "--disable") opt.disabled = sinter::tools::split_list(value());
+        else if (a == "--backends") opt.backends = sinter::tools::split_list(value());
+        else if (a == "--inductor-rate") opt.inductor_rate = std::stod(value());
+        else if (a == "--batch") opt.batch = std::max(1ULL, std::stoull(value()));
+        else if (a == "--cases") opt.cases = std::stoull(value());
+        else if (a == "--case") opt.first_case = std::stoull(value());
+        else if (a == "--timeout") opt.timeout_s = std::stod(value());
+        else if (a == "--reduce-seconds") opt.reduce_seconds = std::stod(value());
+        else if (a == "--reduce-per-kind") opt.reduce_per_signature = std::stoi(value());
+        else if (a == "--max-steps") opt.max_steps = std::stoi(value());
+        else if (a == "--no-reduce") opt.reduce = false;
+        else if (a == "--expect-clean") opt.expect_clean = true;
+        else if (a == "--print") opt.print = true;
+        else if (a == "--cpp") opt.print_cpp = true;
+        else if (a == "-v" || a == "--verbose") opt.verbose = true;
+        else if (a == "--features") {
+          fmt::print("{}\n", fmt::join(sinter::tools::fuzz_features(), " "));
+          return 0;
+        } else throw sinter::Error(fmt::format("unknown option {}", a));
+      }
+      if (!seeded && opt.replay.empty()) {
+        opt.seed = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) % 1000000007ULL;
+        fmt::print("[fuzz] no --seed given: seed {}\n", opt.seed);
+      }
+      return sinter::tools::fuzz_command(opt);
     }
     if (cmd == "run" || cmd == "conformance") return sinter::tools::run_command(args);
     if (cmd == "help" || cmd == "--help" || cmd == "-h") {

@@ -1,5 +1,6 @@
 // The subcommands of the `sinter` program.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,5 +40,26 @@ int conformance(const ConformanceCliOptions& options);
 int run_command(const std::vector<std::string>& args);
 int bench_workloads(const BenchOptions& options);
 int demo();
+
+// `sinter fuzz` (tools/fuzz*.cpp): the differential fuzzer.
+struct FuzzOptions {
+  double seconds = 60;
+  uint64_t seed = 1;
+  std::string out_dir = "fuzz-findings";
+  std::string replay;            // re-run this saved program instead of generating
+  std::vector<std::string> disabled;   // generator features left out (sinter fuzz --features lists them)
+  std::vector<std::string> backends;   // empty: eager, aot_eager, inductor
+  double inductor_rate = 0.3;    // the share of cases that also run under inductor
+  uint64_t batch = 25;           // cases per child process
+  uint64_t cases = 0;            // stop after this many cases (0: only the time limit)
+  uint64_t first_case = 0;
+  double timeout_s = 60;         // per case
+  double reduce_seconds = 60;    // per finding
+  int reduce_per_signature = 1;  // findings of one kind (kind, config, message) that are reduced
+  int max_steps = 8;
+  bool reduce = true, expect_clean = false, verbose = false, print = false, print_cpp = false;
+};
+int fuzz_command(const FuzzOptions& options);
+std::vector<std::string> fuzz_features();  // the generator features --disable takes
 
 }  // namespace sinter::tools
