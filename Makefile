@@ -14,10 +14,20 @@ endif
 
 # The differential fuzzer (sinter fuzz, tools/fuzz.cpp). `make test` runs it for FUZZ_TEST_SECONDS with a fixed seed
 # and fails on any finding; the generator features below are left out of that run because they still find open
-# bugs on main (each with the bug it hits). `make fuzz` runs everything for FUZZ_SECONDS with a random seed.
+# bugs on main, each named with the bug it hits. Re-enable a feature when its bug is fixed.
+#   view           inductor: "<view op> of a value whose layout differs from the graph's" (views of computed values)
+#   inplace_input  writes into expanded inputs are refused when compiled, eager accepts them; relu_ on a view of a
+#                  step-sliced input fails in recompute_metas (as_strided_scatter: self must be dense)
+#   rank0          0-dim tensors crash eager (roll, size(0))
+#   misc           roll of a 0-dim value crashes eager (segfault in roll_kernel)
+#   lowp           signbit of bfloat16 under inductor: the generated C++ does not compile
+# Kinds that are not counted: stride-mismatch (inductor writes outputs contiguous where eager's are permuted or
+# expanded views) and lowp-mismatch (float16/bfloat16 through a discontinuous op: inductor rounds only where it
+# writes a buffer, by design). `make fuzz` runs everything for FUZZ_SECONDS with a random seed.
 FUZZ_TEST_SECONDS ?= 60
 FUZZ_SECONDS ?= 600
-FUZZ_TEST_DISABLED ?=
+FUZZ_TEST_DISABLED ?= view,inplace_input,rank0,misc,lowp
+FUZZ_TEST_IGNORED ?= stride-mismatch,lowp-mismatch
 
 deps:
 	@bash scripts/install_deps.sh
@@ -39,7 +49,8 @@ test: configure onnx-data
 	  $(BUILD)/sinter_tests --gtest_brief=1; rc=$$?; \
 	  echo "tests took $$(( $$(date +%s) - start )) s"; exit $$rc
 	@SINTER_CACHE_DIR=$$(mktemp -d) $(BUILD)/sinter fuzz --seconds $(FUZZ_TEST_SECONDS) --seed 1 --expect-clean \
-	  --out $(BUILD)/fuzz-findings $(if $(FUZZ_TEST_DISABLED),--disable $(FUZZ_TEST_DISABLED))
+	  --out $(BUILD)/fuzz-findings $(if $(FUZZ_TEST_DISABLED),--disable $(FUZZ_TEST_DISABLED)) \
+	  $(if $(FUZZ_TEST_IGNORED),--ignore $(FUZZ_TEST_IGNORED))
 	@bash tests/install/run.sh $(BUILD)
 	@SINTER_CACHE_DIR=$$(mktemp -d) $(BUILD)/sinter demo > $(BUILD)/demo.txt 2>&1 || { cat $(BUILD)/demo.txt; exit 1; }; \
 	  echo "demo runs (make demo): $$(grep -c 'relative error vs float64' $(BUILD)/demo.txt) results within 1e-4 of float64"
@@ -63,4 +74,4 @@ clean:
 
 fuzz: configure
 	@ninja -C $(BUILD) -j$(JOBS) sinter_cli
-	@$(BUILD)/sinter fuzz --seconds $(FUZZ_SECONDS) --out fuzz-findings
+	@$(BUILD)/sinter fuzz --seconds $(FUZZ_SECONDS) --out fuzz-findings --ignore lowp-mismatch

@@ -94,14 +94,23 @@ class Driver {
   std::string work_dir_;
   Clock::time_point start_ = Clock::now(), last_progress_ = Clock::now();
   uint64_t cases_ = 0, invalid_ = 0;
-  std::map<std::string, int> kinds_, signatures_;
+  std::map<std::string, int> kinds_, signatures_, ignored_;
   std::vector<Finding> findings_;
   bool stop_ = false;
 };
 
 void Driver::child_batch(int fd, uint64_t first, uint64_t count) {
   auto say = [fd](const std::string& s) { (void)!::write(fd, s.data(), s.size()); };
-  for (uint64_t id = first; id < first + count; ++id) {
+  uint64_t id = first;
+  // While generating, the step eager is about to run is saved with the program so far: if eager crashes on it,
+  // the parent has a program that replays the crash.
+  gen_.on_try = [this, &id](const Program& so_far, const Step& next) {
+    Program p = so_far;
+    p.steps.push_back(next);
+    p.outputs = {p.num_values() - 1};
+    write_file(case_file(id), to_text(p));
+  };
+  for (; id < first + count; ++id) {
     if (since(start_) > o_.seconds) break;
     say(fmt::format("S {}\n", id));
     Program p = generate(o_.seed, id, gen_);
@@ -184,7 +193,12 @@ void Driver::run_batch(uint64_t first, uint64_t count) {
                     : WIFSIGNALED(status) ? signal_text(WTERMSIG(status))
                                           : fmt::format("exit status {}", WEXITSTATUS(status));
   if (!generated) {
-    record(id, {timed_out ? "timeout" : "crash", "generation", -1, how + " while generating (eager)"}, "");
+    // Eager itself failed on the step being tried (saved by on_try): the program ending in it replays that.
+    std::string text = fs::exists(case_file(id)) ? read_file(case_file(id)) : "";
+    CaseResult alone = text.empty() ? CaseResult{} : run_case_isolated(parse_program(text), case_configs(o_, id), o_.timeout_s);
+    if (!is_finding(alone.kind)) alone = {timed_out ? "timeout" : "crash", "", -1, how + " while generating"};
+    alone.config = "eager";  // eager failed: the reducer runs only eager
+    record(id, alone, text);
   } else {
     std::string text = read_file(case_file(id));
     CaseResult alone = run_case_isolated(parse_program(text), case_configs(o_, id), o_.timeout_s);
@@ -197,6 +211,10 @@ void Driver::run_batch(uint64_t first, uint64_t count) {
 }
 
 void Driver::record(uint64_t case_id, const CaseResult& r, const std::string& text) {
+  if (std::find(o_.ignore.begin(), o_.ignore.end(), r.kind) != o_.ignore.end()) {
+    ++ignored_[r.kind];
+    return;
+  }
   ++kinds_[r.kind];
   std::string sig = r.kind + " " + r.config + " ";
   for (char c : r.detail.substr(0, 80)) {
@@ -278,6 +296,7 @@ int Driver::run() {
   progress(true);
   fmt::print("[fuzz] summary: seed {}, {} cases in {:.0f} s, {} findings\n", o_.seed, cases_, since(start_),
              findings_.size());
+  for (const auto& [k, n] : ignored_) fmt::print("  ({} {} ignored: --ignore {})\n", n, k, k);
   for (size_t i = 0; i < findings_.size(); ++i) {
     const Finding& f = findings_[i];
     fmt::print("  {}. case {} {} under {}: {}\n     {}{}\n", i + 1, f.case_id, f.result.kind, f.result.config,

@@ -14,7 +14,7 @@ struct Config {
 };
 
 // What one case gave. kind: "ok", "invalid" (eager rejects the program: not a finding), "mismatch",
-// "meta-mismatch" (dtype, sizes or strides), "compile-error" (sinter::Error where eager works), "internal-error",
+// "meta-mismatch" (dtype or sizes), "stride-mismatch", "compile-error" (sinter::Error where eager works), "internal-error",
 // "eager-internal-error", "crash" (a signal), "timeout".
 struct CaseResult {
   std::string kind = "ok";

@@ -40,6 +40,7 @@ const std::vector<std::string> kFeatures = {
     "lowp",     // float16 and bfloat16
     "intdtype", // int64, int32 and bool inputs
     "misc",     // flip, roll, tril, triu, repeat, pad, clone, contiguous
+    "rank0",    // 0-dim inputs
 };
 
 class Rng {
@@ -185,12 +186,14 @@ class Generator {
     for (int i = 0; i < n; ++i) {
       int64_t r = rng_.below(100);
       int64_t rank = r < 8 ? 0 : r < 30 ? 1 : r < 65 ? 2 : r < 88 ? 3 : 4;
+      if (rank == 0 && !on("rank0")) rank = 1;
       InputSpec in;
       in.dtype = draw_dtype();
       // A broadcasting partner: a suffix of the first input's dims, some of them 1.
       if (i > 0 && rng_.chance(0.5)) {
         const auto& first = p_.inputs[0].dims;
         size_t keep = static_cast<size_t>(rng_.below(static_cast<int64_t>(first.size()) + 1));
+        if (keep == 0 && !on("rank0")) keep = std::min<size_t>(1, first.size());
         in.dims.assign(first.end() - keep, first.end());
         for (int& d : in.dims) {
           if (rng_.chance(0.25)) d = -1;
@@ -310,6 +313,7 @@ class Generator {
 
   // Runs the step on every variant; keeps it when eager accepts all of them and the result is small.
   bool try_step(const Step& s) {
+    if (opt_.on_try) opt_.on_try(p_, s);
     std::vector<Tensor> out(nv_);
     std::vector<std::vector<Tensor>> saved = snapshot_if_inplace(s);
     for (int v = 0; v < nv_; ++v) {

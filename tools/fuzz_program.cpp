@@ -175,13 +175,15 @@ Context make_context(const Program& p) {
   return ctx;
 }
 
-std::vector<Tensor> run_program(const Program& p, const Context& ctx, const std::vector<Tensor>& args) {
+std::vector<Tensor> run_program(const Program& p, const Context& ctx, const std::vector<Tensor>& args,
+                                std::vector<Tensor>* all_values) {
   std::vector<Tensor> values;
   size_t ai = 0, pi = 0;
   for (const auto& in : p.inputs) values.push_back(in.is_param ? ctx.params.at(pi++) : args.at(ai++));
   for (const auto& s : p.steps) values.push_back(run_step(s, values, ctx));
   std::vector<Tensor> out;
   for (int id : p.outputs) out.push_back(values.at(id));
+  if (all_values) *all_values = values;
   return out;
 }
 
@@ -300,6 +302,24 @@ Program parse_program(const std::string& text) {
   return p;
 }
 
+Program compact_classes(const Program& p) {
+  Program q = p;
+  std::vector<int> remap(p.classes.size(), -1);
+  q.classes.clear();
+  for (auto& in : q.inputs) {
+    for (int& c : in.dims) {
+      if (c < 0) continue;
+      if (remap[c] < 0) {
+        remap[c] = static_cast<int>(q.classes.size());
+        q.classes.push_back(p.classes[c]);
+      }
+      c = remap[c];
+    }
+  }
+  if (q.classes.empty() && !p.classes.empty()) q.classes.push_back(SizeClass{p.classes[0].sizes});  // the variants
+  return q;
+}
+
 // ---- C++ ----
 std::string to_cpp(const Program& p, const std::string& backend, bool dynamic_always) {
   std::string o = "// sinter fuzz: " + fmt::format("seed {} case {}", p.seed, p.case_id) + "\n";
@@ -372,7 +392,9 @@ std::string to_cpp(const Program& p, const std::string& backend, bool dynamic_al
                    dynamic_always ? "kAlways" : "kAuto", p.freeze ? ", .freeze = true" : "");
   o += fmt::format("  for (int v = 0; v < {}; ++v) {{\n", nv);
   o += fmt::format("    std::vector<Tensor> in = make(v);\n    std::vector<Tensor> want = f({});\n", fmt::join(call, ", "));
-  o += fmt::format("    in = make(v);\n    std::vector<Tensor> got = g({});\n", fmt::join(call, ", "));
+  o += fmt::format("    in = make(v);\n    std::vector<Tensor> got;\n    try {{\n      got = g({});\n", fmt::join(call, ", "));
+  o += "    } catch (const std::exception& e) {\n      std::cout << \"variant \" << v << \": compiled threw: \" << e.what() << \"\\n\";\n"
+       "      continue;\n    }\n";
   o += "    for (size_t k = 0; k < want.size(); ++k) {\n"
        "      std::cout << \"variant \" << v << \" output \" << k << \" sizes \" << want[k].sizes().str() << \" / \"\n"
        "                << got[k].sizes().str() << \"\\n  eager:    \" << want[k] << \"\\n  compiled: \" << got[k] << \"\\n\";\n"

@@ -4,6 +4,7 @@
 // and a printer that writes it as a C++ program a developer can paste into a test.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -68,6 +69,8 @@ struct Program {
 std::string to_text(const Program& p);
 Program parse_program(const std::string& text);  // throws Error naming the line
 std::string to_cpp(const Program& p, const std::string& backend, bool dynamic_always);
+// The program without size classes that no input uses (renumbered).
+Program compact_classes(const Program& p);
 
 // The logical sizes of input `i` under variant `v`.
 std::vector<int64_t> input_sizes(const Program& p, size_t i, int v);
@@ -83,7 +86,9 @@ struct Context {
 Context make_context(const Program& p);  // params have static sizes
 
 // Runs the steps on `args` (real or traced tensors) and returns the outputs.
-std::vector<Tensor> run_program(const Program& p, const Context& ctx, const std::vector<Tensor>& args);
+// `values`, when given, receives every value (inputs, then one per step).
+std::vector<Tensor> run_program(const Program& p, const Context& ctx, const std::vector<Tensor>& args,
+                                std::vector<Tensor>* values = nullptr);
 // Runs one step on values already computed (the generator's oracle and the interpreter share it).
 Tensor run_step(const Step& s, const std::vector<Tensor>& values, const Context& ctx);
 // The step as a C++ expression over value names.
@@ -96,6 +101,9 @@ std::string dtype_enum_name(DType t);  // "kFloat32"
 struct GenOptions {
   std::vector<std::string> disabled;
   int max_steps = 8;
+  // Called with the program so far and the step about to run eagerly (the driver saves it, so a crash of eager
+  // while generating leaves a replayable program whose last step is the culprit).
+  std::function<void(const Program& so_far, const Step& next)> on_try;
 };
 bool feature_enabled(const GenOptions& o, const std::string& feature);
 std::vector<std::string> all_features();

@@ -55,9 +55,11 @@ std::string normalize(const std::string& s) {
   return out.substr(0, 60);
 }
 
-bool same_failure(const CaseResult& a, const CaseResult& b) {
-  if (a.kind != b.kind || a.config != b.config) return false;
-  if (a.kind == "compile-error" || a.kind == "internal-error" || a.kind == "crash") {
+// A crash is the same when it is the same signal; an error when its message (less numbers) starts the same.
+bool same_failure(const CaseResult& a, const CaseResult& b, bool check_config) {
+  if (a.kind != b.kind || (check_config && a.config != b.config)) return false;
+  if (a.kind == "crash") return a.detail.substr(0, a.detail.find(')')) == b.detail.substr(0, b.detail.find(')'));
+  if (a.kind == "compile-error" || a.kind == "internal-error" || a.kind == "eager-internal-error") {
     return normalize(a.detail) == normalize(b.detail);
   }
   return true;
@@ -239,14 +241,18 @@ CaseResult run_case_isolated(const Program& p, const std::vector<Config>& config
 
 Program reduce(const Program& p, const CaseResult& failure, double budget_s, double timeout_s, bool verbose) {
   auto start = Clock::now();
+  // A failure under one configuration reduces under that one; a failure of eager itself needs no compiled run;
+  // a crash or hang of a whole case (no configuration in its result) keeps every configuration.
   std::vector<Config> configs;
-  if (!failure.config.empty() && failure.config != "eager-reference" && failure.config != "runner") {
+  bool check_config = false;
+  if (failure.config == "eager-reference" || failure.config == "eager") {
+  } else if (!failure.config.empty() && failure.config != "runner") {
     configs.push_back(parse_config(failure.config));
+    check_config = true;
   } else {
     configs = {{"eager", false}, {"aot_eager", false}, {"inductor", false},
                {"eager", true},  {"aot_eager", true},  {"inductor", true}};
   }
-  // Crashes and hangs have no configuration in their result: keep every configuration the case ran.
   Program best = p;
   int tried = 0, kept = 0;
   double cand_timeout = failure.kind == "timeout" ? timeout_s : std::min(timeout_s, 60.0);
@@ -257,9 +263,7 @@ Program reduce(const Program& p, const CaseResult& failure, double budget_s, dou
       if (since(start) >= budget_s) break;
       ++tried;
       CaseResult r = run_case_isolated(c, configs, cand_timeout);
-      CaseResult want = failure;
-      if (configs.size() == 1 && want.config.empty()) want.config = configs[0].str();
-      if (same_failure(r, want)) {
+      if (same_failure(r, failure, check_config)) {
         best = c;
         ++kept;
         progress = true;
@@ -269,7 +273,7 @@ Program reduce(const Program& p, const CaseResult& failure, double budget_s, dou
     }
   }
   if (verbose) fmt::print("  reduce: {} candidates tried, {} kept, {:.1f} s\n", tried, kept, since(start));
-  return best;
+  return compact_classes(best);
 }
 
 }  // namespace sinter::tools::fuzz

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -55,6 +56,8 @@ std::string one_line(std::string s) {
   return s;
 }
 
+int precision_of(DType t);
+
 struct Tolerance {
   double rtol, atol;
 };
@@ -69,16 +72,15 @@ Tolerance tolerance(DType t) {
 }
 
 // Empty when equal; otherwise what differs. exact: bitwise (NaN equals NaN, -0 differs from 0).
-std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, bool* meta_only) {
-  *meta_only = false;
+// kind: set to "mismatch" (values), "meta-mismatch" (dtype or sizes) or "stride-mismatch".
+std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, std::string* kind, int precision) {
+  *kind = "meta-mismatch";
   if (!got.defined()) return "compiled output is undefined";
   if (want.dtype() != got.dtype()) {
-    *meta_only = true;
     return fmt::format("dtype {} vs eager {}", dtype_name(got.dtype()), dtype_name(want.dtype()));
   }
   auto ws = want.sizes().hints(), gs = got.sizes().hints();
   if (ws != gs) {
-    *meta_only = true;
     return fmt::format("sizes [{}] vs eager [{}]", fmt::join(gs, ", "), fmt::join(ws, ", "));
   }
   int64_t n = 1;
@@ -87,16 +89,21 @@ std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, bo
     auto wst = want.strides().hints(), gst = got.strides().hints();
     for (size_t d = 0; d < ws.size(); ++d) {
       if (ws[d] > 1 && wst[d] != gst[d]) {
-        *meta_only = true;
+        *kind = "stride-mismatch";
         return fmt::format("strides [{}] vs eager [{}] (sizes [{}])", fmt::join(gst, ", "), fmt::join(wst, ", "),
                            fmt::join(ws, ", "));
       }
     }
   }
   if (n == 0) return "";
+  *kind = "mismatch";
   std::vector<double> w = want.to(kFloat64).contiguous().to_vector<double>();
   std::vector<double> g = got.to(kFloat64).contiguous().to_vector<double>();
-  Tolerance tol = exact || !is_floating(want.dtype()) ? Tolerance{0, 0} : tolerance(want.dtype());
+  // The tolerance of the least precise float the result depends on (see Taint).
+  static const DType by_precision[] = {kBFloat16, kFloat16, kFloat32, kFloat64};
+  DType tol_dtype = want.dtype();
+  if (is_floating(tol_dtype) && precision < precision_of(tol_dtype)) tol_dtype = by_precision[precision];
+  Tolerance tol = exact || !is_floating(want.dtype()) ? Tolerance{0, 0} : tolerance(tol_dtype);
   for (int64_t i = 0; i < n; ++i) {
     double a = w[i], b = g[i];
     bool same;
@@ -119,6 +126,54 @@ std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, bo
   return "";
 }
 
+// Inductor computes float16/bfloat16 in float32 inside a fused kernel and rounds only where it writes a buffer
+// (DESIGN.md), so its results differ from eager's op-by-op rounding by about the low-precision epsilon, wherever
+// a low-precision value flowed. Through a discontinuous op (floor, a comparison, fmod, argmax, a cast to an
+// integer) that difference can flip a result entirely: such outputs are reported apart ("lowp-mismatch").
+struct Taint {
+  int precision = 3;  // the least precise float a value depends on: 0 bfloat16, 1 float16, 2 float32, 3 float64
+  bool discontinuous = false;
+};
+
+int precision_of(DType t) {
+  if (t == kBFloat16) return 0;
+  if (t == kFloat16) return 1;
+  if (t == kFloat32) return 2;
+  return 3;
+}
+
+bool is_discontinuous(const Step& s, const std::vector<Tensor>& values, int id) {
+  static const std::vector<std::string> ops = {
+      "floor", "ceil", "round", "trunc", "frac", "sign", "signbit", "fmod", "remainder", "floor_divide", "div_mode",
+      "fmod_s", "remainder_s", "floor_divide_s", "eq", "ne", "lt", "le", "gt", "ge", "eq_s", "ne_s", "lt_s",
+      "le_s", "gt_s", "ge_s", "argmax", "argmin", "max_dim", "min_dim", "isnan", "isinf", "isfinite", "break_narrow",
+      "break_scale", "where", "where_ts", "where_st", "masked_fill", "masked_fill_", "all", "any", "logical_and",
+      "logical_or", "logical_xor", "logical_not", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+      "bitwise_and_s", "copysign", "max_pool2d", "amax", "amin", "maximum", "minimum", "clamp", "clamp_", "clamp_t",
+      "relu", "relu6", "hardtanh", "nan_to_num", "sort", "cummax"};
+  if (std::find(ops.begin(), ops.end(), s.op) != ops.end()) return true;
+  // A cast to an integer or bool is discontinuous.
+  return s.op == "to" && !is_floating(values.at(id).dtype());
+}
+
+std::vector<Taint> taints(const Program& p, const std::vector<Tensor>& values) {
+  std::vector<Taint> t(values.size());
+  size_t n_in = p.inputs.size();
+  for (size_t i = 0; i < values.size(); ++i) {
+    t[i].precision = is_floating(values[i].dtype()) ? precision_of(values[i].dtype()) : 3;
+    if (i < n_in) continue;
+    const Step& s = p.steps[i - n_in];
+    for (int a : s.args) {
+      t[i].precision = std::min(t[i].precision, t[a].precision);
+      t[i].discontinuous |= t[a].discontinuous;
+    }
+    if (t[i].precision < 2 && is_discontinuous(s, values, static_cast<int>(i))) t[i].discontinuous = true;
+    // In-place steps write their first argument's storage: whatever reads it later sees the taint. (Crudely: the
+    // program's arguments after the call take the taint of every value, below.)
+  }
+  return t;
+}
+
 }  // namespace
 
 std::string Config::str() const { return fmt::format("{}/{}", backend, dynamic_always ? "always" : "auto"); }
@@ -130,11 +185,14 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
   // Eager reference per variant: the outputs, then the arguments as the program left them (it may write them).
   std::vector<std::vector<Tensor>> ref(nv);
   std::vector<bool> valid(nv, false);
+  std::vector<Taint> taint;
   for (int v = 0; v < nv; ++v) {
     try {
       Context ctx = make_context(p);
       std::vector<Tensor> args = make_inputs(p, v);
-      ref[v] = run_program(p, ctx, args);
+      std::vector<Tensor> values;
+      ref[v] = run_program(p, ctx, args, &values);
+      if (v == 0) taint = taints(p, values);
       ref[v].insert(ref[v].end(), args.begin(), args.end());
       valid[v] = true;
     } catch (const Error& e) {
@@ -170,10 +228,17 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
         return {"mismatch", c.str(), v, fmt::format("{} results vs eager {}", got.size(), ref[v].size())};
       }
       for (size_t k = 0; k < got.size(); ++k) {
-        bool meta_only = false;
-        std::string d;
+        std::string kind = "mismatch", d;
+        // The taint of this result: an output's own; an argument's, every value's (in-place writes reach it).
+        Taint t;
+        if (k < p.outputs.size()) {
+          t = taint.at(p.outputs[k]);
+        } else {
+          for (const Taint& x : taint) t.precision = std::min(t.precision, x.precision), t.discontinuous |= x.discontinuous;
+        }
         try {
-          d = compare_tensor(ref[v][k], got[k], exact, &meta_only);
+          d = compare_tensor(ref[v][k], got[k], exact, &kind, t.precision);
+          if (!exact && kind == "mismatch" && t.discontinuous && !d.empty()) kind = "lowp-mismatch";
         } catch (const std::exception& e) {
           d = std::string("comparing threw: ") + e.what();
         }
@@ -181,7 +246,7 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
           size_t n_out = p.outputs.size();
           std::string what = k < n_out ? fmt::format("output {} (v{})", k, p.outputs[k])
                                        : fmt::format("argument {} after the call", k - n_out);
-          return {meta_only ? "meta-mismatch" : "mismatch", c.str(), v, one_line(what + ": " + d)};
+          return {kind, c.str(), v, one_line(what + ": " + d)};
         }
       }
     }

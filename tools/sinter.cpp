@@ -31,6 +31,7 @@ int usage() {
       "  conformance [--data DIR] [--suite S]... [--backend B]... [--filter F] [--json FILE] [-v] [--no-list]\n"
       "                                         ONNX's conformance suites (data: scripts/conformance_data.sh)\n"
       "  fuzz [--seconds N] [--seed S] [--out DIR] [--replay FILE] [--jobs 1] [--disable F,G] [--backends B,C]\n"
+      "       [--ignore KIND,...] [--max-steps N] [--reduce-per-kind N]\n"
       "       [--inductor-rate R] [--batch N] [--cases N] [--case K] [--timeout S] [--reduce-seconds S]\n"
       "       [--no-reduce] [--expect-clean] [--print [--cpp]] [--features] [-v]\n"
       "                                         differential fuzzing: random programs, eager vs every backend\n");
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
           if (std::stoi(value()) != 1) throw sinter::Error("fuzz: --jobs supports 1 (cases run one child at a time)");
         } else if (a == "--disable") opt.disabled = sinter::tools::split_list(value());
         else if (a == "--backends") opt.backends = sinter::tools::split_list(value());
+        else if (a == "--ignore") opt.ignore = sinter::tools::split_list(value());
         else if (a == "--inductor-rate") opt.inductor_rate = std::stod(value());
         else if (a == "--batch") opt.batch = std::max(1ULL, std::stoull(value()));
         else if (a == "--cases") opt.cases = std::stoull(value());

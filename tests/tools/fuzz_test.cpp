@@ -71,8 +71,9 @@ TEST(Fuzz, ParsesAHandWrittenProgramAndRunsItClean) {
   Program p = parse_program(
       "seed 0 case 0 data 5 specials 0 freeze 0\n"
       "class c0 3 4 5\n"
+      "class c1 2 2 2\n"
       "v0 = input float32 [c0 1] layout contiguous\n"
-      "v1 = input float32 [c0 2] layout transpose 0 1\n"
+      "v1 = input float32 [c0 c1] layout transpose 0 1\n"
       "v2 = add v0 v1 ; ints 1 ; reals 1\n"
       "v3 = sum v2 ; ints 0 0 0\n"
       "out v3 v2\n");
