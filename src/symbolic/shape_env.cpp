@@ -218,7 +218,74 @@ void ShapeEnv::set_range(int64_t id, int64_t min, int64_t max) {
   ranges_[id] = intersect(ranges_[id], r);
 }
 
-ExprPtr ShapeEnv::simplify(const ExprPtr& e) const { return substitute(e, replacements_); }
+namespace {
+
+// The expression `e` was with its arguments replaced by `args`, through the factories (so it stays canonical).
+ExprPtr with_args(const ExprPtr& e, const std::vector<ExprPtr>& args) {
+  switch (e->kind()) {
+    case Kind::kAdd: {
+      std::vector<ExprPtr> ops = args;
+      ops.push_back(make_const(e->value()));
+      return make_add(ops);
+    }
+    case Kind::kMul: {
+      ExprPtr r = make_const(e->value());
+      for (const ExprPtr& a : args) r = make_mul(r, a);
+      return r;
+    }
+    case Kind::kFloorDiv: return make_floordiv(args[0], args[1]);
+    case Kind::kMod: return make_mod(args[0], args[1]);
+    case Kind::kMin:
+    case Kind::kMax: {
+      ExprPtr r = args[0];
+      for (size_t i = 1; i < args.size(); ++i)
+        r = e->kind() == Kind::kMin ? make_min(r, args[i]) : make_max(r, args[i]);
+      return r;
+    }
+    default: return e;
+  }
+}
+
+// Drops the Min and Max operands that the ranges show never decide: Max(1, s1) is s1 while s1 >= 2. Contiguous
+// strides are spelled with Max(1, size) (a size-0 dim must not zero the strides), and symbols are at least 2
+// (sizes 0 and 1 are specialised), so without this a symbolic stride and the size it equals compare as
+// different expressions, and every layout decision that compares them (is this dense, is this the graph's
+// layout) fails for symbolic shapes. Only each operand's own range is used, so nothing can overflow.
+ExprPtr fold_min_max(const ExprPtr& e, std::span<const Range> ranges) {
+  if (e->args().empty()) return e;
+  std::vector<ExprPtr> args;
+  bool changed = false;
+  for (const ExprPtr& a : e->args()) {
+    args.push_back(fold_min_max(a, ranges));
+    changed = changed || args.back() != a;
+  }
+  if (e->kind() == Kind::kMin || e->kind() == Kind::kMax) {
+    bool is_min = e->kind() == Kind::kMin;
+    std::vector<Range> r;
+    for (const ExprPtr& a : args) r.push_back(bound(*a, ranges));
+    std::vector<ExprPtr> kept;
+    for (size_t j = 0; j < args.size(); ++j) {
+      bool dominated = false;  // another operand always decides instead (of two equal ones, the earlier stays)
+      for (size_t k = 0; k < args.size() && !dominated; ++k) {
+        if (k == j) continue;
+        bool level = is_min ? r[k].max <= r[j].min : r[k].min >= r[j].max;
+        bool mutual = is_min ? r[j].max <= r[k].min : r[j].min >= r[k].max;
+        dominated = level && (!mutual || k < j);
+      }
+      if (!dominated) kept.push_back(args[j]);
+    }
+    if (kept.size() != args.size()) {
+      args = std::move(kept);
+      changed = true;
+    }
+    if (args.size() == 1) return args[0];
+  }
+  return changed ? with_args(e, args) : e;
+}
+
+}  // namespace
+
+ExprPtr ShapeEnv::simplify(const ExprPtr& e) const { return fold_min_max(substitute(e, replacements_), ranges_); }
 
 Range ShapeEnv::bound(const ExprPtr& e) const { return sym::bound(*simplify(e), ranges_); }
 

@@ -697,15 +697,15 @@ TEST(Functionalize, SymbolicWindows) {
   check_functionalize(g, {random({5, 3}, kFloat32, 50), random({5}, kFloat32, 51)});
   EXPECT_EQ(g.str(),
             "graph(%x: f32[s0, s1], %y: f32[s0]):\n"
-            "  %2 = mul.Scalar(%x, 2)  # f32[s0, s1]{Max(1, s1), 1}\n"
+            "  %2 = mul.Scalar(%x, 2)  # f32[s0, s1]\n"
             "  %3 = transpose.int(%x, 0, 1)  # f32[s1, s0]{1, s1}\n"
             "  %4 = select.int(%3, 0, -1)  # f32[s0]{s1}+(s1 - 1)\n"
             "  %5 = _to_copy(%y)  # f32[s0]\n"
-            "  %6 = as_strided_scatter(%2, %5, [s0], [s1], s1 - 1)  # f32[s0, s1]{Max(1, s1), 1}\n"
-            "  %7 = slice.Tensor(%6, 0, 1)  # f32[s0 - 1, s1]{Max(1, s1), 1}+(Max(1, s1))\n"
-            "  %8 = neg(%7)  # f32[s0 - 1, s1]{Max(1, s1), 1}\n"
-            "  %9 = as_strided_scatter(%6, %8, [s0 - 1, s1], [s1, 1], s1)  # f32[s0, s1]{Max(1, s1), 1}\n"
-            "  %10 = transpose.int(%9, 0, 1)  # f32[s1, s0]{1, Max(1, s1)}\n"
+            "  %6 = as_strided_scatter(%2, %5, [s0], [s1], s1 - 1)  # f32[s0, s1]\n"
+            "  %7 = slice.Tensor(%6, 0, 1)  # f32[s0 - 1, s1]+(s1)\n"
+            "  %8 = neg(%7)  # f32[s0 - 1, s1]\n"
+            "  %9 = as_strided_scatter(%6, %8, [s0 - 1, s1], [s1, 1], s1)  # f32[s0, s1]\n"
+            "  %10 = transpose.int(%9, 0, 1)  # f32[s1, s0]{1, s1}\n"
             "  %11 = sum.dim_IntList(%10, [1])  # f32[s1]\n"
             "  return (%11, %4, %9)\n");
   check_functionalize(copy, {random({2, 7}, kFloat32, 52), random({2}, kFloat32, 53)});
