@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 
@@ -211,37 +212,95 @@ class Simplifier {
   }
 
  private:
+  // The dims of a dense layout from the largest stride to the smallest, or none when the layout has gaps or
+  // overlaps (size-1 dims, whose strides address nothing, keep their place among equal strides).
+  static std::optional<std::vector<int64_t>> dense_order(const TensorMeta& m) {
+    std::vector<int64_t> perm(m.sizes.size());
+    for (size_t d = 0; d < perm.size(); ++d) perm[d] = static_cast<int64_t>(d);
+    std::stable_sort(perm.begin(), perm.end(),
+                     [&](int64_t a, int64_t b) { return m.strides[a].hint() > m.strides[b].hint(); });
+    int64_t expected = 1;
+    for (size_t i = perm.size(); i-- > 0;) {
+      int64_t size = m.sizes[perm[i]].hint();
+      if (size != 1 && m.strides[perm[i]].hint() != expected) return std::nullopt;
+      expected *= std::max<int64_t>(size, 1);
+    }
+    return perm;
+  }
+
   // A removed copy lets a layout flow further than eager's did (clone(x, contiguous) of a channels-last x, then
-  // a conv and a relu: the relu came out contiguous, now channels-last). Graph outputs keep eager's layout: an
-  // output whose dense layout changed gets a clone back to it (lowered as the output's store, so free there).
+  // a conv and a relu: the relu came out contiguous, now channels-last). Graph outputs keep eager's layout (the
+  // caller may view them): an output whose dense layout changed gets a copy back to it, lowered as the output's
+  // store, so free there. A contiguous or channels-last layout is a clone's memory format; any other dense
+  // layout (a transpose) is a contiguous clone of the output permuted to that dim order, permuted back.
   bool restore_output_layouts(const std::vector<TensorMeta>& before) {
     std::vector<Tensor> outs = g_.outputs();
     bool changed = false;
     for (size_t i = 0; i < outs.size() && i < before.size(); ++i) {
       if (same_layout(outs[i].meta(), before[i])) continue;
       Tensor old = empty_from_meta(before[i], /*with_data=*/false);
-      std::optional<MemoryFormat> format;
-      if (old.is_contiguous()) format = MemoryFormat::kContiguous;
-      else if (old.is_contiguous(MemoryFormat::kChannelsLast)) format = MemoryFormat::kChannelsLast;
-      if (!format) continue;  // not a dense layout a clone can ask for: left as it is
-      outs[i] = g_.add_op1(OpId::clone, {outs[i], *format});
+      if (old.is_contiguous() || old.is_contiguous(MemoryFormat::kChannelsLast)) {
+        MemoryFormat format = old.is_contiguous() ? MemoryFormat::kContiguous : MemoryFormat::kChannelsLast;
+        outs[i] = g_.add_op1(OpId::clone, {outs[i], format});
+        changed = true;
+        continue;
+      }
+      std::optional<std::vector<int64_t>> perm = dense_order(before[i]);
+      if (!perm) continue;  // eager's output was a view with gaps: forward() keeps those layouts
+      std::vector<int64_t> inverse(perm->size());
+      for (size_t d = 0; d < perm->size(); ++d) inverse[(*perm)[d]] = static_cast<int64_t>(d);
+      Tensor t = g_.add_op1(OpId::permute, {outs[i], SymIntList(*perm)});
+      t = g_.add_op1(OpId::clone, {t, MemoryFormat::kContiguous});
+      outs[i] = g_.add_op1(OpId::permute, {t, SymIntList(inverse)});
       changed = true;
     }
     if (changed) g_.set_outputs(outs);
     return changed;
   }
 
+  // Whether reading `value` instead of `old_value` (a different layout) changes the layout that reaches a view.
+  // Layouts flow on through the users whose output follows their input's layout (pointwise ops, to, clone): eager
+  // gave layer_norm's result contiguous strides and its `to` and the view after it followed them; the same `to` of
+  // the transposed input of a removed clone is transposed, and the view no longer applies. So the users' metas are
+  // recomputed on the new layout, and their users followed while a layout still differs. (Outputs that a layout
+  // reaches through other ops get eager's layouts back at the end.)
+  bool relayout_reaches_view(const Tensor& old_value, const Tensor& value) {
+    std::unordered_map<const TensorImpl*, Tensor> moved = {{old_value.impl(), value}};
+    for (const Node& n : g_.nodes()) {
+      if (!n.is_op()) continue;
+      bool reads = false, depends = false;
+      Args args;
+      for (const Value& v : n.args)
+        args.push_back(graph_detail::map_tensors(v, [&](const Tensor& t) {
+          auto it = moved.find(t.impl());
+          if (it == moved.end()) return t;
+          reads = true;
+          depends = depends || reads_layout(n, t);
+          return it->second;
+        }));
+      if (depends) return true;
+      if (!reads) continue;
+      std::vector<Tensor> metas;
+      try {
+        metas = run_meta(n.op, args);
+      } catch (const Error&) {
+        return true;
+      }
+      for (size_t k = 0; k < metas.size() && k < n.outputs.size(); ++k)
+        if (!same_layout(metas[k].meta(), n.outputs[k].meta())) moved[n.outputs[k].impl()] = metas[k];
+    }
+    return false;
+  }
+
   // Moves the users of `old_value` to `value`, when that keeps the meaning: same sizes/dtype/device; a different
-  // layout only where no view or output reads it; and no graph output starts aliasing an input, a constant or
-  // another output.
+  // layout only where `old_value` is no output and the layout reaches no view; and no graph output starts
+  // aliasing an input, a constant or another output.
   bool forward(const Tensor& old_value, const Tensor& value) {
     if (!value.defined() || old_value.is_same(value)) return false;
     const TensorMeta &o = old_value.meta(), &n = value.meta();
     if (o.dtype != n.dtype || o.device != n.device || !same_symints(o.sizes, n.sizes)) return false;
     bool relaid = !same_layout(o, n);
-    std::vector<const Node*> users = g_.users(old_value);
-    for (const Node* u : users)
-      if (relaid && reads_layout(*u, old_value)) return false;
+    if (relaid && (is_output(g_, old_value) || relayout_reaches_view(old_value, value))) return false;
     if (is_output(g_, old_value)) {
       const Node& root = root_of(g_, value);
       if (root.kind == NodeKind::kInput || root.kind == NodeKind::kConstant) return false;
