@@ -74,6 +74,9 @@ class Lowerer final : public PointwiseContext {
     std::vector<ExprPtr> strides;
     ExprPtr offset;
     bool meta_layout = true;  // the strides/offset are the graph meta's (so a view's meta applies)
+    // The graph meta's layout is dense for every size by construction: a non-view op's shape rule made it
+    // (contiguous strides, or the dim order of an input), so the example's density is every size's.
+    bool dense_by_rule = false;
     ExprPtr meta_offset;      // the graph tensor's storage offset (a stored value's buffer starts there)
     std::function<SExpr(const std::vector<ExprPtr>&)> fn;  // lazy
     std::map<std::vector<ExprPtr>, SExpr> memo;
@@ -175,11 +178,33 @@ class Lowerer final : public PointwiseContext {
     return perm;
   }
 
-  // Stores a lazy value into a new buffer laid out like `layout` when that is dense, else contiguously.
+  // Whether `strides` lay `sizes` out densely for the example's sizes.
+  bool dense_at_example(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
+    std::vector<int> perm = memory_order(sizes, strides);
+    int64_t expect = 1;
+    for (size_t j = perm.size(); j-- > 0;) {
+      int64_t size = hint(sizes[perm[j]]);
+      if (size == 1) continue;
+      if (hint(strides[perm[j]]) != expect) return false;
+      expect *= size;
+    }
+    return true;
+  }
+
+  bool storable_in(int v, const std::vector<ExprPtr>& layout) const {
+    const LValue& L = values_[v];
+    return dense_layout(L.sizes, layout) || (L.dense_by_rule && dense_at_example(L.sizes, layout));
+  }
+
+  // Stores a lazy value into a new buffer laid out like `layout` (the value's graph meta) when that is dense,
+  // else contiguously. Dense means proved for every size the guards admit, or, for a value a non-view op's shape
+  // rule laid out, dense at the example: the rule gives every size a dense layout, and an expression the algebra
+  // cannot simplify must not put the value in a layout eager does not use (views of it and as_strided_scatter
+  // into it address elements through the graph's strides).
   void materialize(int v, const std::vector<ExprPtr>* layout, const std::string& why) {
     if (values_[v].buffer >= 0) return;
     std::vector<ExprPtr> sizes = values_[v].sizes;
-    bool meta = layout && dense_layout(sizes, *layout);
+    bool meta = layout && storable_in(v, *layout);
     std::vector<ExprPtr> strides = meta ? *layout : dense_strides(sizes);
     std::vector<int> perm = memory_order(sizes, strides);
     std::vector<ExprPtr> idx(sizes.size()), domain(sizes.size());
@@ -233,10 +258,14 @@ class Lowerer final : public PointwiseContext {
     return BufferView{L.buffer, L.sizes, L.strides, L.offset};
   }
 
+  void mark_strided_views();
   void lower_input(const Node& n);
   void lower_op(const Node& n);
   bool lower_view(const Node& n);
-  bool lower_lazy_view(const Node& n, int in);
+  bool lower_lazy_view(const Node& n, int in, bool any_view);
+  ExprPtr slice_start(const Value& start, const ExprPtr& size) const;
+  bool merge_map(const std::vector<ExprPtr>& isz, const std::vector<ExprPtr>& osz,
+                 std::function<std::vector<ExprPtr>(const std::vector<ExprPtr>&)>& map) const;
   bool lower_reduction(const Node& n);
   bool lower_gemm(const Node& n);
   bool rows_view(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides, ExprPtr& m,
@@ -257,7 +286,21 @@ class Lowerer final : public PointwiseContext {
   std::string origin_;
   bool evaluating_ = false;                                    // a lazy value's function is running
   std::vector<std::pair<int, std::vector<ExprPtr>>> needs_;  // operands it found unknown
+  std::set<const Node*> strided_views_;  // views read from memory: see mark_strided_views()
 };
+
+// A graph output whose layout has gaps or overlaps (a slice or an expand of a computed value) is, in eager, a view
+// into its base with the base's strides. A lazy view stored on its own would come out contiguous, so the views on
+// the way from such an output back to its base read from memory instead: the base is stored in its own (dense)
+// layout and the output is a view of that buffer with eager's strides.
+void Lowerer::mark_strided_views() {
+  for (const Tensor& t : g_.outputs()) {
+    if (dense_layout(exs(t.sizes()), exs(t.strides()))) continue;
+    for (const Node* n = &g_.producer(t); n->is_op() && op_def(n->op).schema.is_view() && n->args[0].is_tensor();
+         n = &g_.producer(n->args[0].tensor()))
+      strided_views_.insert(n);
+  }
+}
 
 int Lowerer::new_buffer(const Tensor& proxy, int producer) {
   Buffer b;
@@ -301,6 +344,7 @@ void Lowerer::define_lazy(const Node& n, std::function<SExpr(const std::vector<E
   L.sizes = exs(n.meta().sizes);
   L.dtype = n.meta().dtype;
   L.fn = std::move(fn);
+  L.dense_by_rule = true;
   // The size bound: this op's node plus its operands' (a buffer operand is one load).
   graph_detail::for_each_tensor(n.args, [&](const Tensor& t) {
     auto it = value_of_.find(t.impl());
@@ -338,15 +382,19 @@ void Lowerer::define_lazy(const Node& n, std::function<SExpr(const std::vector<E
   }
 }
 
+// A view of a lazy value composes index maps (transposes, expands, splits of dims) where that keeps the
+// value fused. Other views (slices, chunks, merges of dims) read the value from memory: it is stored in its graph
+// layout, and the view's own meta addresses it. Where the value cannot be stored so (a lazy view with gaps, whose
+// meta layout is not dense, or a value already stored in another layout), every view is an index map over it.
 bool Lowerer::lower_view(const Node& n) {
   const Schema& s = op_def(n.op).schema;
   if (!s.is_view()) return false;
   int in = value_id(n.args[0].tensor());
-  if (values_[in].buffer < 0 && lower_lazy_view(n, in)) return true;
-  if (values_[in].buffer < 0 || !values_[in].meta_layout) {
-    std::vector<ExprPtr> layout = exs(n.args[0].tensor().strides());
-    materialize(in, &layout, "a view the index algebra cannot follow reads it");
-  }
+  if (values_[in].buffer < 0 && !strided_views_.count(&n) && lower_lazy_view(n, in, /*any_view=*/false)) return true;
+  std::vector<ExprPtr> layout = exs(n.args[0].tensor().strides());
+  bool storable = values_[in].buffer < 0 ? storable_in(in, layout) : values_[in].meta_layout;
+  if (!storable && lower_lazy_view(n, in, /*any_view=*/true)) return true;
+  if (values_[in].buffer < 0) materialize(in, &layout, "a view the index algebra cannot follow reads it");
   SINTER_CHECK(values_[in].meta_layout, "inductor: {} of a value whose layout differs from the graph's", n.op_name());
   const LValue& I = values_[in];
   int bid = I.buffer;
@@ -362,15 +410,65 @@ bool Lowerer::lower_view(const Node& n) {
   return true;
 }
 
-// Views of lazy values compose index maps; the view's own meta says nothing about memory there.
-bool Lowerer::lower_lazy_view(const Node& n, int in) {
-  if (n.outputs.size() != 1) return false;
+// slice's start as its shape rule clamps it: the rule decided each comparison on the example and guarded it.
+ExprPtr Lowerer::slice_start(const Value& start, const ExprPtr& size) const {
+  if (start.is_none()) return c0();
+  ExprPtr e = ex(start.sym_int());
+  if (hint(e) < 0) e = sym::make_add(e, size);
+  if (hint(e) < 0) return c0();
+  if (hint(e) > hint(size)) return size;
+  return e;
+}
+
+// Views of lazy values compose index maps; the view's own meta says nothing about memory there. With any_view,
+// every view op but as_strided is followed (slices, chunks and merges of dims too), over a lazy or a stored value.
+bool Lowerer::lower_lazy_view(const Node& n, int in, bool any_view) {
+  if (n.outputs.size() != 1 && !any_view) return false;
   std::vector<ExprPtr> isz = values_[in].sizes;
   std::vector<ExprPtr> osz = exs(n.meta().sizes);
   int64_t r_in = static_cast<int64_t>(isz.size());
   auto norm = [](int64_t d, int64_t rank) { return d < 0 ? d + rank : d; };
-  std::function<std::vector<ExprPtr>(const std::vector<ExprPtr>&)> map;
+  using Map = std::function<std::vector<ExprPtr>(const std::vector<ExprPtr>&)>;
+  Map map;
+  std::vector<Map> maps;  // one per output, for the ops that make several
   switch (n.op) {
+    case OpId::slice_Tensor: {
+      if (!any_view) return false;
+      int64_t d = norm(n.arg("dim").to_int(), r_in);
+      ExprPtr start = slice_start(n.args[2], isz[d]), step = ex(n.args[4].sym_int());
+      map = [d, start, step](std::vector<ExprPtr> idx) {
+        idx[d] = sym::make_add(start, sym::make_mul(idx[d], step));
+        return idx;
+      };
+      break;
+    }
+    case OpId::split_Tensor:
+    case OpId::split_with_sizes:
+    case OpId::chunk: {
+      if (!any_view) return false;
+      int64_t d = norm(n.arg("dim").to_int(), r_in);
+      ExprPtr start = c0();
+      for (const Tensor& out : n.outputs) {
+        maps.push_back([d, start](std::vector<ExprPtr> idx) {
+          idx[d] = sym::make_add(start, idx[d]);
+          return idx;
+        });
+        start = sym::make_add(start, ex(out.sizes()[d]));
+      }
+      break;
+    }
+    case OpId::unbind_int: {
+      if (!any_view) return false;
+      int64_t d = norm(n.arg("dim").to_int(), r_in);
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        ExprPtr i = sym::make_const(static_cast<int64_t>(k));
+        maps.push_back([d, i](std::vector<ExprPtr> idx) {
+          idx.insert(idx.begin() + d, i);
+          return idx;
+        });
+      }
+      break;
+    }
     case OpId::permute: {
       std::vector<int64_t> dims = n.arg("dims").to_int_list();
       map = [dims, r_in, norm](const std::vector<ExprPtr>& idx) {
@@ -423,6 +521,7 @@ bool Lowerer::lower_lazy_view(const Node& n, int in) {
       // combination. A merge of input dims is not affine: the caller materialises instead.
       std::vector<std::pair<int, std::vector<int>>> groups;  // input dim -> output dims
       size_t j = 0;
+      bool merges = false;
       for (size_t i = 0; i < isz.size(); ++i) {
         if (isz[i]->is_const(1)) {
           groups.push_back({static_cast<int>(i), {}});
@@ -434,13 +533,20 @@ bool Lowerer::lower_lazy_view(const Node& n, int in) {
         while (j < osz.size() && !same(prod, isz[i])) {
           prod = sym::make_mul(prod, osz[j]);
           outs.push_back(static_cast<int>(j++));
-          if (hint(prod) > hint(isz[i])) return false;
+          if (hint(prod) > hint(isz[i])) break;
         }
-        if (!same(prod, isz[i])) return false;
+        if (!same(prod, isz[i])) {
+          merges = true;
+          break;
+        }
         groups.push_back({static_cast<int>(i), outs});
       }
-      for (; j < osz.size(); ++j)
+      for (; j < osz.size() && !merges; ++j)
         if (!osz[j]->is_const(1)) return false;
+      if (merges) {
+        if (!any_view || !merge_map(isz, osz, map)) return false;
+        break;
+      }
       map = [groups, osz](const std::vector<ExprPtr>& idx) {
         std::vector<ExprPtr> o(groups.size());
         for (const auto& [i, outs] : groups) {
@@ -455,12 +561,74 @@ bool Lowerer::lower_lazy_view(const Node& n, int in) {
     default:
       return false;
   }
-  LValue L;
-  L.sizes = osz;
-  L.dtype = n.meta().dtype;
-  L.size = values_[in].size;
-  L.fn = [this, in, map](const std::vector<ExprPtr>& idx) { return load(in, map(idx)); };
-  add_value(n.output(), std::move(L));
+  if (maps.empty()) maps.push_back(map);
+  SINTER_INTERNAL_ASSERT(maps.size() == n.outputs.size(), "inductor lower: {} index maps for {} outputs of {}",
+                         maps.size(), n.outputs.size(), n.op_name());
+  for (size_t k = 0; k < maps.size(); ++k) {
+    LValue L;
+    L.sizes = exs(n.outputs[k].sizes());
+    L.dtype = n.outputs[k].dtype();
+    L.size = values_[in].size;
+    L.fn = [this, in, m = maps[k]](const std::vector<ExprPtr>& idx) { return load(in, m(idx)); };
+    add_value(n.outputs[k], std::move(L));
+  }
+  return true;
+}
+
+// view/reshape of `isz` as `osz` as an index map, merges of dims included: the dims form groups of equal element
+// counts, and within a group the output index's row-major position is taken apart row-major over the input dims
+// (divisions and remainders). False when a group's counts are not provably equal.
+bool Lowerer::merge_map(const std::vector<ExprPtr>& isz, const std::vector<ExprPtr>& osz,
+                        std::function<std::vector<ExprPtr>(const std::vector<ExprPtr>&)>& map) const {
+  struct Group {
+    std::vector<int> in, out;
+  };
+  std::vector<Group> groups;
+  size_t i = 0, j = 0;
+  for (const ExprPtr& e : isz)
+    if (hint(e) == 0) return false;
+  while (i < isz.size() || j < osz.size()) {
+    Group g;
+    if (i < isz.size() && isz[i]->is_const(1)) {
+      ++i;  // its index is 0
+      continue;
+    }
+    if (j < osz.size() && osz[j]->is_const(1)) {
+      ++j;
+      continue;
+    }
+    if (i == isz.size() || j == osz.size()) return false;
+    ExprPtr pi = isz[i], po = osz[j];
+    g.in.push_back(static_cast<int>(i++));
+    g.out.push_back(static_cast<int>(j++));
+    while (!same(pi, po)) {
+      if (hint(pi) < hint(po) && i < isz.size()) {
+        pi = sym::make_mul(pi, isz[i]);
+        g.in.push_back(static_cast<int>(i++));
+      } else if (hint(po) < hint(pi) && j < osz.size()) {
+        po = sym::make_mul(po, osz[j]);
+        g.out.push_back(static_cast<int>(j++));
+      } else {
+        return false;  // equal at the example but not provably, or out of dims
+      }
+    }
+    groups.push_back(std::move(g));
+  }
+  map = [groups, isz, osz](const std::vector<ExprPtr>& idx) {
+    std::vector<ExprPtr> o(isz.size(), c0());
+    for (const Group& g : groups) {
+      ExprPtr pos = c0();
+      for (int k : g.out) pos = sym::make_add(sym::make_mul(pos, osz[k]), idx[k]);
+      ExprPtr inner = sym::make_const(1);  // the elements of the group's input dims after the current one
+      for (size_t m = g.in.size(); m-- > 0;) {
+        int d = g.in[m];
+        ExprPtr q = inner->is_const(1) ? pos : sym::make_floordiv(pos, inner);
+        o[d] = m == 0 ? q : sym::make_mod(q, isz[d]);
+        inner = sym::make_mul(inner, isz[d]);
+      }
+    }
+    return o;
+  };
   return true;
 }
 
@@ -616,6 +784,11 @@ void Lowerer::lower_extern(const Node& n) {
     int v = value_id(t);
     std::vector<ExprPtr> layout = exs(t.strides());
     materialize(v, &layout, fmt::format("an input of the library call {}", n.op_name()));
+    // as_strided_scatter writes its window into a copy of self laid out as self: the window's strides are the
+    // graph's, so self must be in the graph's layout, or the write lands on other elements.
+    SINTER_CHECK(n.op != OpId::as_strided_scatter || ln.tensor_args.size() != 0 || values_[v].meta_layout,
+                 "inductor: as_strided_scatter into a value whose layout differs from the graph's ({})",
+                 origin_);
     ln.tensor_args.push_back(view_of(v));
   };
   for (const Value& a : n.args) {
@@ -655,6 +828,7 @@ void Lowerer::lower_op(const Node& n) {
 }
 
 LoopProgram Lowerer::run() {
+  mark_strided_views();
   for (const Node& n : g_.nodes()) {
     auto count = [&](const Value& a) {
       if (a.is_tensor()) ++uses_[a.tensor().impl()];
