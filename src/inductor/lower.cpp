@@ -61,7 +61,7 @@ class Lowerer final : public PointwiseContext {
     const LValue& L = values_[v];
     size_t r = out_sizes.size(), ra = L.sizes.size();
     std::vector<ExprPtr> aidx(ra);
-    for (size_t j = 0; j < ra; ++j) aidx[j] = L.sizes[j]->is_const(1) ? c0() : idx[j + r - ra];
+    for (size_t j = 0; j < ra; ++j) aidx[j] = broadcast_index(L.sizes[j], out_sizes[j + r - ra], idx[j + r - ra]);
     return load(v, aidx);
   }
   SPool& pool() override { return p_.pool; }
@@ -104,7 +104,7 @@ class Lowerer final : public PointwiseContext {
     if (L.buffer >= 0) {
       ExprPtr off = L.offset;
       for (size_t d = 0; d < idx.size(); ++d)
-        if (!L.sizes[d]->is_const(1)) off = sym::make_add(off, sym::make_mul(idx[d], L.strides[d]));
+        if (!is_one(L.sizes[d])) off = sym::make_add(off, sym::make_mul(idx[d], L.strides[d]));
       return p_.pool.load(L.buffer, off, compute_type(L.dtype));
     }
     auto it = L.memo.find(idx);
@@ -149,6 +149,29 @@ class Lowerer final : public PointwiseContext {
     }
   }
 
+  // Whether a size is 1 for every size the guards admit: the constant 1, or an expression such as s0//2 that a
+  // guard pinned to 1 (broadcasting's shape rule records `s0//2 == 1` when it broadcasts that dim).
+  bool is_one(const ExprPtr& e) const {
+    if (e->is_const()) return e->is_const(1);
+    if (!p_.shape_env) return false;
+    auto [it, fresh] = ones_.try_emplace(e, false);
+    if (fresh) {
+      std::optional<bool> one = p_.shape_env->statically_known(sym::Rel::kEq, e, sym::make_const(1));
+      it->second = one && *one;
+    }
+    return it->second;
+  }
+  // The index into an operand's dim of size `in` broadcast to an output dim of size `out` walked by `i`: 0 when
+  // the dim broadcasts, `i` when it matches. The shape rule decided which from the example and guarded it
+  // (`in == 1`, or `in != 1` and `in == out`), so the guards tell the two apart; an example size of 1 that no
+  // guard explains would make the choice a guess, which must not pass silently.
+  ExprPtr broadcast_index(const ExprPtr& in, const ExprPtr& out, const ExprPtr& i) const {
+    if (is_one(in)) return c0();
+    if (same(in, out)) return i;
+    SINTER_INTERNAL_ASSERT(hint(in) != 1, "inductor lower: {}: whether size {} broadcasts to {} is not guarded",
+                           origin_, in->str(), out->str());
+    return i;
+  }
   // Whether two index expressions are equal for every size the guards admit (s1 and Max(1, s1) when s1 >= 2).
   bool same(const ExprPtr& a, const ExprPtr& b) const {
     if (a == b || sym::expand(a) == sym::expand(b)) return true;
@@ -162,7 +185,7 @@ class Lowerer final : public PointwiseContext {
     ExprPtr expect = sym::make_const(1);
     for (size_t j = perm.size(); j-- > 0;) {
       int d = perm[j];
-      if (sizes[d]->is_const(1)) continue;
+      if (is_one(sizes[d])) continue;
       if (!same(strides[d], expect)) return false;
       expect = sym::make_mul(expect, sizes[d]);
     }
@@ -172,7 +195,7 @@ class Lowerer final : public PointwiseContext {
   std::vector<int> memory_order(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
     // Size-1 dims (whose strides mean nothing) go first; the others by decreasing stride, ties in dim order.
     std::vector<int> perm, ones;
-    for (size_t i = 0; i < sizes.size(); ++i) (sizes[i]->is_const(1) ? ones : perm).push_back(static_cast<int>(i));
+    for (size_t i = 0; i < sizes.size(); ++i) (is_one(sizes[i]) ? ones : perm).push_back(static_cast<int>(i));
     std::stable_sort(perm.begin(), perm.end(), [&](int a, int b) { return hint(strides[a]) > hint(strides[b]); });
     perm.insert(perm.begin(), ones.begin(), ones.end());
     return perm;
@@ -216,7 +239,7 @@ class Lowerer final : public PointwiseContext {
     SExpr body = p_.pool.cast(load(v, idx), compute_type(dt));
     ExprPtr off = c0();
     for (size_t d = 0; d < sizes.size(); ++d)
-      if (!sizes[d]->is_const(1)) off = sym::make_add(off, sym::make_mul(idx[d], strides[d]));
+      if (!is_one(sizes[d])) off = sym::make_add(off, sym::make_mul(idx[d], strides[d]));
     Buffer b;
     b.dtype = dt;
     b.sizes = sizes;
@@ -287,6 +310,7 @@ class Lowerer final : public PointwiseContext {
   bool evaluating_ = false;                                    // a lazy value's function is running
   std::vector<std::pair<int, std::vector<ExprPtr>>> needs_;  // operands it found unknown
   std::set<const Node*> strided_views_;  // views read from memory: see mark_strided_views()
+  mutable std::unordered_map<ExprPtr, bool> ones_;  // is_one's answers (expressions are hash-consed)
 };
 
 // A graph output whose layout has gaps or overlaps (a slice or an expand of a computed value) is, in eager, a view
@@ -488,9 +512,9 @@ bool Lowerer::lower_lazy_view(const Node& n, int in, bool any_view) {
     }
     case OpId::expand: {
       size_t r = osz.size();
-      map = [isz, r](const std::vector<ExprPtr>& idx) {
+      map = [this, isz, osz, r](const std::vector<ExprPtr>& idx) {
         std::vector<ExprPtr> o(isz.size());
-        for (size_t j = 0; j < isz.size(); ++j) o[j] = isz[j]->is_const(1) ? c0() : idx[j + r - isz.size()];
+        for (size_t j = 0; j < isz.size(); ++j) o[j] = broadcast_index(isz[j], osz[j + r - isz.size()], idx[j + r - isz.size()]);
         return o;
       };
       break;
@@ -523,11 +547,11 @@ bool Lowerer::lower_lazy_view(const Node& n, int in, bool any_view) {
       size_t j = 0;
       bool merges = false;
       for (size_t i = 0; i < isz.size(); ++i) {
-        if (isz[i]->is_const(1)) {
+        if (is_one(isz[i])) {
           groups.push_back({static_cast<int>(i), {}});
           continue;
         }
-        while (j < osz.size() && osz[j]->is_const(1)) ++j;
+        while (j < osz.size() && is_one(osz[j])) ++j;
         std::vector<int> outs;
         ExprPtr prod = sym::make_const(1);
         while (j < osz.size() && !same(prod, isz[i])) {
@@ -542,7 +566,7 @@ bool Lowerer::lower_lazy_view(const Node& n, int in, bool any_view) {
         groups.push_back({static_cast<int>(i), outs});
       }
       for (; j < osz.size() && !merges; ++j)
-        if (!osz[j]->is_const(1)) return false;
+        if (!is_one(osz[j])) return false;
       if (merges) {
         if (!any_view || !merge_map(isz, osz, map)) return false;
         break;
@@ -686,7 +710,7 @@ bool Lowerer::lower_reduction(const Node& n) {
       if (keepdim) ++od;
       continue;
     }
-    if (!osz[od]->is_const(1)) off = sym::make_add(off, sym::make_mul(loop_var(ov), ost[od]));
+    if (!is_one(osz[od])) off = sym::make_add(off, sym::make_mul(loop_var(ov), ost[od]));
     ++ov, ++od;
   }
   add_loop_node(LoopKind::kReduction, domain, static_cast<int>(kept.size()), body, bid, off, op);
@@ -702,7 +726,7 @@ bool Lowerer::rows_view(const std::vector<ExprPtr>& sizes, const std::vector<Exp
   for (size_t d = 0; d + 1 < r; ++d) m = sym::make_mul(m, sizes[d]);
   rs = strides[r - 2];
   for (size_t d = 0; d + 2 < r; ++d)
-    if (!sizes[d]->is_const(1) && !same(strides[d], sym::make_mul(strides[d + 1], sizes[d + 1])))
+    if (!is_one(sizes[d]) && !same(strides[d], sym::make_mul(strides[d + 1], sizes[d + 1])))
       return false;
   return true;
 }

@@ -261,7 +261,9 @@ std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors, Loc lo
       const SymInt* a = i < shape.size() ? &shape[shape.size() - 1 - i] : nullptr;
       const SymInt* b = i < s.size() ? &s[s.size() - 1 - i] : nullptr;
       SymInt& o = out[out.size() - 1 - i];
-      if (!a || *a == 1) {
+      if (a && b && same_size(*a, *b)) {
+        o = *a;
+      } else if (!a || *a == 1) {
         o = b ? *b : SymInt(1);
       } else if (!b || *b == 1 || *b == *a) {
         o = *a;

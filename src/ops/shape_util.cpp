@@ -15,6 +15,14 @@ int64_t wrap_dim(int64_t dim, int64_t ndim) {
   return dim < 0 ? dim + n : dim;
 }
 
+bool same_size(const SymInt& a, const SymInt& b) {
+  return a.is_symbolic() == b.is_symbolic() && (a.is_symbolic() ? a.expr() == b.expr() : a.hint() == b.hint());
+}
+
+// A dim broadcasts when its size is 1. For a symbolic size (s0, or an expression such as s0//2 that can be 1)
+// the comparison records `size == 1` or `size != 1`, as PyTorch's broadcasting does, so the compiled code's choice
+// (index 0, or the output's index) stays right for every size the guards admit. Two dims with the same
+// expression need no decision: the result is that size whatever its value.
 SymIntList broadcast_shapes(const SymIntList& a, const SymIntList& b) {
   size_t n = std::max(a.size(), b.size());
   SymIntList out(n, SymInt(1));
@@ -23,7 +31,7 @@ SymIntList broadcast_shapes(const SymIntList& a, const SymIntList& b) {
     const SymInt* db = i < n - b.size() ? nullptr : &b[i - (n - b.size())];
     if (!da) {
       out[i] = *db;
-    } else if (!db) {
+    } else if (!db || same_size(*da, *db)) {
       out[i] = *da;
     } else if (*da == 1) {
       out[i] = *db;

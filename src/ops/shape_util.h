@@ -10,6 +10,8 @@ namespace sinter {
 int64_t wrap_dim(int64_t dim, int64_t ndim);
 // Broadcasts sizes as PyTorch does; throws Error naming both shapes when they do not broadcast.
 SymIntList broadcast_shapes(const SymIntList& a, const SymIntList& b);
+// Whether two sizes are the same without a guard: equal constants, or the same expression.
+bool same_size(const SymInt& a, const SymInt& b);
 SymIntList broadcast_all(const std::vector<const SymIntList*>& shapes);
 
 // PyTorch's type promotion. promote_types is the lattice; result_type applies the priority of dimensioned
