@@ -3,6 +3,7 @@
 #include "ops/view_ops.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "ops/shape_util.h"
 #include "support/check.h"
@@ -109,13 +110,23 @@ ShapeResult unsqueeze_rule(OpId, const Args& a) {
   return view_meta(self, sizes, strides, self.storage_offset());
 }
 
-// Clamps a possibly negative, possibly None bound into [0, size].
+// Clamps a possibly negative, possibly None bound into [0, size], as PyTorch's slice does (a negative bound counts
+// from the end; past either end it stops there). A concrete bound is compared with the size before any arithmetic:
+// x[1::2] ends at INT64_MAX, and size + INT64_MIN or an expression holding INT64_MAX would overflow, or put that
+// constant into guards. `size <= INT64_MAX` is known for every size, so such a bound records no guard.
 SymInt clamp_bound(const Value& v, const SymInt& fallback, const SymInt& size) {
   if (v.is_none()) return fallback;
   SymInt b = v.sym_int();
-  if (b < 0) b = b + size;
-  if (b < 0) return 0;
-  if (b > size) return size;
+  if (!b.is_symbolic() && b.hint() < 0) {
+    int64_t back = b.hint() == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -b.hint();
+    if (size <= back) return 0;
+    return size - back;
+  }
+  if (b < 0) {
+    b = b + size;
+    return b < 0 ? SymInt(0) : b;
+  }
+  if (size <= b) return size;
   return b;
 }
 
@@ -130,8 +141,17 @@ ShapeResult slice_rule(OpId, const Args& a) {
   SymInt end = clamp_bound(a[3], size, size);
   if (end < start) end = start;
   SymIntList sizes = self.sizes(), strides = self.strides();
-  sizes[d] = (end - start + step - 1) / step;
-  strides[d] = strides[d] * step;
+  // ceil(length / step) for length >= 0, written so that no intermediate exceeds length (a huge step cannot
+  // overflow): floor division makes (0 - 1) // step + 1 == 0.
+  sizes[d] = (end - start - 1) / step + 1;
+  // stride * step overflows only for a step past the storage (x[::INT64_MAX]), which leaves at most one element;
+  // that dim is never stepped over, so it keeps its stride (guarded: the size stays at most 1).
+  int64_t product = 0;
+  if (__builtin_mul_overflow(strides[d].hint(), step.hint(), &product)) {
+    SINTER_CHECK(sizes[d] <= 1, "slice step {} times stride {} overflows int64", step.str(), strides[d].str());
+  } else {
+    strides[d] = strides[d] * step;
+  }
   return view_meta(self, sizes, strides, self.storage_offset() + start * self.strides()[d]);
 }
 
@@ -225,7 +245,7 @@ ShapeResult chunk_rule(OpId, const Args& a) {
   SINTER_CHECK(chunks > 0, "chunk expects a positive number of chunks, got {}", chunks);
   int64_t d = wrap_dim(a[2].to_int(), self.dim());
   int64_t size = static_cast<int64_t>(self.sizes()[d]);
-  int64_t split = (size + chunks - 1) / chunks;
+  int64_t split = size == 0 ? 0 : (size - 1) / chunks + 1;  // ceil(size / chunks), safe for a huge `chunks`
   std::vector<SymInt> pieces;
   if (split == 0) {
     pieces.assign(chunks, SymInt(0));

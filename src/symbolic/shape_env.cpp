@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <numeric>
 #include <tuple>
 
@@ -175,6 +176,13 @@ std::string guard_text(Rel rel, const ExprPtr& lhs, const ExprPtr& rhs) {
   return fmt::format("{} {} {}", lhs->str(), rel_text(rel), rhs->str());
 }
 
+// The symbols of two expressions, ascending (without building l + r, which can overflow: s0 + INT64_MAX).
+std::vector<int64_t> symbols_of(const ExprPtr& l, const ExprPtr& r) {
+  std::vector<int64_t> a = free_symbols(l), b = free_symbols(r), out;
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
 std::string bound_text(int64_t v) { return v >= kInf ? "inf" : v <= -kInf ? "-inf" : fmt::format("{}", v); }
 
 Range intersect(Range a, Range b) { return {std::max(a.min, b.min), std::min(a.max, b.max)}; }
@@ -293,8 +301,44 @@ bool ShapeEnv::is_divisible(const ExprPtr& e, int64_t k) const {
   return sym::is_divisible(simplify(e), k, divisors_);
 }
 
+namespace {
+
+// `l rel r` decided by the two sides' ranges alone, before anything builds l - r (which overflows for a bound
+// such as INT64_MAX or INT64_MIN). An infinite upper end is INT64_MAX, a true bound of every int64 value, so
+// `s0 <= INT64_MAX` is known; an infinite lower end is taken as INT64_MIN.
+std::optional<bool> known_by_ranges(Rel rel, Range l, Range r) {
+  auto low = [](int64_t v) { return v <= -kInf ? static_cast<__int128>(std::numeric_limits<int64_t>::min()) : v; };
+  __int128 lmin = low(l.min), lmax = l.max, rmin = low(r.min), rmax = r.max;
+  switch (rel) {
+    case Rel::kLt:
+      if (lmax < rmin) return true;
+      if (lmin >= rmax) return false;
+      break;
+    case Rel::kLe:
+      if (lmax <= rmin) return true;
+      if (lmin > rmax) return false;
+      break;
+    case Rel::kEq:
+    case Rel::kNe:
+      if (lmax < rmin || rmax < lmin) return rel == Rel::kNe;
+      break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<bool> ShapeEnv::statically_known(Rel rel, const ExprPtr& a, const ExprPtr& b) const {
   ExprPtr l = simplify(a), r = simplify(b);
+  if (std::optional<bool> k = known_by_ranges(rel, sym::bound(*l, ranges_), sym::bound(*r, ranges_))) return k;
+  try {
+    return known_by_difference(rel, l, r);
+  } catch (const Error&) {  // l - r overflows int64: not decidable here
+    return std::nullopt;
+  }
+}
+
+std::optional<bool> ShapeEnv::known_by_difference(Rel rel, const ExprPtr& l, const ExprPtr& r) const {
   bool equality = rel == Rel::kEq || rel == Rel::kNe;
   // x % k == 0 when x is provably a multiple of k
   if (equality && r->is_const(0) && l->kind() == Kind::kMod && l->args()[1]->is_const() &&
@@ -380,7 +424,7 @@ int64_t ShapeEnv::specialize(const SymInt& v) {
 
 void ShapeEnv::add_guard(Rel rel, const ExprPtr& lhs, const ExprPtr& rhs) {
   ExprPtr l = simplify(lhs), r = simplify(rhs);
-  for (int64_t id : free_symbols(make_add(l, r)))
+  for (int64_t id : symbols_of(l, r))
     if (id >= num_symbols())
       throw InternalError(fmt::format("guard on s{}, a symbol of another ShapeEnv", id));
   std::string text = guard_text(rel, l, r);
@@ -396,9 +440,12 @@ void ShapeEnv::add_guard(Rel rel, const ExprPtr& lhs, const ExprPtr& rhs) {
     text = guard_text(rel, l, r);
   }
   guards_.push_back({rel, l, r, std::move(text)});
-  ExprPtr d = make_sub(l, r);
-  auto [part, c] = split_constant(rel == Rel::kLt ? make_add(d, make_const(1)) : d);
-  facts_.push_back({rel == Rel::kLt ? Rel::kLe : rel, part, c});
+  try {
+    ExprPtr d = make_sub(l, r);
+    auto [part, c] = split_constant(rel == Rel::kLt ? make_add(d, make_const(1)) : d);
+    facts_.push_back({rel == Rel::kLt ? Rel::kLe : rel, part, c});
+  } catch (const Error&) {  // l - r overflows int64: the guard holds no fact that later queries could use
+  }
   learn(guards_.back());
 }
 
@@ -443,10 +490,16 @@ void ShapeEnv::replace(int64_t id, const ExprPtr& value) {
   std::unordered_map<int64_t, ExprPtr> one = {{id, value}};
   for (auto& [k, v] : replacements_) v = substitute(v, one);
   replacements_[id] = value;
-  for (Fact& f : facts_) {  // keep facts in the vocabulary that simplified queries use
-    ExprPtr e = substitute(make_add(f.part, make_const(f.c)), one);
-    std::tie(f.part, f.c) = split_constant(e);
-  }
+  // Keep facts in the vocabulary that simplified queries use; one whose constants overflow int64 once
+  // substituted is dropped (facts only help decide later queries, the guard itself stays).
+  std::erase_if(facts_, [&](Fact& f) {
+    try {
+      std::tie(f.part, f.c) = split_constant(substitute(make_add(f.part, make_const(f.c)), one));
+      return false;
+    } catch (const Error&) {
+      return true;
+    }
+  });
   if (value->is_const()) {
     ranges_[id] = {value->value(), value->value()};
   } else if (value->is_symbol()) {  // what was known of the replaced symbol now bounds its replacement
@@ -464,7 +517,7 @@ std::string ShapeEnv::range_text(int64_t id) const {
 
 std::string ShapeEnv::values_text(const Guard& g, std::span<const int64_t> values) const {
   std::string out;
-  for (int64_t id : free_symbols(make_add(g.lhs, g.rhs))) {
+  for (int64_t id : symbols_of(g.lhs, g.rhs)) {
     if (!out.empty()) out += ", ";
     out += fmt::format("s{} = {}", id, values[id]);
     if (!info_[id].source.empty()) out += fmt::format(" ({})", info_[id].source);

@@ -112,6 +112,7 @@ class ShapeEnv {
   };
   void learn(const Guard& g);
   void replace(int64_t id, const ExprPtr& value);
+  std::optional<bool> known_by_difference(Rel rel, const ExprPtr& l, const ExprPtr& r) const;
   std::optional<bool> implied_by_guards(Rel rel, const ExprPtr& difference) const;
   std::string range_text(int64_t id) const;
   std::string values_text(const Guard& g, std::span<const int64_t> values) const;
