@@ -173,6 +173,32 @@ std::string LoopProgram::str() const {
   return s;
 }
 
+namespace {
+
+// Whether e is >= 0 for all values of its symbols, by signs alone: every symbol is (sizes and integer arguments
+// are at least 2, loop variables at least 0).
+bool non_negative(const ExprPtr& e) {
+  using sym::Kind;
+  switch (e->kind()) {
+    case Kind::kConst: return e->value() >= 0;
+    case Kind::kSymbol: return true;
+    case Kind::kAdd:
+    case Kind::kMul:
+      if (e->value() < 0) return false;
+      [[fallthrough]];
+    case Kind::kMin:
+    case Kind::kMax:
+      for (const ExprPtr& a : e->args())
+        if (!non_negative(a)) return false;
+      return true;
+    case Kind::kFloorDiv:
+    case Kind::kMod: return non_negative(e->args()[0]) && non_negative(e->args()[1]);
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_names, bool wide) {
   using sym::Kind;
   switch (e->kind()) {
@@ -198,11 +224,17 @@ std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_name
         s += (i || e->value() != 1 ? " * " : "") + index_str(e->args()[i], var_names);
       return s + ")";
     }
-    // Index arithmetic only divides non-negative values, where C's / and % agree with Python's // and %.
+    // C's / and % agree with Python's // and % for non-negative operands (indices); a size such as
+    // (2*s0//3 - 2)//3 + 1, an empty slice's length, divides a negative value for some sizes and takes the
+    // prelude's floor forms.
     case Kind::kFloorDiv:
-      return fmt::format("({} / {})", index_str(e->args()[0], var_names), index_str(e->args()[1], var_names));
-    case Kind::kMod:
-      return fmt::format("({} % {})", index_str(e->args()[0], var_names), index_str(e->args()[1], var_names));
+    case Kind::kMod: {
+      std::string a = index_str(e->args()[0], var_names), b = index_str(e->args()[1], var_names);
+      bool floor = e->kind() == Kind::kFloorDiv;
+      if (non_negative(e->args()[0]) && non_negative(e->args()[1]))
+        return fmt::format("({} {} {})", a, floor ? "/" : "%", b);
+      return fmt::format("{}({}, {})", floor ? "sn_ifloordiv" : "sn_imod", a, b);
+    }
     case Kind::kMin:
     case Kind::kMax: {
       std::string s = index_str(e->args()[0], var_names);

@@ -11,10 +11,12 @@ namespace {
 
 using Result = std::optional<std::vector<Tensor>>;
 
-// Whether some reduced dim is known to be empty (amax has no identity: those forms stay undecomposed).
+// Whether some reduced dim is empty (amax has no identity: those forms stay undecomposed, for the op's own
+// kernel). A symbolic size is asked too: an expression such as s0//3 can be 0 although no input symbol is, and
+// the comparison records the guard (`s0//3 == 0` or `!= 0`) under which this choice holds.
 bool has_empty_dim(const Tensor& x, const std::vector<int64_t>& dims) {
   for (int64_t d : dims)
-    if (!x.sizes()[d].is_symbolic() && x.sizes()[d].hint() == 0) return true;
+    if (x.sizes()[d] == 0) return true;
   return false;
 }
 
