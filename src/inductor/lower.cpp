@@ -320,7 +320,6 @@ class Lowerer final : public PointwiseContext {
   std::vector<std::vector<std::string>> value_names_;  // print_graph's names of g_'s values
   mutable std::unordered_map<ExprPtr, bool> ones_;  // is_one's answers (expressions are hash-consed)
   std::set<const Node*> strided_views_;  // views read from memory: see mark_strided_views()
-  mutable std::unordered_map<ExprPtr, bool> ones_;  // is_one's answers (expressions are hash-consed)
 };
 
 // A graph output whose layout has gaps or overlaps (a slice or an expand of a computed value) is, in eager, a view
