@@ -109,7 +109,9 @@ ShapeResult topk_shape(OpId, const Args& a) {
 
 void topk_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
   const Tensor& self = a[0].tensor();
-  const int64_t k = a[1].to_int();
+  // A 0-dim input is copied whatever k (0 or 1) is, as in PyTorch: its outputs keep the input's sizes (there is
+  // no dim to shrink to k), so they hold one element, which must be written.
+  const int64_t k = self.dim() == 0 ? 1 : a[1].to_int();
   const bool largest = a[3].to_bool();
   ReducePlan plan = make_dim_plan(self, reduce_wrap_dim(a[2].to_int(), self.dim()));
   // The result is always sorted (sorted=false allows any order); ties keep the lower index first.
