@@ -36,7 +36,10 @@ void flip_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {
   if (self.numel().hint() == 0) return;
   // Reading from the last element of each flipped dim with a negated stride is a flipped view.
   StridedRef src = strided_ref(self);
-  for (int64_t d : unique_dims(args[1].to_int_list(), self.dim())) {
+  // A 0-dim tensor accepts dims 0 and -1, which name its one element: flipping it is a copy.
+  const std::vector<int64_t> dims =
+      self.dim() == 0 ? std::vector<int64_t>{} : unique_dims(args[1].to_int_list(), self.dim());
+  for (int64_t d : dims) {
     src.data += (src.sizes[d] - 1) * src.strides[d];
     src.strides[d] = -src.strides[d];
   }
@@ -55,6 +58,9 @@ ShapeResult roll_shape(OpId, const Args& args) {
   } else {
     SINTER_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: {}, dims:{}",
                  shifts.size(), dims.size());
+    // PyTorch takes the size of each rolled dim, which a 0-dim tensor does not have (only a flat roll, without
+    // dims, applies to it).
+    SINTER_CHECK(self.dim() > 0, "roll(): dimension specified as {} but tensor has no dimensions", dims[0]);
     for (int64_t d : dims) wrap_dim(d, self.dim());
   }
   return dense_meta(self.sizes(), self.dtype(), self.device());

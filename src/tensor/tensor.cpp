@@ -8,6 +8,7 @@
 #include "ops/dispatch.h"
 #include "ops/kernel_util.h"
 #include "sinter/ops.h"
+#include "support/check.h"
 
 namespace sinter {
 
@@ -16,8 +17,17 @@ const TensorMeta& Tensor::meta() const {
   return impl_->meta;
 }
 
-SymInt Tensor::size(int64_t d) const { return meta().sizes[wrap_dim(d, dim())]; }
-SymInt Tensor::stride(int64_t d) const { return meta().strides[wrap_dim(d, dim())]; }
+namespace {
+// size(d) and stride(d) do not treat a 0-dim tensor as having one dim (unlike ops' dim arguments, which PyTorch
+// wraps with rank 1): there is no size to return, so it is an error, as PyTorch's IndexError.
+int64_t wrap_existing_dim(const char* what, int64_t d, int64_t ndim) {
+  SINTER_CHECK(ndim > 0, "{}({}): dimension specified as {} but tensor has no dimensions", what, d, d);
+  return wrap_dim(d, ndim);
+}
+}  // namespace
+
+SymInt Tensor::size(int64_t d) const { return meta().sizes[wrap_existing_dim("size", d, dim())]; }
+SymInt Tensor::stride(int64_t d) const { return meta().strides[wrap_existing_dim("stride", d, dim())]; }
 
 bool Tensor::is_contiguous(MemoryFormat format) const {
   const TensorMeta& m = meta();
