@@ -503,6 +503,10 @@ bool Lowerer::lower_lazy_view(const Node& n, int in, bool any_view) {
       break;
     }
     case OpId::transpose_int: {
+      if (r_in == 0) {  // a 0-dim value's dims 0 and -1 (rank wrapped as 1) have nothing to swap
+        map = [](const std::vector<ExprPtr>& idx) { return idx; };
+        break;
+      }
       int64_t a = norm(n.arg("dim0").to_int(), r_in), b = norm(n.arg("dim1").to_int(), r_in);
       map = [a, b](std::vector<ExprPtr> idx) {
         std::swap(idx[a], idx[b]);
@@ -674,11 +678,10 @@ bool Lowerer::lower_reduction(const Node& n) {
   if (ki >= 0) keepdim = n.args[ki].to_bool();
   if (di < 0 || n.args[di].is_none() || (n.args[di].is_int_list() && n.args[di].int_list().empty())) {
     reduced.assign(r, true);
-  } else if (n.args[di].is_int()) {
-    int64_t d = n.args[di].to_int();
-    reduced[d < 0 ? d + r : d] = true;
-  } else {
-    for (int64_t d : n.args[di].to_int_list()) reduced[d < 0 ? d + r : d] = true;
+  } else if (r > 0) {  // a 0-dim input accepts dims 0 and -1, which reduce nothing (the value itself)
+    std::vector<int64_t> dims =
+        n.args[di].is_int() ? std::vector<int64_t>{n.args[di].to_int()} : n.args[di].to_int_list();
+    for (int64_t d : dims) reduced[d < 0 ? d + r : d] = true;
   }
   int v = value_id(x);
   std::vector<ExprPtr> isz = values_[v].sizes;

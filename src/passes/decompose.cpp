@@ -2,6 +2,7 @@
 // src/passes/decompositions/, one file per family; each computes in the dtype the eager kernel computes in.
 #include "passes/decompose.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -98,9 +99,11 @@ std::vector<int64_t> reduction_dims(const Value& dim, int64_t ndim) {
   if (dim.is_int()) listed.push_back(dim.to_int());
   if (dim.is_int_list()) listed = dim.to_int_list();
   std::vector<bool> mask(static_cast<size_t>(ndim), listed.empty());
+  // A 0-dim tensor's dims 0 and -1 wrap as if its rank were 1 (as the shape rules do); they reduce nothing.
+  const int64_t n = std::max<int64_t>(ndim, 1);
   for (int64_t d : listed) {
-    int64_t w = d < 0 ? d + ndim : d;
-    SINTER_INTERNAL_ASSERT(w >= 0 && w < std::max<int64_t>(ndim, 1), "dim {} out of range for rank {}", d, ndim);
+    int64_t w = d < 0 ? d + n : d;
+    SINTER_INTERNAL_ASSERT(w >= 0 && w < n, "dim {} out of range for rank {}", d, ndim);
     if (ndim > 0) mask[w] = true;
   }
   std::vector<int64_t> dims;
