@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <functional>
 #include <unordered_set>
 
@@ -79,8 +80,17 @@ SExpr SPool::load(int buffer, ExprPtr offset, CType type) {
   return intern(std::move(n));
 }
 
+// A floating scalar becomes a non-floating constant as eager's cast_to converts it: bool is `v != 0` (so -0.5 and
+// NaN are true), integers truncate through int64 (NaN gives 0, values beyond int64 saturate) and then wrap to the
+// type's width. A plain static_cast would turn -0.5 into false and make NaN or 1e30 undefined behaviour.
 SExpr SPool::constant(double v, CType type) {
-  if (!is_float(type)) return iconstant(static_cast<int64_t>(v), type);
+  if (type == CType::kBool) return iconstant(v != 0 ? 1 : 0, type);
+  if (!is_float(type)) {
+    if (v != v) return iconstant(0, type);
+    if (v >= 9.2e18) return iconstant(INT64_MAX, type);
+    if (v <= -9.2e18) return iconstant(INT64_MIN, type);
+    return iconstant(static_cast<int64_t>(v), type);
+  }
   SNode n;
   n.kind = SKind::kConst;
   n.type = type;
@@ -93,7 +103,14 @@ SExpr SPool::iconstant(int64_t v, CType type) {
   SNode n;
   n.kind = SKind::kConst;
   n.type = type;
-  n.ivalue = type == CType::kBool ? (v != 0) : v;
+  // Wrapped to the type's width, as eager's cast of an integer Scalar to a narrower dtype wraps.
+  switch (type) {
+    case CType::kBool: n.ivalue = v != 0; break;
+    case CType::kI8: n.ivalue = static_cast<int8_t>(v); break;
+    case CType::kU8: n.ivalue = static_cast<uint8_t>(v); break;
+    case CType::kI32: n.ivalue = static_cast<int32_t>(v); break;
+    default: n.ivalue = v; break;
+  }
   return intern(std::move(n));
 }
 
