@@ -43,8 +43,7 @@ const std::vector<std::pair<OpId, Decomposition>>& table() {
       {OpId::softmax_int, decomp::softmax},          // exp(x - amax) / sum(exp(x - amax))
       {OpId::log_softmax_int, decomp::log_softmax},  // (x - amax) - log(sum(exp(x - amax)))
       {OpId::logsumexp, decomp::logsumexp},          // log(sum(exp(x - m))) + m
-      {OpId::var_correction, decomp::var},           // mean((x - mean x)^2) * N / (N - correction)
-      {OpId::std_correction, decomp::std_dev},       // sqrt(var)
+      // var and std are not decomposed: they run eager's kernel on their stored input (see reductions.cpp).
       {OpId::mse_loss, decomp::mse_loss},            // reduce((x - t)^2)
       // normalization.cpp
       {OpId::layer_norm, decomp::layer_norm},  // (x - mean) * rsqrt(var + eps) * w + b

@@ -165,22 +165,16 @@ TEST(Decompose, SoftmaxFamily) {
   EXPECT_TENSOR_EQ(interpret(g, {inf})[0], interpret(before, {inf})[0]);
 }
 
-TEST(Decompose, VarianceAndStd) {
-  for (std::string dt : {"f32", "bf16"}) {
-    double tol = dt == "f32" ? 1e-5 : 1e-2;
-    std::string head = "graph(%x: " + dt + "[6, 40]):\n";
-    for (std::string call :
-         {"var.correction(%x, [1], correction=0)", "var.correction(%x, [1])", "var.correction(%x)",
-          "var.correction(%x, [0], correction=2, keepdim=True)", "std.correction(%x, [1], correction=0)",
-          "std.correction(%x, [-1], keepdim=True)", "std.correction(%x)"})
-      check({head + "  %1 = " + call + "\n  return (%1)\n", call.substr(0, call.find('(')), tol});
+// var and std are left for their eager kernel (src/passes/decompositions/reductions.cpp says why): a fused
+// two-pass form recomputes its input in each pass, which FMA contraction rounds differently.
+TEST(Decompose, VarianceAndStdAreLeftForTheirKernel) {
+  for (std::string call : {"var.correction(%x, [1], correction=0)", "var.correction(%x)",
+                           "std.correction(%x, [-1], keepdim=True)"}) {
+    Graph g = parse_graph("graph(%x: f32[6, 40]):\n  %1 = " + call + "\n  return (%1)\n");
+    std::string text = g.str();
+    EXPECT_FALSE(passes::decompose(g)) << call;
+    EXPECT_EQ(g.str(), text);
   }
-  // correction >= N: inf (or NaN for 0/0), as eager
-  Graph g = parse_graph("graph(%x: f32[3, 2]):\n  %1 = var.correction(%x, [1], correction=2)\n  return (%1)\n");
-  Graph before = g.clone();
-  passes::decompose(g);
-  Tensor x = from_vector<float>({1, 2, 3, 3, 0, 5}, {3, 2});
-  EXPECT_TENSOR_EQ(interpret(g, {x})[0], interpret(before, {x})[0]);
 }
 
 TEST(Decompose, MseLoss) {
@@ -261,9 +255,6 @@ TEST(Decompose, SymbolicSizes) {
       {"graph(%x: f32[s0, s1]):\n  %1 = logsumexp(%x, [1])\n  return (%1)\n", "logsumexp"},
       {"graph(%x: f32[s0, s1], %w: f32[s1]):\n  %2 = layer_norm(%x, [s1], %w)\n  return (%2)\n", "layer_norm"},
       {"graph(%x: f32[s0, s1]):\n  %1 = rms_norm(%x, [s1])\n  return (%1)\n", "rms_norm"},
-      {"graph(%x: f32[s0, s1]):\n  %1 = var.correction(%x, [1], correction=0)\n  return (%1)\n", "var.correction"},
-      {"graph(%x: f32[s0, s1]):\n  %1 = var.correction(%x, [0])\n  return (%1)\n", "var.correction"},
-      {"graph(%x: f32[s0, s1]):\n  %1 = std.correction(%x, None, keepdim=True)\n  return (%1)\n", "std.correction"},
       {"graph(%x: f32[s0, 6, s1], %w: f32[6]):\n  %2 = group_norm(%x, 3, %w)\n  return (%2)\n", "group_norm"},
       {"graph(%x: f32[s0, s1], %t: f32[s0, s1]):\n  %2 = mse_loss(%x, %t)\n  return (%2)\n", "mse_loss"},
       {"graph(%x: f32[s0, 7]):\n  %1 = gelu(%x)\n  return (%1)\n", "gelu"},

@@ -1,9 +1,13 @@
 // Decompositions of composite reductions into amax / sum / mean.dim and pointwise ops: softmax, log_softmax,
-// logsumexp, var, std, mse_loss. Sizes may be symbolic: no size is ever baked into a Scalar unless it is
-// concrete (mean.dim divides by the reduction size in the lowering).
-#include <cmath>
-#include <limits>
-
+// logsumexp, mse_loss. Sizes may be symbolic: no size is ever baked into a Scalar unless it is concrete (mean.dim
+// divides by the reduction size in the lowering).
+//
+// var and std are not decomposed. Their two-pass form, mean((x - mean(x))^2), evaluates x once per pass, and a
+// fused kernel recomputes x there rather than storing it: under FMA contraction x*y - m rounds differently from
+// x*y summed into the mean, so equal values get nonzero deviations (var of one element with correction 1 gave
+// inf instead of 0/0 = NaN), and a mean accumulated in another order than eager's is not exact for a constant
+// (its var was 2e-16, not 0). Eager's kernel reads one stored x in both passes and divides its sum of squared
+// deviations by max(0, N - correction), as PyTorch; the lowering runs it as a library call.
 #include "passes/decompositions/builder.h"
 
 namespace sinter::passes::decomp {
@@ -35,31 +39,6 @@ std::optional<SoftmaxInput> softmax_input(Builder& b, const Node& n) {
   if (has_empty_dim(self, dims)) return std::nullopt;
   DType out = n.meta().dtype;
   return SoftmaxInput{b.to(b.to(self, out), compute_dtype(out)), out, dims};
-}
-
-// The biased variance of x (already in its compute dtype) over dims, times N / (N - correction).
-Tensor variance(Builder& b, const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
-  Tensor centered = b.sub(x, b.mean(x, dims, true));
-  Tensor v = b.mean(b.mul(centered, centered), dims, keepdim);
-  if (correction == 0) return v;
-  bool concrete = true;
-  int64_t count = 1;
-  for (int64_t d : dims) {
-    concrete = concrete && !x.sizes()[d].is_symbolic();
-    count *= x.sizes()[d].hint();
-  }
-  if (concrete) {
-    // As eager: the divisor N - correction is clamped at 0 (inf, or NaN for 0 / 0).
-    double divisor = std::max(0.0, static_cast<double>(count) - correction);
-    if (count == 0) return v;  // the mean of nothing is already NaN
-    double factor = divisor == 0 ? std::numeric_limits<double>::infinity() : static_cast<double>(count) / divisor;
-    return b.mul(v, factor);
-  }
-  // A symbolic count becomes a tensor: the sum of ones over the reduced dims (the lowering folds it).
-  Tensor one = b.op(OpId::full, {SymIntList{}, 1.0, x.dtype()});
-  Tensor n = b.sum(b.op(OpId::expand, {one, x.sizes()}), dims, keepdim);
-  Tensor divisor = b.clamp(b.sub(n, correction), Scalar(0.0), Value());
-  return b.mul(v, b.div(n, divisor));
 }
 
 }  // namespace
@@ -95,26 +74,6 @@ Result logsumexp(Builder& b, const Node& n) {
   Tensor s = b.sum(b.unary(OpId::exp, b.sub(x, m)), dims, keepdim);
   Tensor shift = keepdim || dims.empty() ? m : b.op(OpId::squeeze_dims, {m, SymIntList(dims)});
   return std::vector<Tensor>{b.to(b.add(b.unary(OpId::log, s), shift), out)};
-}
-
-// var(x, dims, correction) -> mean((x - mean(x, dims))^2, dims) * N / (N - correction)
-Result var(Builder& b, const Node& n) {
-  const Tensor& self = n.args[0].tensor();
-  std::vector<int64_t> dims = reduction_dims(n.args[1], self.dim());
-  double correction = n.args[2].is_none() ? 1.0 : n.args[2].scalar().to_double();
-  DType out = n.meta().dtype;
-  Tensor v = variance(b, b.to(self, compute_dtype(out)), dims, correction, n.args[3].to_bool());
-  return std::vector<Tensor>{b.to(v, out)};
-}
-
-// std(x, dims, correction) -> sqrt(var(x, dims, correction))
-Result std_dev(Builder& b, const Node& n) {
-  const Tensor& self = n.args[0].tensor();
-  std::vector<int64_t> dims = reduction_dims(n.args[1], self.dim());
-  double correction = n.args[2].is_none() ? 1.0 : n.args[2].scalar().to_double();
-  DType out = n.meta().dtype;
-  Tensor v = variance(b, b.to(self, compute_dtype(out)), dims, correction, n.args[3].to_bool());
-  return std::vector<Tensor>{b.to(b.unary(OpId::sqrt, v), out)};
 }
 
 // mse_loss(x, t, 'none') -> (x - t)^2; 'mean' -> mean((x - t)^2); 'sum' -> sum((x - t)^2)
