@@ -36,6 +36,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -65,11 +66,25 @@ struct CompileOptions {
   bool fullgraph = false;   // a graph break throws GraphBreakError instead of splitting the function
   bool freeze = false;      // lifted tensors (module weights) become constants of the graph
   int recompile_limit = 8;  // entries per function; beyond it the function runs eagerly (logged once)
-  bool fallback = false;    // a backend failure runs aot_eager instead of throwing (logged)
+  // What a backend failure does. Unset (the default): when the host C++ compiler fails on the generated code
+  // (CompilerError: an error, an internal compiler error or a crash, also after the retry at -O1 that every
+  // failed build gets), that graph runs on aot_eager instead, with a warning on stderr once per process and a
+  // perf_hints log line for each such graph (both with the compiler's message); any other failure throws.
+  // true: every backend failure runs aot_eager instead (logged under perf_hints). false: every failure throws,
+  // a CompilerError included.
+  std::optional<bool> fallback;
 };
 
 // Thrown under fullgraph = true when host code reads tensor data; names the read and where it happened.
 class GraphBreakError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The host C++ compiler failed on code sinter generated (an error, an internal compiler error or a crash of the
+// compiler), also when retried at -O1: a bug of sinter's code generator or of the compiler, not of the user's
+// program. Under CompileOptions::fallback's default the graph then runs on aot_eager instead.
+class CompilerError : public Error {
  public:
   using Error::Error;
 };

@@ -145,7 +145,10 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
                  "empty function); a backend must return a callable that runs the graph",
                  options.backend);
   } catch (const std::exception& e) {
-    if (!options.fallback || options.backend == "aot_eager") throw;
+    // A compiler failure on generated code is sinter's bug (or the compiler's), not the user's: unless the user
+    // turned fallback off, that graph runs on aot_eager (compile.h).
+    const bool compiler_failed = dynamic_cast<const CompilerError*>(&e) != nullptr;
+    if (!options.fallback.value_or(compiler_failed) || options.backend == "aot_eager") throw;
     // Said on stderr once per compiled function by the engine (Program::fallback_reason).
     SINTER_LOG(kPerfHints, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
     SINTER_LOG(kRecompiles, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());

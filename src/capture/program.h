@@ -40,8 +40,8 @@ struct Program {
   std::vector<SymbolSource> symbol_sources;  // by symbol id
 };
 
-// Functionalizes `graph` and compiles it with options.backend; a failing backend throws, or with
-// options.fallback logs and compiles with aot_eager instead (`fell_back` is set then).
+// Functionalizes `graph` and compiles it with options.backend; a failing backend throws, or, as options.fallback
+// says (compile.h), logs and compiles with aot_eager instead (`fell_back` is set then).
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
                         bool* fell_back = nullptr);
 // Runs the program on real inputs (in graph input order) and returns the user's outputs.

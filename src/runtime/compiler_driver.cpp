@@ -10,7 +10,9 @@
 #include "runtime/cache_files.h"
 #include "runtime/subprocess.h"
 #include "sinter/error.h"
+#include "sinter/compile.h"
 #include "support/check.h"
+#include "support/log.h"
 
 namespace sinter::runtime {
 namespace {
@@ -41,7 +43,7 @@ std::string command_line(const std::vector<std::string>& argv) {
   std::string output;
   read_file(job.log, output);
   std::string source = job.source.empty() ? req.sources.front() : job.source;
-  throw Error(fmt::format(
+  throw CompilerError(fmt::format(
       "sinter: compiling the generated C++ of {} failed ({} {}).\n  source kept at: {}\n  compiler output: {}\n"
       "  command: {}\n--- compiler output (first 40 lines) ---\n{}",
       req.name, req.toolchain->compiler, describe_wait_status(status), source, job.log, command_line(job.argv),
@@ -85,22 +87,23 @@ void run_jobs(const BuildRequest& req, const std::vector<Job>& jobs, int width) 
   if (failed) fail(req, *failed, failed_status);
 }
 
-}  // namespace
-
-int parallel_compile_jobs() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+// The toolchain's flags with the optimisation level lowered to -O1 (empty when there is no -O2/-O3 to lower).
+std::vector<std::string> lowered_flags(const std::vector<std::string>& flags) {
+  std::vector<std::string> out = flags;
+  bool lowered = false;
+  for (std::string& f : out)
+    if (f == "-O2" || f == "-O3" || f == "-Ofast") f = "-O1", lowered = true;
+  return lowered ? out : std::vector<std::string>{};
 }
 
-void build_shared_object(const BuildRequest& req) {
-  SINTER_INTERNAL_ASSERT(req.toolchain && !req.sources.empty());
+// `tag` names the logs of this attempt (a retry keeps the first attempt's logs, which its message names).
+void build_with_flags(const BuildRequest& req, const std::vector<std::string>& flags, const std::string& tag) {
   std::vector<std::string> base = {req.toolchain->compiler};
-  for (const std::string& f : req.toolchain->flags) base.push_back(f);
+  for (const std::string& f : flags) base.push_back(f);
   for (const std::string& f : req.extra_flags) base.push_back(f);
   if (req.sources.size() == 1) {
     // One unit: compile and link in one process.
-    Job job{base, req.dir + "/compile.log", req.sources[0]};
+    Job job{base, req.dir + "/compile" + tag + ".log", req.sources[0]};
     for (const char* a : {"-o", req.output.c_str(), req.sources[0].c_str(), "-lm"}) job.argv.push_back(a);
     run_jobs(req, {job}, 1);
     ::unlink(job.log.c_str());
@@ -109,7 +112,7 @@ void build_shared_object(const BuildRequest& req) {
   std::vector<Job> compiles;
   std::vector<std::string> objects;
   for (size_t i = 0; i < req.sources.size(); ++i) {
-    Job job{{}, fmt::format("{}/unit{}.log", req.dir, i), req.sources[i]};
+    Job job{{}, fmt::format("{}/unit{}{}.log", req.dir, i, tag), req.sources[i]};
     for (const std::string& a : base)
       if (a != "-shared") job.argv.push_back(a);  // a link flag; clang warns about it under -c
     objects.push_back(fmt::format("{}/unit{}.o", req.dir, i));
@@ -118,7 +121,7 @@ void build_shared_object(const BuildRequest& req) {
     compiles.push_back(std::move(job));
   }
   run_jobs(req, compiles, parallel_compile_jobs());
-  Job link{base, req.dir + "/link.log", ""};
+  Job link{base, req.dir + "/link" + tag + ".log", ""};
   link.argv.push_back("-o");
   link.argv.push_back(req.output);
   for (const std::string& o : objects) link.argv.push_back(o);
@@ -127,6 +130,38 @@ void build_shared_object(const BuildRequest& req) {
   for (const Job& j : compiles) ::unlink(j.log.c_str());
   for (const std::string& o : objects) ::unlink(o.c_str());
   ::unlink(link.log.c_str());
+}
+
+}  // namespace
+
+int parallel_compile_jobs() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+// Generated code must compile; when the compiler fails on it anyway (g++ has internal compiler errors on some
+// vector code at -O3), the build is retried once at -O1, which takes other optimisation paths. The object
+// built at -O1 is cached under the same key: it is what this source compiles to with this compiler.
+void build_shared_object(const BuildRequest& req) {
+  SINTER_INTERNAL_ASSERT(req.toolchain && !req.sources.empty());
+  try {
+    build_with_flags(req, req.toolchain->flags, "");
+  } catch (const CompilerError& first) {
+    std::vector<std::string> retry = lowered_flags(req.toolchain->flags);
+    if (retry.empty()) throw;
+    SINTER_LOG(kPerfHints, "the C++ compiler failed on {}; retrying at -O1:\n{}", req.name, first.what());
+    try {
+      build_with_flags(req, retry, "-O1");
+    } catch (const CompilerError& second) {
+      throw CompilerError(fmt::format("{}\n--- retried at -O1, which failed too ---\n{}", first.what(),
+                                      second.what()));
+    }
+    // The retry built the object: the first attempt's logs go, as a successful build's do.
+    ::unlink((req.dir + "/compile.log").c_str());
+    ::unlink((req.dir + "/link.log").c_str());
+    for (size_t i = 0; i < req.sources.size(); ++i) ::unlink(fmt::format("{}/unit{}.log", req.dir, i).c_str());
+  }
 }
 
 }  // namespace sinter::runtime

@@ -20,6 +20,7 @@
 #include "runtime/compiler_driver.h"
 #include "runtime/sha256.h"
 #include "sinter/error.h"
+#include "sinter/compile.h"
 #include "support/check.h"
 #include "support/log.h"
 
@@ -260,6 +261,7 @@ Loaded build(const Request& req, const std::string& parent, const std::string& p
     std::string message = e.what();
     for (size_t at = message.find(dir); at != std::string::npos; at = message.find(dir, at + kept.size()))
       message.replace(at, dir.size(), kept);
+    if (dynamic_cast<const CompilerError*>(&e)) throw CompilerError(message);  // keeps its kind (compile.h)
     throw Error(message);
   }
   registry().compiled++;

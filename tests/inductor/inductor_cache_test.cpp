@@ -216,7 +216,7 @@ TEST_F(InductorCache, CompilerErrorCarriesItsMessageAndTheKeptSource) {
   Tensor x = shared_input();
   std::string message;
   try {
-    compile(fn, {.backend = "inductor"})(x);
+    compile(fn, {.backend = "inductor", .fallback = false})(x);  // by default a compiler failure falls back
   } catch (const Error& e) {
     message = e.what();
   }

@@ -203,7 +203,10 @@ std::string op_str(const std::string& op, CType t, const std::vector<std::string
   if (op == "isnan") return fmt::format("{0} != {0}", x);
   if (op == "isinf") return flt(at[0]) ? fmt::format("({0} - {0} != 0 && {0} == {0})", x) : "false";
   if (op == "isfinite") return flt(at[0]) ? fmt::format("({0} - {0} == 0)", x) : "true";
-  if (op == "signbit") return flt(at[0]) ? fmt::format("__builtin_signbit({})", x) : fmt::format("({} < 0)", x);
+  if (op == "signbit") {
+    if (!flt(at[0])) return fmt::format("({} < 0)", x);
+    return fmt::format("{}({})", f32(at[0]) ? "sn_signbit" : "sn_signbit_d", x);
+  }
   if (op == "log10") return fmt::format("{} * {}", math("log", t, x), k(0.43429448190325182765));
   if (op == "erfc" || op == "round" || op == "trunc" || op == "tan" || op == "asin" || op == "acos" ||
       op == "atan" || op == "sinh" || op == "cosh" || op == "asinh" || op == "acosh" || op == "atanh")

@@ -30,6 +30,10 @@ SN_INLINE float sn_copysign_of(float magnitude, float sign_of) {
 }
 SN_INLINE bool sn_isnan(float x) { return x != x; }
 SN_INLINE bool sn_isnan_d(double x) { return x != x; }
+// The sign bit as an integer shift of the bits: g++ 12 has an internal compiler error ("unrecognizable insn")
+// vectorising __builtin_signbit of a float computed from bfloat16/float16 bits.
+SN_INLINE bool sn_signbit(float x) { return (sn_bits(x) >> 31) != 0; }
+SN_INLINE bool sn_signbit_d(double x) { return (__builtin_bit_cast(sn_u64, x) >> 63) != 0; }
 
 // ---- simple float functions ----
 SN_INLINE float sn_abs(float x) { return __builtin_fabsf(x); }
