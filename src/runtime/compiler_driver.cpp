@@ -87,12 +87,22 @@ void run_jobs(const BuildRequest& req, const std::vector<Job>& jobs, int width) 
   if (failed) fail(req, *failed, failed_status);
 }
 
-// The toolchain's flags with the optimisation level lowered to -O1 (empty when there is no -O2/-O3 to lower).
+// The toolchain's flags with the optimisation level lowered to -O1 and without -fopenmp-simd, whose forced
+// vectorisation is where compiler crashes live (g++ 12's signbit one happens at -O1 too while the `omp simd`
+// pragmas are honoured; ignored, they leave correct scalar loops). Empty when there is nothing to lower.
 std::vector<std::string> lowered_flags(const std::vector<std::string>& flags) {
-  std::vector<std::string> out = flags;
+  std::vector<std::string> out;
   bool lowered = false;
-  for (std::string& f : out)
-    if (f == "-O2" || f == "-O3" || f == "-Ofast") f = "-O1", lowered = true;
+  for (const std::string& f : flags) {
+    if (f == "-O2" || f == "-O3" || f == "-Ofast") {
+      out.push_back("-O1");
+      lowered = true;
+    } else if (f == "-fopenmp-simd") {
+      lowered = true;
+    } else {
+      out.push_back(f);
+    }
+  }
   return lowered ? out : std::vector<std::string>{};
 }
 
@@ -141,7 +151,7 @@ int parallel_compile_jobs() {
 }
 
 // Generated code must compile; when the compiler fails on it anyway (g++ has internal compiler errors on some
-// vector code at -O3), the build is retried once at -O1, which takes other optimisation paths. The object
+// vector code), the build is retried once at -O1 without forced vectorisation, which takes other paths. The object
 // built at -O1 is cached under the same key: it is what this source compiles to with this compiler.
 void build_shared_object(const BuildRequest& req) {
   SINTER_INTERNAL_ASSERT(req.toolchain && !req.sources.empty());

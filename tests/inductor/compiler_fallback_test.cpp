@@ -96,7 +96,11 @@ TEST_F(CompilerFallback, FailureAtO3IsRetriedAtO1) {
   EXPECT_GT(f.stats().kernels_per_call, 0) << "compiled by the inductor";
   std::string log = calls();
   EXPECT_NE(log.find("-O3"), std::string::npos) << log;
-  EXPECT_NE(log.find("-O1"), std::string::npos) << log;
+  const size_t retry = log.find("-O1");
+  ASSERT_NE(retry, std::string::npos) << log;
+  const std::string retry_line = log.substr(retry, log.find('\n', retry) - retry);
+  EXPECT_LT(log.find("-fopenmp-simd"), retry) << "the first attempt forces vectorisation:\n" << log;
+  EXPECT_EQ(retry_line.find("-fopenmp-simd"), std::string::npos) << "the retry does not:\n" << log;
 }
 
 // A compiler that always fails (here by crashing): by default the graph runs on aot_eager, with a log line
