@@ -187,6 +187,20 @@ std::vector<Case> cases() {
       {"scatter_add(x, -1, 0-dim index, src)",
        [](const Tensor& x) { return one(scatter_add(x, -1, idx(0), x * 2)); },
        {f32(3 * v)}},
+      {"scatter_(0, 0-dim index, src) in place",
+       [](const Tensor& x) {
+         Tensor y = x * 1;
+         y.scatter_(0, idx(0), x * 3);
+         return one(y);
+       },
+       {f32(3 * v)}},
+      {"scatter_add_(-1, 0-dim index, src) in place",
+       [](const Tensor& x) {
+         Tensor y = x * 1;
+         y.scatter_add_(-1, idx(0), x * 2);
+         return one(y);
+       },
+       {f32(3 * v)}},
       {"index_select(x, 0, 0-dim index)",
        [](const Tensor& x) { return one(index_select(x, 0, idx(0))); },
        {f32(v)}},
