@@ -56,8 +56,12 @@ ShapeResult as_strided_scatter_rule(OpId, const Args& a) {
   SINTER_CHECK(src.sizes().hints() == size.hints(), "src of shape {} does not match the view's size {}",
                src.sizes().str(), size.str());
   TensorMeta m = dense_meta_like(self.sizes(), self.dtype(), self);
-  SINTER_CHECK(self.is_contiguous() || m.strides.hints() == self.strides().hints(),
-               "self must be dense (non-overlapping), got strides {}", self.strides().str());
+  // The stride of a dim of size 1 never moves an address, so only the other dims must agree.
+  bool same_layout = true;
+  for (size_t d = 0; d < m.strides.size(); ++d)
+    same_layout = same_layout && (self.sizes()[d].hint() == 1 || m.strides[d].hint() == self.strides()[d].hint());
+  SINTER_CHECK(self.is_contiguous() || same_layout, "self must be dense (non-overlapping), got strides {}",
+               self.strides().str());
   int64_t offset = a[4].is_none() ? 0 : a[4].sym_int().hint();
   int64_t last = offset, capacity = 1;
   for (size_t d = 0; d < size.size(); ++d) {

@@ -103,4 +103,19 @@ TEST(InplaceInputs, InPlaceOnAnEmptyTensorAfterABreak) {
 }
 
 }  // namespace
+// A permuted input with a dim of size 1 is dense whatever that dim's stride says (strides [2, 1, 2] for sizes
+// [1, 2, 2]): the functional write-back of fill_ into it compiles (a fuzzer finding).
+TEST(InplaceInputs, FillOfAPermutedInputWithASizeOneDim) {
+  auto f = [](const Tensor& t) {
+    Tensor y = t;
+    y.fill_(0.5);
+    return t * 2;
+  };
+  auto make = [] {
+    manual_seed(5);
+    return randn({2, 2, 1}).permute({2, 1, 0});
+  };
+  expect_like_eager(f, make);
+}
+
 }  // namespace sinter
