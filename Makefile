@@ -12,19 +12,19 @@ endif
 
 .PHONY: deps configure demo test bench install-test clean conformance onnx-data fuzz
 
-# The differential fuzzer (sinter fuzz, tools/fuzz.cpp). `make test` runs it for FUZZ_TEST_SECONDS with a fixed seed
-# and fails on any finding; the generator features below are left out of that run because they still find open
-# bugs on main, each named with the bug it hits. Re-enable a feature when its bug is fixed.
-#   view    inductor: "<view op> of a value whose layout differs from the graph's" (views of computed values)
-#   rank0   0-dim tensors crash eager (roll, size(0))
-#   misc    roll of a 0-dim value crashes eager (segfault in roll_kernel)
-#   lowp    signbit of bfloat16 under inductor: the generated C++ does not compile
+# The differential fuzzer (sinter fuzz, tools/fuzz.cpp). `make test` runs its first FUZZ_TEST_CASES cases of a fixed
+# seed (at most FUZZ_TEST_SECONDS; each case is a function of the seed and its index, so a faster machine runs the
+# same cases, not new ones) and fails on any finding. Generator features left out of that run because they still
+# find open bugs, each named with the bug it hits (re-enable a feature when its bug is fixed):
+#   view    inductor: "view of a value whose layout differs from the graph's" for views of empty computed values
+#           (x.sub_(x) of a [0, 0, 0, 0] input, then unflatten and any over three dims)
 # Kinds that are not counted: stride-mismatch (inductor writes outputs contiguous where eager's are permuted or
 # expanded views) and lowp-mismatch (float16/bfloat16 through a discontinuous op: inductor rounds only where it
 # writes a buffer, by design). `make fuzz` runs everything for FUZZ_SECONDS with a random seed.
-FUZZ_TEST_SECONDS ?= 60
+FUZZ_TEST_SECONDS ?= 120
+FUZZ_TEST_CASES ?= 1000
 FUZZ_SECONDS ?= 600
-FUZZ_TEST_DISABLED ?= view,rank0,misc,lowp
+FUZZ_TEST_DISABLED ?= view
 FUZZ_TEST_IGNORED ?= stride-mismatch,lowp-mismatch
 
 deps:
@@ -46,7 +46,7 @@ test: configure onnx-data
 	  export SINTER_CACHE_DIR=$$(mktemp -d); \
 	  $(BUILD)/sinter_tests --gtest_brief=1; rc=$$?; \
 	  echo "tests took $$(( $$(date +%s) - start )) s"; exit $$rc
-	@SINTER_CACHE_DIR=$$(mktemp -d) $(BUILD)/sinter fuzz --seconds $(FUZZ_TEST_SECONDS) --seed 1 --expect-clean \
+	@SINTER_CACHE_DIR=$$(mktemp -d) $(BUILD)/sinter fuzz --seconds $(FUZZ_TEST_SECONDS) --cases $(FUZZ_TEST_CASES) --seed 1 --expect-clean \
 	  --out $(BUILD)/fuzz-findings $(if $(FUZZ_TEST_DISABLED),--disable $(FUZZ_TEST_DISABLED)) \
 	  $(if $(FUZZ_TEST_IGNORED),--ignore $(FUZZ_TEST_IGNORED))
 	@bash tests/install/run.sh $(BUILD)
