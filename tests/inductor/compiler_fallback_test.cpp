@@ -17,29 +17,14 @@
 #include "sinter/ops.h"
 #include "support/log.h"
 #include "testing.h"
+#include "scoped_env.h"
 
 namespace sinter {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using sinter::testing::ScopedEnv;
 
 Tensor program(const Tensor& x) { return tanh(x) * 2 + x.amax(DimList{1}, true) - sigmoid(x * 3); }
 

@@ -20,6 +20,7 @@
 #include "sinter/compile.h"
 #include "sinter/ops.h"
 #include "testing.h"
+#include "scoped_env.h"
 
 extern char** environ;
 
@@ -41,21 +42,7 @@ KernelCacheStats minus(const KernelCacheStats& a, const KernelCacheStats& b) {
 }
 
 // Sets an environment variable for one scope and restores the old value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using sinter::testing::ScopedEnv;
 
 // Re-runs this binary with only InductorCacheChild.CompilesTheSharedGraph selected, `mode` in kChildEnv.
 pid_t spawn_child(const std::string& mode) {

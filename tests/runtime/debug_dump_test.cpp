@@ -17,6 +17,7 @@
 #include "sinter/compile.h"
 #include "sinter/ops.h"
 #include "support/log.h"
+#include "scoped_env.h"
 #include "testing.h"
 
 namespace sinter {
@@ -24,21 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using sinter::testing::ScopedEnv;
 
 std::string read(const fs::path& p) {
   std::ifstream f(p);

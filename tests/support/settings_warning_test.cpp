@@ -12,27 +12,14 @@
 #include "runtime/debug_dump.h"
 #include "support/log.h"
 #include "support/warning.h"
+#include "scoped_env.h"
 
 namespace sinter {
 namespace {
 
 namespace fs = std::filesystem;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using sinter::testing::ScopedEnv;
 
 size_t count(const std::string& text, const std::string& needle) {
   size_t n = 0;
