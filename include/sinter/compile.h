@@ -29,6 +29,14 @@
 // - Integer arguments follow the dynamic policy (symbolic under kAlways, or after they changed under kAuto);
 //   a plain integer parameter (int64_t) specialises the value with a guard, a SymInt parameter keeps it
 //   symbolic. Doubles and bools are specialised (one entry per value).
+// - Calls from many threads at once are safe. A call served by an entry takes only a shared lock; calls that
+//   miss while another thread compiles wait for that compile and then check the guards again, so concurrent
+//   callers of one missing entry share a single compile (and its failure, when it fails). Compiles of one
+//   compiled function run one at a time.
+// - Factories take SymInt sizes (zeros({x.size(0), n}), arange(x.size(1)), eye, linspace's steps, the *_like
+//   functions), so sizes read from tensors stay symbolic. Converting a SymInt to int64_t specialises it: the
+//   guard says where ("s0 == 7 (specialised by int64_t(SymInt) in host code after relu at model.cpp:41)"),
+//   and SINTER_LOGS=dynamic logs it when it happens.
 // - mode is accepted and recorded (CompileStats::mode); reduce-overhead (CUDA graphs) and max-autotune take
 //   effect with the GPU and inductor backends, not with eager or aot_eager.
 #pragma once
@@ -65,7 +73,9 @@ struct CompileOptions {
   Dynamic dynamic = Dynamic::kAuto;
   bool fullgraph = false;   // a graph break throws GraphBreakError instead of splitting the function
   bool freeze = false;      // lifted tensors (module weights) become constants of the graph
-  int recompile_limit = 8;  // entries per function; beyond it the function runs eagerly (logged once)
+  // Entries per function; beyond it calls that match no entry run eagerly. Said once per compiled function on
+  // stderr ("[sinter:warning] ..."), whatever SINTER_LOGS says.
+  int recompile_limit = 8;
   // What a backend failure does. Unset (the default): when the host C++ compiler fails on the generated code
   // (CompilerError: an error, an internal compiler error or a crash, also after the retry at -O1 that every
   // failed build gets), that graph runs on aot_eager instead, with a warning on stderr once per compiled function
@@ -115,8 +125,18 @@ class CompiledGraph {
   int kernels_ = -1;
 };
 // A backend compiles a captured (functional) graph; `example_inputs` are real tensors matching its inputs.
+// What a registered (custom) backend's compiled graph returns is checked on every call against the graph's
+// outputs: their number, and each one's dtype, device and sizes (symbolic sizes at this call's values); a
+// mismatch throws Error naming the backend. Returning an empty CompiledGraph is an Error naming it too (with
+// `fallback`, aot_eager runs instead).
 using Backend = std::function<CompiledGraph(const Graph& graph, const std::vector<Tensor>& example_inputs)>;
-void register_backend(const std::string& name, Backend backend);
+struct RegisterOptions {
+  // Registering a name that is already registered is an Error unless `replace` is set (then the new backend
+  // serves later compiles; entries compiled before keep the old one). The built-in names ("eager",
+  // "aot_eager", "inductor") cannot be replaced.
+  bool replace = false;
+};
+void register_backend(const std::string& name, Backend backend, RegisterOptions options = {});
 std::vector<std::string> backend_names();
 // Throws Error listing the known backends when `name` is not one of them.
 const Backend& find_backend(const std::string& name);

@@ -190,9 +190,11 @@ class Rewriter {
   explicit Rewriter(Graph& graph) : g_(graph) {}
   Graph& graph() const { return g_; }
 
-  // Records an op just before `anchor`; its tensor arguments must be defined before `anchor`.
-  std::vector<Tensor> insert_op_before(const Node& anchor, OpId op, Args args, Loc loc = Loc::current());
-  Tensor insert_op1_before(const Node& anchor, OpId op, Args args, Loc loc = Loc::current());
+  // Records an op just before `anchor`; its tensor arguments must be defined before `anchor`. Without a
+  // location it takes the anchor's (a decomposition's ops name the user's call of the op they replace, so an
+  // error they raise at run time points at the user's line, not at the pass).
+  std::vector<Tensor> insert_op_before(const Node& anchor, OpId op, Args args, Loc loc = Loc{});
+  Tensor insert_op1_before(const Node& anchor, OpId op, Args args, Loc loc = Loc{});
   // Makes every user of `old_value` use `new_value` instead (except the node that makes `new_value`, so
   // x -> f(x) works); returns the number of arguments changed. The two must have the same sizes, dtype and
   // device, and `new_value` must be defined before every user.

@@ -2,10 +2,12 @@
 // Every function takes the caller's source location as its last, defaulted argument: errors name that line.
 // Each one is a thin wrapper over the op table's dispatch point (src/ops/api_*.cpp).
 #pragma once
+#include <concepts>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "sinter/tensor.h"
@@ -115,7 +117,36 @@ Tensor arange(const Scalar& end, const TensorOptions& options, Loc loc = Loc::cu
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, Loc loc = Loc::current());
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options,
               Loc loc = Loc::current());
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options = {},
+// arange with SymInt bounds, such as a size read from a tensor (arange(x.size(1))): under capture the length
+// stays symbolic (one compiled entry serves every length) instead of specialising the size. Integer bounds;
+// the dtype is int64 unless options give one. Plain integer bounds take the Scalar forms above.
+template <class T>
+concept SymIntArg = std::same_as<std::remove_cvref_t<T>, SymInt>;
+template <class T>
+concept IntOrSymIntArg =
+    SymIntArg<T> || (std::integral<std::remove_cvref_t<T>> && !std::same_as<std::remove_cvref_t<T>, bool>);
+Tensor arange_symint(const SymInt& start, const SymInt& end, const SymInt& step, const TensorOptions* options,
+                     Loc loc);
+template <SymIntArg E>
+Tensor arange(const E& end, Loc loc = Loc::current()) {
+  return arange_symint(0, end, 1, nullptr, loc);
+}
+template <SymIntArg E>
+Tensor arange(const E& end, const TensorOptions& options, Loc loc = Loc::current()) {
+  return arange_symint(0, end, 1, &options, loc);
+}
+template <IntOrSymIntArg A, IntOrSymIntArg B, IntOrSymIntArg C = int64_t>
+  requires(SymIntArg<A> || SymIntArg<B> || SymIntArg<C>)
+Tensor arange(const A& start, const B& end, const C& step = 1, Loc loc = Loc::current()) {
+  return arange_symint(start, end, step, nullptr, loc);
+}
+template <IntOrSymIntArg A, IntOrSymIntArg B, IntOrSymIntArg C>
+  requires(SymIntArg<A> || SymIntArg<B> || SymIntArg<C>)
+Tensor arange(const A& start, const B& end, const C& step, const TensorOptions& options, Loc loc = Loc::current()) {
+  return arange_symint(start, end, step, &options, loc);
+}
+// `steps` may be symbolic (a size read from a tensor) and stays so under capture.
+Tensor linspace(const Scalar& start, const Scalar& end, const SymInt& steps, const TensorOptions& options = {},
                 Loc loc = Loc::current());
 Tensor eye(const SymInt& n, std::optional<SymInt> m = {}, const TensorOptions& options = {},
            Loc loc = Loc::current());

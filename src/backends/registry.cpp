@@ -1,5 +1,7 @@
 // The backend registry: a process-wide, thread-safe map from name to backend (one of the registries listed in
-// docs/ARCHITECTURE.md, section 9). Built-ins are registered on first use; registering a name again replaces it.
+// docs/ARCHITECTURE.md, section 9). Built-ins are registered on first use; registering a taken name is an error
+// unless the caller asks to replace it (never a built-in, which the engine relies on: aot_eager is the fallback
+// and the reference).
 #include <fmt/format.h>
 
 #include <deque>
@@ -35,11 +37,25 @@ Registry& registry() {
 
 }  // namespace
 
-void register_backend(const std::string& name, Backend backend) {
+namespace backends {
+bool is_builtin_backend(const std::string& name) {
+  return name == "eager" || name == "aot_eager" || name == "inductor";
+}
+}  // namespace backends
+
+void register_backend(const std::string& name, Backend backend, RegisterOptions options) {
   SINTER_CHECK(!name.empty(), "register_backend: the name is empty");
   SINTER_CHECK(static_cast<bool>(backend), "register_backend('{}'): the backend is an empty function", name);
+  SINTER_CHECK(!backends::is_builtin_backend(name),
+               "register_backend('{}'): '{}' is a built-in backend and cannot be replaced; register yours under "
+               "another name",
+               name, name);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
+  SINTER_CHECK(options.replace || !r.by_name.count(name),
+               "register_backend('{}'): a backend of that name is already registered (pass {{.replace = true}} "
+               "to replace it)",
+               name);
   r.add(name, std::move(backend));
 }
 

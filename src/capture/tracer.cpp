@@ -255,6 +255,8 @@ std::vector<Tensor> Tracer::call(OpId op, const Args& args, const Loc& loc) {
   }
   if (after_break && segment_.index > 0) rewrite_scalars(op, rec);
   if (writes_argument(op_def(op))) segment_.has_writes = true;
+  const Loc& site = loc.line() != 0 ? loc : last_loc_;
+  if (env_) env_->set_site({site, def.schema.name.c_str(), true});
   std::vector<Tensor> outs;
   try {
     outs = segment_.graph.add_op(op, std::move(rec), loc);
@@ -263,6 +265,7 @@ std::vector<Tensor> Tracer::call(OpId op, const Args& args, const Loc& loc) {
     throw Error(user_message(e.what(), loc));
   }
   if (loc.line() != 0) last_loc_ = loc;
+  if (env_) env_->set_site({last_loc_, def.schema.name.c_str(), false});
   return outs;
 }
 

@@ -23,7 +23,7 @@ std::vector<Tensor> Rewriter::insert_op_before(const Node& anchor, OpId op, Args
   Node& a = mutable_node(anchor);
   SINTER_CHECK(a.kind == NodeKind::kOp || a.kind == NodeKind::kOutput,
                "ops are inserted before an op or the output node, not before an {}", a.op_name());
-  return g_.insert_op(a.id, op, std::move(args), loc);
+  return g_.insert_op(a.id, op, std::move(args), loc.line() != 0 ? loc : a.loc);
 }
 
 Tensor Rewriter::insert_op1_before(const Node& anchor, OpId op, Args args, Loc loc) {

@@ -112,6 +112,7 @@ struct LoopNode {
   // walking args in order, lists included); `gemm` marks the row-blocked GEMM form whose epilogue can fuse.
   OpId op{};
   Args args;
+  Loc loc;  // the user's call of the op (from the graph node), named by errors the extern raises at run time
   std::vector<BufferView> tensor_args;
   std::vector<int> outs;  // output buffers (allocated by the extern's kernel)
   bool gemm = false;      // out[M, N] = A[M, K] @ B[K, N] (tensor_args 0 and 1), rows blockable

@@ -778,6 +778,7 @@ bool Lowerer::lower_gemm(const Node& n) {
   ln.kind = LoopKind::kExtern;
   ln.origin = origin_;
   ln.op = n.op;
+  ln.loc = n.loc;
   ln.gemm = true;
   ln.tensor_args = {A, B};
   ln.outs = {bid};
@@ -815,6 +816,7 @@ void Lowerer::lower_extern(const Node& n) {
   ln.kind = LoopKind::kExtern;
   ln.origin = origin_;
   ln.op = n.op;
+  ln.loc = n.loc;
   ln.args = n.args;
   auto use = [&](const Tensor& t) {
     int v = value_id(t);

@@ -106,7 +106,13 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
               Loc loc) {
   return factory(OpId::arange, {start, end, step}, options, loc);
 }
-Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options,
+// SymInt bounds reach the row as SymInt values, which arange's row keeps symbolic (kSymScalars).
+Tensor arange_symint(const SymInt& start, const SymInt& end, const SymInt& step, const TensorOptions* options,
+                     Loc loc) {
+  if (!options) return dispatch1(OpId::arange, {start, end, step, std::nullopt, std::nullopt}, loc);
+  return factory(OpId::arange, {start, end, step}, *options, loc);
+}
+Tensor linspace(const Scalar& start, const Scalar& end, const SymInt& steps, const TensorOptions& options,
                 Loc loc) {
   return factory(OpId::linspace, {start, end, steps}, options, loc);
 }

@@ -159,7 +159,12 @@ void normalize_args(const OpDef& def, Args& args) {
     SINTER_CHECK(schema_args[i].has_default, "missing argument '{}'", schema_args[i].name);
     args.push_back(schema_args[i].default_value);
   }
-  for (size_t i = 0; i < args.size(); ++i) normalize_arg(schema_args[i], args[i]);
+  for (size_t i = 0; i < args.size(); ++i) {
+    // A symbolic integer stays symbolic where the op's shape rule reads its Scalars as SymInt (arange's bounds
+    // under capture); elsewhere the conversion to Scalar specialises it, with a guard.
+    if ((def.flags & kSymScalars) && schema_args[i].type == ArgType::kScalar && args[i].is_int()) continue;
+    normalize_arg(schema_args[i], args[i]);
+  }
 }
 
 std::vector<Tensor> dispatch(OpId op, Args args, const Loc& loc) {

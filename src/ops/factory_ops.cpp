@@ -2,6 +2,7 @@
 // counter-based Philox generator: element i of a draw uses counter `first + i`, so the work splits freely across
 // threads and generated code can reproduce a draw from (seed, first) alone.
 #include <cmath>
+#include <optional>
 
 #include "ops/copy.h"
 #include "ops/kernel_util.h"
@@ -55,7 +56,31 @@ int64_t arange_length(const Scalar& start, const Scalar& end, const Scalar& step
   return static_cast<int64_t>(std::ceil((e - s) / st));
 }
 
+// arange's length when a bound is a symbolic integer (a size read under capture): an expression of it, so the
+// graph serves every length. The step is specialised (a guard) when symbolic: it decides the formula.
+std::optional<SymInt> symbolic_arange_length(const Args& a) {
+  bool any_symbolic = false;
+  for (int i = 0; i < 3; ++i) any_symbolic = any_symbolic || (a[i].is_int() && a[i].sym_int().is_symbolic());
+  if (!any_symbolic) return std::nullopt;
+  auto as_sym = [&](const Value& v, const char* name) {
+    if (v.is_int()) return v.sym_int();
+    Scalar s = v.scalar();
+    SINTER_CHECK(s.is_integral(), "arange: {} is {} while another bound is a symbolic size; give integer bounds",
+                 name, s.str());
+    return SymInt(s.to_int());
+  };
+  SymInt start = as_sym(a[0], "start"), end = as_sym(a[1], "end");
+  int64_t step = static_cast<int64_t>(as_sym(a[2], "step"));
+  SINTER_CHECK(step != 0, "arange step must be nonzero");
+  SINTER_CHECK(step > 0 ? end >= start : end <= start,
+               "arange: upper bound {} and step {} are inconsistent with start {}", end.str(), step, start.str());
+  // Both numerators are >= 0 here, so floor division is the ceiling PyTorch takes.
+  return step > 0 ? (end - start + (step - 1)) / step : (start - end + (-step - 1)) / (-step);
+}
+
 ShapeResult arange_rule(OpId, const Args& a) {
+  if (std::optional<SymInt> n = symbolic_arange_length(a))
+    return factory_meta({*n}, dtype_arg(a[3], kInt64), device_arg(a[4]));
   Scalar start = a[0].scalar(), end = a[1].scalar(), step = a[2].scalar();
   bool all_int = !start.is_floating() && !end.is_floating() && !step.is_floating();
   DType dtype = dtype_arg(a[3], all_int ? kInt64 : kFloat32);
@@ -86,8 +111,8 @@ void arange_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
 }
 
 ShapeResult linspace_rule(OpId, const Args& a) {
-  int64_t steps = a[2].to_int();
-  SINTER_CHECK(steps >= 0, "number of steps must be non-negative, got {}", steps);
+  const SymInt& steps = a[2].sym_int();
+  SINTER_CHECK(steps >= 0, "number of steps must be non-negative, got {}", steps.str());
   return factory_meta({steps}, dtype_arg(a[3], kFloat32), device_arg(a[4]));
 }
 

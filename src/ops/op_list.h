@@ -2,7 +2,8 @@
 // X(id, flags, schema). The OpId enum, names, schemas, argument checks, the graph printer/parser and the
 // dispatch point all derive from this list. Shape rules and kernels are attached per family (see op_table.h).
 // Aliasing in the schema decides the kind: `Tensor(a)` out = view, `Tensor(a!)` = written in place.
-// Flags: kDataDependent (output sizes depend on data: capture breaks the graph), kRandom (draws from the generator).
+// Flags: kDataDependent (output sizes depend on data: capture breaks the graph), kRandom (draws from the generator),
+// kSymScalars (Scalar arguments may stay symbolic integers).
 // Composite ops that are only a different spelling (reshape, flatten, t, narrow, contiguous, *_like, ...) are
 // C++ functions over these rows and have no row of their own, as in PyTorch's CompositeImplicit ops.
 
@@ -234,7 +235,7 @@
   X(zeros, 0, "zeros(SymInt[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor")                  \
   X(ones, 0, "ones(SymInt[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor")                    \
   X(full, 0, "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor") \
-  X(arange, 0,                                                                                                   \
+  X(arange, kSymScalars,                                                                                         \
     "arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) " \
     "-> Tensor")                                                                                                 \
   X(linspace, 0,                                                                                                 \

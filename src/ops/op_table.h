@@ -11,7 +11,9 @@
 
 namespace sinter {
 
-enum OpFlags : uint32_t { kNoFlags = 0, kDataDependent = 1, kRandom = 2 };
+// kSymScalars: the op's Scalar arguments may hold symbolic integers (its shape rule reads them as SymInt, as
+// arange's bounds); other ops' Scalar arguments specialise a symbolic integer when it is passed.
+enum OpFlags : uint32_t { kNoFlags = 0, kDataDependent = 1, kRandom = 2, kSymScalars = 4 };
 
 enum class OpId : uint16_t {
 #define SINTER_OP_ENUM(id, flags, schema) id,

@@ -306,7 +306,7 @@ void CompiledProgram::run_conv(Run& r, int k) const {
       return;
     }
   }
-  std::vector<Tensor> outs = run_eager(n.op, args, Loc::current());
+  std::vector<Tensor> outs = run_eager(n.op, args, n.loc);
   r.bufs[n.outs[0]].copy_(outs[0]);
   if (e >= 0) run_loops(r, e);
 }
@@ -314,7 +314,7 @@ void CompiledProgram::run_conv(Run& r, int k) const {
 void CompiledProgram::run_extern(Run& r, int k) const {
   const LoopNode& n = program_.nodes[schedule_.kernels[k].nodes[0]];
   Args args = extern_args(r, n);
-  std::vector<Tensor> outs = run_eager(n.op, args, Loc::current());
+  std::vector<Tensor> outs = run_eager(n.op, args, n.loc);
   SINTER_INTERNAL_ASSERT(outs.size() == n.outs.size(), "compiled graph: {} returned {} outputs, expected {}",
                          op_name(n.op), outs.size(), n.outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "sinter/error.h"
+#include "support/log.h"
 
 namespace sinter::sym {
 namespace {
@@ -418,11 +419,23 @@ bool ShapeEnv::evaluate_comparison(Rel rel, const SymInt& a, const SymInt& b) {
 }
 
 int64_t ShapeEnv::specialize(const SymInt& v) {
-  if (v.is_symbolic()) add_guard(Rel::kEq, v.expr(), make_const(v.hint()));
+  if (!v.is_symbolic()) return v.hint();
+  // A conversion cannot take a source location: name the op it happened in, or the last op before it.
+  std::string where;
+  if (site_.loc.line() != 0 && site_.op)
+    where = fmt::format(" {} {} at {}:{}", site_.in_op ? "in" : "in host code after", site_.op,
+                        site_.loc.file_name(), site_.loc.line());
+  else if (site_.loc.line() != 0)
+    where = fmt::format(" at {}:{}", site_.loc.file_name(), site_.loc.line());
+  size_t before = guards_.size();
+  add_guard(Rel::kEq, v.expr(), make_const(v.hint()), fmt::format("specialised by int64_t(SymInt){}", where));
+  if (guards_.size() > before)
+    SINTER_LOG(kDynamic, "{}: a symbolic size became a constant (pass it on as a SymInt to keep it symbolic)",
+               guards_.back().text);
   return v.hint();
 }
 
-void ShapeEnv::add_guard(Rel rel, const ExprPtr& lhs, const ExprPtr& rhs) {
+void ShapeEnv::add_guard(Rel rel, const ExprPtr& lhs, const ExprPtr& rhs, const std::string& note) {
   ExprPtr l = simplify(lhs), r = simplify(rhs);
   for (int64_t id : symbols_of(l, r))
     if (id >= num_symbols())
@@ -439,6 +452,7 @@ void ShapeEnv::add_guard(Rel rel, const ExprPtr& lhs, const ExprPtr& rhs) {
     std::swap(l, r);
     text = guard_text(rel, l, r);
   }
+  if (!note.empty()) text += " (" + note + ")";
   guards_.push_back({rel, l, r, std::move(text)});
   try {
     ExprPtr d = make_sub(l, r);

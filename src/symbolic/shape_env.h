@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <source_location>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -57,6 +58,15 @@ struct GuardCheck {
 // The expression of a size, a constant for a concrete one.
 ExprPtr expr_of(const SymInt& v);
 
+// Where capture is in the user's code: the last op the tracer recorded (its located call) and whether its shape
+// rule is running now. Names the origin of a specialisation, since a conversion to int64_t cannot take a
+// source location of its own.
+struct TraceSite {
+  std::source_location loc;  // line 0: unknown
+  const char* op = nullptr;  // the op's name, or null before the first op
+  bool in_op = false;        // inside that op's shape rule (else in host code after it)
+};
+
 // Not thread-safe: one capture (one thread) uses one ShapeEnv at a time.
 class ShapeEnv {
  public:
@@ -92,11 +102,14 @@ class ShapeEnv {
   // What SymInt's comparisons call: answers from the hints and, unless statically known, records the answer
   // as a guard (the relation itself, or its negation when false).
   bool evaluate_comparison(Rel rel, const SymInt& a, const SymInt& b);
-  // What converting a symbolic SymInt to int64 calls: records `expr == hint` and returns the hint.
+  // What converting a symbolic SymInt to int64 calls: records `expr == hint` and returns the hint. The guard's
+  // text names where it happened (see TraceSite), and SINTER_LOGS=dynamic logs it.
   int64_t specialize(const SymInt& v);
+  void set_site(const TraceSite& site) { site_ = site; }
+  const TraceSite& site() const { return site_; }
   // Records `lhs rel rhs`, which must hold for the hints (sinter::InternalError otherwise). Deduplicated; a
   // relation that is statically known true is not recorded.
-  void add_guard(Rel rel, const ExprPtr& lhs, const ExprPtr& rhs);
+  void add_guard(Rel rel, const ExprPtr& lhs, const ExprPtr& rhs, const std::string& note = {});
 
   const std::vector<Guard>& guards() const { return guards_; }
   // The symbols' ranges and the guards, one per line, as checked by evaluate_guards.
@@ -130,6 +143,7 @@ class ShapeEnv {
   };
   std::vector<Fact> facts_;
   std::unordered_map<int64_t, ExprPtr> replacements_;  // symbol id -> what a guard proved it equal to
+  TraceSite site_;
 };
 
 // The ShapeEnv of the capture running on this thread, or nullptr outside capture.

@@ -67,10 +67,26 @@ TEST(BackendRegistry, RegistrationIsThreadSafe) {
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([t] {
       for (int i = 0; i < 20; ++i) {
-        register_backend(fmt::format("test_thread_{}", t), find_backend("aot_eager"));
+        register_backend(fmt::format("test_thread_{}", t), find_backend("aot_eager"), {.replace = true});
         (void)backend_names();
       }
     });
   for (std::thread& th : threads) th.join();
   EXPECT_NO_THROW(find_backend("test_thread_7"));
+}
+
+TEST(BackendRegistry, BuiltinNamesCannotBeReplaced) {
+  for (const char* name : {"eager", "aot_eager", "inductor"})
+    EXPECT_ERROR(register_backend(name, find_backend("eager"), {.replace = true}), "built-in backend", name);
+  // aot_eager still serves compiles.
+  auto f = [](const Tensor& x) { return x * 2; };
+  Tensor x = st::random({3}, kFloat32, 1);
+  EXPECT_TRUE(st::equal(compile(f, {.backend = "aot_eager"})(x), f(x)));
+}
+
+TEST(BackendRegistry, ATakenNameNeedsReplace) {
+  register_backend("test_taken", find_backend("aot_eager"), {.replace = true});
+  EXPECT_ERROR(register_backend("test_taken", find_backend("eager")), "test_taken", "already registered",
+               ".replace = true");
+  EXPECT_NO_THROW(register_backend("test_taken", find_backend("eager"), {.replace = true}));
 }

@@ -193,7 +193,7 @@ TEST(CaptureEngine, GuardHitOverhead) {
   register_backend("test_stash", [stash](const Graph& g, const std::vector<Tensor>& examples) {
     *stash = find_backend("aot_eager")(g, examples);
     return *stash;
-  });
+  }, {.replace = true});
   Tensor x = rnd({8}, 1);
   for (int n : {10, 50, 200}) {
     auto f = [n](const Tensor& t) { return chain(t, n); };

@@ -31,7 +31,7 @@ struct Probe {
       *l = program->launches();
       ++*g;
       return [program](const std::vector<Tensor>& inputs) { return program->run(inputs); };
-    });
+    }, {.replace = true});
   }
 };
 
