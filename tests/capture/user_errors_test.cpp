@@ -44,3 +44,25 @@ TEST(CompiledUserErrors, AnOperatorNamesTheNearestLocatedCall) {
   EXPECT_ERROR(c(st::random({5, 4}, kFloat32, 1), st::random({6, 4}, kFloat32, 2)), "shapes [5, 4] and [6, 4]",
                fmt::format("the nearest located call before it is at {}:{}", file, line));
 }
+
+// A data-dependent error raised by an extern op while compiled code runs (an index out of range) names the
+// user's call of that op, not sinter's runtime.
+TEST(CompiledUserErrors, AnExternOpsRunTimeErrorNamesTheUserLine) {
+  const std::string file = __FILE__;
+  const int line = __LINE__ + 1;
+  auto f = [](const Tensor& w, const Tensor& idx) { return embedding(w.relu(), idx) * 2; };
+  for (const char* backend : {"aot_eager", "inductor"}) {
+    auto c = compile(f, {.backend = backend});
+    Tensor w = st::random({4, 3}, kFloat32, 1);
+    Tensor good = from_vector(std::vector<int64_t>{0, 3}, {2}), bad = from_vector(std::vector<int64_t>{1, 9}, {2});
+    EXPECT_CLOSE(c(w, good), f(w, good));
+    try {
+      c(w, bad);
+      ADD_FAILURE() << backend << ": no error";
+    } catch (const Error& e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find(fmt::format("{}:{}", file, line)), std::string::npos) << backend << ": " << msg;
+      EXPECT_EQ(msg.find("src/runtime"), std::string::npos) << backend << ": " << msg;
+    }
+  }
+}
