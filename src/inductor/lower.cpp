@@ -187,8 +187,11 @@ class Lowerer final : public PointwiseContext {
     std::optional<bool> eq = p_.shape_env->statically_known(sym::Rel::kEq, a, b);
     return eq && *eq;
   }
-  // Whether `strides` lay `sizes` out densely without overlap (so a buffer can be allocated with them).
+  // Whether `strides` lay `sizes` out densely without overlap (so a buffer can be allocated with them). Every
+  // layout of an empty value is (eager's contiguous strides of [0, 3] are [3, 1], of [0, 0] are [1, 1]).
   bool dense_layout(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
+    for (const ExprPtr& s : sizes)
+      if (s->is_const() && s->value() == 0) return true;
     std::vector<int> perm = memory_order(sizes, strides);
     ExprPtr expect = sym::make_const(1);
     for (size_t j = perm.size(); j-- > 0;) {
@@ -211,6 +214,8 @@ class Lowerer final : public PointwiseContext {
 
   // Whether `strides` lay `sizes` out densely for the example's sizes.
   bool dense_at_example(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
+    for (const ExprPtr& s : sizes)
+      if (hint(s) == 0) return true;
     std::vector<int> perm = memory_order(sizes, strides);
     int64_t expect = 1;
     for (size_t j = perm.size(); j-- > 0;) {

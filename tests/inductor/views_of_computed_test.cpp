@@ -123,5 +123,19 @@ TEST(ViewsOfComputed, InPlaceAddOfAViewToItself) {
               view_checks::kAllLayouts, make);
 }
 
+// Views of empty computed values: every layout of an empty value is dense, so the value is stored in the graph's
+// (eager's contiguous strides of [0, 0, 0, 0] are all 1). Found by sinter fuzz (sub_ of an empty input, then
+// unflatten and any over several dims).
+TEST(ViewsOfComputed, ViewsOfAnEmptyComputedValue) {
+  auto f = [](const In& i) {
+    Tensor x = i[0].clone();
+    x.sub_(x);
+    return Out{any(x.unflatten(0, {-1, 3}), {1, 2, 4}, true), x.reshape({-1}), exp(x).transpose(0, 2)};
+  };
+  auto g = [](const In& i) { return Out{sigmoid(i[0]).view({-1}), cos(i[0]).slice(1, 1).flatten(1)}; };
+  check_cases({{"sub_, unflatten, any", f}, {"view, slice, flatten", g}}, {{0, 0, 0, 0}, {0, 3, 2, 4}},
+              {Layout::kContiguous});
+}
+
 }  // namespace
 }  // namespace sinter
