@@ -320,6 +320,9 @@ class Generator {
       try {
         out[v] = run_step(s, vals_[v], ctx_);
         if (out[v].numel().hint() > 20000) throw Error("fuzz: too large");
+        // The generator draws later steps from variant 0's ranks: a step whose rank depends on the sizes
+        // (squeeze of a dim that is 1 in one variant only) would make them wrong for the others.
+        if (out[v].dim() != out[0].dim()) throw Error("fuzz: rank differs between variants");
       } catch (const std::exception&) {
         restore(saved);
         return false;
