@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "passes/functionalize.h"
 #include "support/check.h"
@@ -101,6 +102,19 @@ void check_outputs(const Program& p, const std::vector<Tensor>& inputs, const st
   }
 }
 
+// The entry runs `graph` as recorded (in place, in program order, as eager does) instead of compiling it,
+// because of `why`; SINTER_LOGS=perf_hints says so.
+Program run_as_recorded(Program p, Graph graph, const std::string& why, const CompileOptions& options,
+                        std::chrono::steady_clock::time_point start) {
+  SINTER_LOG(kPerfHints, "{}: running the graph as recorded instead of compiling it with '{}'", why,
+             options.backend);
+  auto g = std::make_shared<const Graph>(std::move(graph));
+  p.fn = [g](const std::vector<Tensor>& inputs) { return interpret(*g, inputs); };
+  p.backend = "interpreter (in-place writes)";
+  p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return p;
+}
+
 }  // namespace
 
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
@@ -124,16 +138,19 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
                                         example_inputs[overlapping].sizes().str(),
                                         example_inputs[overlapping].strides().str())
                           : std::string("inputs share storage");
-    SINTER_LOG(kPerfHints, "{} and the function writes in place: running the graph as recorded instead of "
-               "compiling it with '{}'", why, options.backend);
-    auto g = std::make_shared<const Graph>(std::move(graph));
-    p.fn = [g](const std::vector<Tensor>& inputs) { return interpret(*g, inputs); };
-    p.backend = "interpreter (aliased inputs)";
-    p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return p;
+    return run_as_recorded(std::move(p), std::move(graph), why + " and the function writes in place", options,
+                           start);
   }
   // Backends receive a graph without mutation; the writes it had become write-backs done here after each run.
-  FunctionalizeResult f = functionalize(graph);
+  // A write with no functional form (fill_ into an expanded intermediate) runs the graph as recorded instead.
+  std::optional<Graph> recorded;
+  if (has_mutations(graph)) recorded = graph.clone();
+  FunctionalizeResult f;
+  try {
+    f = functionalize(graph);
+  } catch (const OverlappingWriteError& e) {
+    return run_as_recorded(std::move(p), std::move(*recorded), e.what(), options, start);
+  }
   for (const InputMutation& m : f.mutations) p.write_backs.push_back({m.input_index, m.output_index});
   for (size_t i = 0; i < f.outputs_aliasing_inputs.size() && i < p.output_is_input.size(); ++i)
     p.output_is_input[i] = f.outputs_aliasing_inputs[i];

@@ -268,9 +268,10 @@ class Functionalizer {
                  "functionalize: {} writes into {}, a constant of the graph; a compiled graph cannot "
                  "change its constants",
                  anchor.op_name(), base_name(b));
-    SINTER_CHECK(!overlaps(m),
-                 "functionalize: {} writes into {}, whose elements overlap in memory (strides {})",
-                 anchor.op_name(), base_name(b), m.strides.str());
+    if (overlaps(m))
+      throw OverlappingWriteError(fmt::format("functionalize: {} writes into {}, whose elements overlap in memory "
+                                              "(strides {})",
+                                              anchor.op_name(), base_name(b), m.strides.str()));
     Tensor dense = run_meta(OpId::clone, {b.value, Value()})[0];
     if (b.value.is_contiguous() || dense.strides().hints() == m.strides.hints()) {
       b.current = b.value;
@@ -308,10 +309,11 @@ class Functionalizer {
     Base& b = bases_[a.base];
     if (!b.written) prepare(b, anchor);
     TensorMeta window = relative_window(a, b);
-    SINTER_CHECK(!overlaps(window),
-                 "functionalize: {} writes into a view of {} in which several elements share one "
-                 "memory location (sizes {}, strides {})",
-                 anchor.op_name(), base_name(b), window.sizes.str(), window.strides.str());
+    if (overlaps(window))
+      throw OverlappingWriteError(fmt::format("functionalize: {} writes into a view of {} in which several "
+                                              "elements share one memory location (sizes {}, strides {})",
+                                              anchor.op_name(), base_name(b), window.sizes.str(),
+                                              window.strides.str()));
     SINTER_INTERNAL_ASSERT(
         value.sizes().hints() == window.sizes.hints() && value.dtype() == b.layout.dtype,
         "functionalize: the new value of {} has sizes {} and dtype {}, the window {} and {}", base_name(b),

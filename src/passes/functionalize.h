@@ -5,6 +5,7 @@
 #pragma once
 #include <vector>
 
+#include "sinter/error.h"
 #include "sinter/graph.h"
 
 namespace sinter {
@@ -24,10 +25,18 @@ struct FunctionalizeResult {
   std::vector<int> outputs_aliasing_inputs;
 };
 
+// A write that has no functional form: into elements that share memory (fill_ into an expanded value). The
+// caller may run the graph as recorded instead, where the write lands in real memory as in eager.
+class OverlappingWriteError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Replaces every in-place op by its functional op and every write through a view by an as_strided_scatter of
 // the view's base, re-deriving later reads of the base's views from the new value. Views are kept: outputs
 // that are views of inputs stay view chains from those inputs, so they alias the real inputs when the graph
-// runs. Throws Error for writes that have no functional form (into a constant, or into overlapping elements).
+// runs. Throws Error for writes that have no functional form (into a constant), and OverlappingWriteError for writes into
+// elements that share memory.
 FunctionalizeResult functionalize(Graph& graph);
 
 // Whether any op of the graph writes into one of its arguments (in-place ops, batch_norm's running stats).

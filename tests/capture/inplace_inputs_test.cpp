@@ -81,6 +81,28 @@ TEST(InplaceInputs, AccumulatingIntoAnExpandedInputIsEagersError) {
   }
 }
 
+// The same writes into an expanded view of a computed value (found by sinter fuzz: softmax of a 0-dim input,
+// expand, fill_): the graph runs as recorded, with eager's results and eager's error for add_.
+TEST(InplaceInputs, WritesIntoAnExpandedIntermediate) {
+  auto make = [] {
+    manual_seed(6);
+    return randn({});
+  };
+  expect_like_eager([](const Tensor& t) { return softmax(t, 0).expand({2, 4}).fill_(0.001); }, make);
+  expect_like_eager([](const Tensor& t) { Tensor y = exp(t).expand({3}); y.zero_(); return y + t; }, make);
+  expect_like_eager([](const Tensor& t) {
+    Tensor b = sigmoid(t.unsqueeze(0));
+    b.expand({2, 3}).select(1, 0).fill_(2.0);
+    return b * 3;
+  }, make);
+  auto f = [](const Tensor& t) { return exp(t).expand({3}).add_(1.0); };
+  EXPECT_ERROR(f(make()), "more than one element");
+  for (const std::string& backend : kBackends) {
+    SCOPED_TRACE(backend);
+    EXPECT_ERROR(compile(f, {.backend = backend})(make()), "more than one element");
+  }
+}
+
 // r11: an in-place op on an empty tensor, after a graph break, and directly on an empty expanded one.
 TEST(InplaceInputs, InPlaceOnAnEmptyTensorAfterABreak) {
   auto f = [](const Tensor& x) {
