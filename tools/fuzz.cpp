@@ -127,17 +127,7 @@ void Driver::child_batch(int fd, uint64_t first, uint64_t count) {
 }
 
 void Driver::run_batch(uint64_t first, uint64_t count) {
-  int fds[2];
-  if (pipe(fds) != 0) throw Error("fuzz: pipe failed");
-  pid_t pid = fork();
-  if (pid < 0) throw Error("fuzz: fork failed");
-  if (pid == 0) {
-    ::close(fds[0]);
-    child_batch(fds[1], first, count);
-    ::close(fds[1]);
-    _exit(0);
-  }
-  ::close(fds[1]);
+  ForkedChild child = fork_child([&](int fd) { child_batch(fd, first, count); });
   std::string buf;
   int64_t current = -1;  // the case the child is on
   bool generated = false;
@@ -149,13 +139,13 @@ void Driver::run_batch(uint64_t first, uint64_t count) {
       timed_out = true;
       break;
     }
-    pollfd pfd{fds[0], POLLIN, 0};
+    pollfd pfd{child.fd, POLLIN, 0};
     if (poll(&pfd, 1, 500) <= 0) {
       progress(false);
       continue;
     }
     char chunk[8192];
-    ssize_t n = ::read(fds[0], chunk, sizeof chunk);
+    ssize_t n = ::read(child.fd, chunk, sizeof chunk);
     if (n <= 0) break;
     buf.append(chunk, static_cast<size_t>(n));
     for (size_t nl; (nl = buf.find('\n')) != std::string::npos;) {
@@ -181,10 +171,7 @@ void Driver::run_batch(uint64_t first, uint64_t count) {
       }
     }
   }
-  ::close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  int status = reap_child(child, timed_out);
   if (current < 0) return;
   // The child died (or hung) on `current`: confirm it alone in a fresh child.
   ++cases_;

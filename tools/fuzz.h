@@ -1,5 +1,6 @@
 // `sinter fuzz`: the differential fuzzer's driver pieces shared by tools/fuzz*.cpp (programs: fuzz_program.h).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,15 @@ bool is_finding(const std::string& kind);
 
 // Runs in the calling process (the driver calls it in a child).
 CaseResult run_case(const Program& p, const std::vector<Config>& configs);
+
+// A forked child that runs `body` with the write end of a pipe and exits; the parent reads `fd`.
+struct ForkedChild {
+  int pid = -1;
+  int fd = -1;
+};
+ForkedChild fork_child(const std::function<void(int fd)>& body);
+// Closes the read end, kills the child first when `kill_it`, and waits for it; returns its wait status.
+int reap_child(ForkedChild& child, bool kill_it);
 
 // Runs `p` under `configs` in a forked child with a watchdog; a signal or a timeout becomes a result.
 CaseResult run_case_isolated(const Program& p, const std::vector<Config>& configs, double timeout_s);

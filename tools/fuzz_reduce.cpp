@@ -193,24 +193,39 @@ Config parse_config(const std::string& s) {
 
 std::string signal_text(int sig) { return fmt::format("signal {} ({})", sig, strsignal(sig)); }
 
-CaseResult run_case_isolated(const Program& p, const std::vector<Config>& configs, double timeout_s) {
+ForkedChild fork_child(const std::function<void(int fd)>& body) {
   int fds[2];
   if (pipe(fds) != 0) throw Error("fuzz: pipe failed");
   pid_t pid = fork();
   if (pid < 0) throw Error("fuzz: fork failed");
   if (pid == 0) {
     ::close(fds[0]);
+    body(fds[1]);
+    ::close(fds[1]);
+    _exit(0);
+  }
+  ::close(fds[1]);
+  return {pid, fds[0]};
+}
+
+int reap_child(ForkedChild& child, bool kill_it) {
+  ::close(child.fd);
+  if (kill_it) kill(child.pid, SIGKILL);
+  int status = 0;
+  waitpid(child.pid, &status, 0);
+  return status;
+}
+
+CaseResult run_case_isolated(const Program& p, const std::vector<Config>& configs, double timeout_s) {
+  ForkedChild child = fork_child([&](int fd) {
     CaseResult r;
     try {
       r = run_case(p, configs);
     } catch (const std::exception& e) {
       r = {"internal-error", "runner", -1, e.what()};
     }
-    write_all(fds[1], encode(r));
-    ::close(fds[1]);
-    _exit(0);
-  }
-  ::close(fds[1]);
+    write_all(fd, encode(r));
+  });
   std::string buf;
   auto start = Clock::now();
   bool timed_out = false;
@@ -220,18 +235,15 @@ CaseResult run_case_isolated(const Program& p, const std::vector<Config>& config
       timed_out = true;
       break;
     }
-    pollfd pfd{fds[0], POLLIN, 0};
+    pollfd pfd{child.fd, POLLIN, 0};
     int rc = poll(&pfd, 1, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
     if (rc <= 0) continue;
     char chunk[4096];
-    ssize_t n = ::read(fds[0], chunk, sizeof chunk);
+    ssize_t n = ::read(child.fd, chunk, sizeof chunk);
     if (n <= 0) break;
     buf.append(chunk, static_cast<size_t>(n));
   }
-  ::close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  int status = reap_child(child, timed_out);
   if (timed_out) return {"timeout", configs.size() == 1 ? configs[0].str() : "", -1,
                          fmt::format("no result after {:.0f} s", timeout_s)};
   if (WIFSIGNALED(status)) return {"crash", configs.size() == 1 ? configs[0].str() : "", -1, signal_text(WTERMSIG(status))};
