@@ -145,10 +145,12 @@ Toolchain resolve(const std::string& requested) {
   tc.version = version.output.substr(0, version.output.find('\n'));
   const CpuFeatures& cpu = host_cpu_features();
   tc.cpu_features = cpu.description;
-  // -fno-semantic-interposition lets a kernel's helpers inline although -fPIC makes them exported; contraction
-  // is explicit so g++ (which turns it off under -std=c++17) and clang++ produce the same FMA code.
+  // -fno-semantic-interposition lets a kernel's helpers inline although -fPIC makes them exported. No contraction
+  // into FMA: every a * b + c rounds twice, as eager's op-by-op kernels do, so a value computed in two kernels
+  // (a LayerNorm's x and x - mean(x)) is the same bits in both; with contraction a one-element LayerNorm gave
+  // 8e-6 instead of 0 (found by sinter fuzz). Explicit, so g++ and clang++ agree.
   tc.flags = {"-std=c++17",           "-O3",          "-fPIC",    "-shared", "-pipe", "-fno-math-errno",
-              "-fno-trapping-math",   "-ffp-contract=fast",        "-fopenmp-simd", "-fno-plt",
+              "-fno-trapping-math",   "-ffp-contract=off",         "-fopenmp-simd", "-fno-plt",
               "-fno-semantic-interposition"};
   for (const std::string& f : cpu.flags) tc.flags.push_back(f);
   // 512-bit vectors on AVX-512 hosts: measured on the development machine (AMD EPYC, AVX-512), the prelude's
