@@ -150,7 +150,9 @@ bool is_discontinuous(const Step& s, const std::vector<Tensor>& values, int id) 
       "break_scale", "where", "where_ts", "where_st", "masked_fill", "masked_fill_", "all", "any", "logical_and",
       "logical_or", "logical_xor", "logical_not", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
       "bitwise_and_s", "copysign", "max_pool2d", "amax", "amin", "maximum", "minimum", "clamp", "clamp_", "clamp_t",
-      "relu", "relu6", "hardtanh", "nan_to_num", "sort", "cummax"};
+      "relu", "relu6", "hardtanh", "nan_to_num", "sort", "cummax",
+      // Not discontinuous but amplifying: a low-precision exponent's rounding scales the result by base^eps.
+      "pow"};
   if (std::find(ops.begin(), ops.end(), s.op) != ops.end()) return true;
   // A cast to an integer or bool is discontinuous.
   return s.op == "to" && !is_floating(values.at(id).dtype());

@@ -156,6 +156,10 @@ SExpr lower_pointwise(PointwiseContext& cx, const Node& n, const std::vector<Exp
       if (v == 0.5) return b.op("sqrt", {x});
       if (v == -1) return b.op("reciprocal", {x});
       if (v == 3) return b.op("mul", {b.op("mul", {x, x}), x});
+      // The same special exponents as eager's pow_tensor_scalar (src/ops/pointwise_binary.cpp), in the same
+      // form: pow(-0.0, -0.5) is 1 / sqrt(-0.0) = -inf there, as in PyTorch, where std::pow gives +inf.
+      if (v == -0.5) return b.op("reciprocal", {b.op("sqrt", {x})});
+      if (v == -2) return b.op("reciprocal", {b.op("mul", {x, x})});
     }
     return b.op("pow", {b.arg(0, t), b.arg(1, t)});
   }

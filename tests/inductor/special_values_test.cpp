@@ -1,0 +1,37 @@
+// Compiled pointwise ops on IEEE special values (signed zeros, infinities, NaN) give eager's bits: pow with the
+// exponents eager special-cases (pow(-0.0, -0.5) is -inf in eager and PyTorch, +inf through std::pow; found by
+// sinter fuzz).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "sinter/sinter.h"
+#include "testing.h"
+
+namespace sinter {
+namespace {
+
+const std::vector<float> kSpecials = {-0.0f, 0.0f, std::numeric_limits<float>::infinity(),
+                                      -std::numeric_limits<float>::infinity(), std::nanf(""), -2.0f, 3.0f, 0.25f};
+
+TEST(SpecialValues, PowOfSpecialValuesAsEager) {
+  for (double e : {-0.5, -2.0, -1.0, 0.5, 2.0, 3.0, 0.0, 1.0, 1.5, -3.0}) {
+    SCOPED_TRACE(e);
+    auto f = [e](const Tensor& x) { return pow(x * 1, e); };
+    Tensor x = from_vector(kSpecials, {static_cast<int64_t>(kSpecials.size())});
+    Tensor want = f(x), got = compile(f, {.backend = "inductor"})(x);
+    std::vector<float> w = want.to_vector<float>(), g = got.to_vector<float>();
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (std::isnan(w[i])) {
+        EXPECT_TRUE(std::isnan(g[i])) << "x = " << kSpecials[i];
+      } else {
+        EXPECT_EQ(g[i], w[i]) << "x = " << kSpecials[i];
+        EXPECT_EQ(std::signbit(g[i]), std::signbit(w[i])) << "x = " << kSpecials[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sinter
