@@ -124,6 +124,18 @@ TEST(InplaceInputs, InPlaceOnAnEmptyTensorAfterABreak) {
   EXPECT_NO_THROW(z.add_(1.0));
 }
 
+// An in-place op on an empty input whose strides are a permutation (sizes [0, 6, 6], strides [1, 1, 6]): the
+// functional write-back of an empty value is fine for any strides (a fuzzer finding: as_strided_scatter called
+// it non-dense).
+TEST(InplaceInputs, InPlaceOnAnEmptyPermutedInput) {
+  auto f = [](const Tensor& t) {
+    Tensor y = t;
+    y.div_(-2.0);
+    return y;
+  };
+  expect_like_eager(f, [] { return zeros({6, 6, 0}).transpose(2, 0); });
+}
+
 }  // namespace
 // A permuted input with a dim of size 1 is dense whatever that dim's stride says (strides [2, 1, 2] for sizes
 // [1, 2, 2]): the functional write-back of fill_ into it compiles (a fuzzer finding).
