@@ -314,7 +314,11 @@ ShapeResult batch_norm_shape(OpId, const Args& a) {
     SINTER_CHECK(!a[3].is_none() && !a[4].is_none(),
                  "running_mean and running_var must be given when training is false");
   }
-  return dense_meta(x.sizes(), x.dtype(), x.device());
+  // A channels-last input gives a channels-last output, as PyTorch's suggest_memory_format (then a conv,
+  // batch_norm, relu chain stays channels-last).
+  const bool channels_last = x.dim() == 4 && !x.is_contiguous() && x.is_contiguous(MemoryFormat::kChannelsLast);
+  return dense_meta(x.sizes(), x.dtype(), x.device(),
+                    channels_last ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous);
 }
 
 // Writes `vals` into the 1-d tensor `t` through its stride, converting, and marks it as changed.
@@ -329,6 +333,14 @@ void write_running(const Tensor& t, const std::vector<C>& vals) {
 }
 
 void batch_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
+  // The rows below are (sample, channel) planes of a contiguous input and output: a channels-last output is
+  // computed contiguously and copied into place.
+  if (!outs[0].is_contiguous()) {
+    std::vector<Tensor> dense = {outs[0].contiguous()};
+    batch_norm_kernel(OpId::batch_norm, a, dense);
+    outs[0].copy_(dense[0]);
+    return;
+  }
   Tensor x = a[0].tensor().contiguous();
   const bool training = a[5].to_bool();
   const double momentum = a[6].to_double(), eps = a[7].to_double();
