@@ -54,6 +54,7 @@
 
 #include "sinter/graph.h"
 #include "sinter/nn.h"
+#include "sinter/target.h"
 #include "sinter/tensor.h"
 
 namespace sinter {
@@ -130,6 +131,38 @@ class CompiledGraph {
 // mismatch throws Error naming the backend. Returning an empty CompiledGraph is an Error naming it too (with
 // `fallback`, aot_eager runs instead).
 using Backend = std::function<CompiledGraph(const Graph& graph, const std::vector<Tensor>& example_inputs)>;
+
+// One compilation's context, built by capture and handed to the backend: the options, the target the code is for,
+// the graph's ShapeEnv (its symbols' ranges and guards) and the log/debug settings in force. The inductor's
+// pass pipeline, lowering, scheduler and code generator take it (or what they need of it) explicitly.
+struct CompileContext {
+  CompileOptions options;
+  Target target;
+  std::shared_ptr<sym::ShapeEnv> shape_env;  // null when every size is static
+  bool training = false;                     // the module ran in training mode (no pass depends on it yet)
+  std::string debug_dir;                     // SINTER_DEBUG_DIR at compile time; empty: no dumps
+  // The context capture builds for `graph`: these options, the host CPU (or, for CUDA inputs, an sm_90 GPU
+  // description), the graph's ShapeEnv, SINTER_DEBUG_DIR.
+  static CompileContext for_graph(const Graph& graph, const CompileOptions& options = {});
+};
+// A backend that takes the context too (the built-in ones do).
+using ContextBackend = std::function<CompiledGraph(const Graph& graph, const std::vector<Tensor>& example_inputs,
+                                                   const CompileContext& context)>;
+// A registered backend of either form. Called without a context, it gets CompileContext::for_graph(graph).
+class BackendFn {
+ public:
+  BackendFn() = default;
+  BackendFn(Backend simple);
+  BackendFn(ContextBackend full);
+  CompiledGraph operator()(const Graph& graph, const std::vector<Tensor>& example_inputs) const;
+  CompiledGraph operator()(const Graph& graph, const std::vector<Tensor>& example_inputs,
+                           const CompileContext& context) const;
+  explicit operator bool() const { return static_cast<bool>(fn_); }
+
+ private:
+  ContextBackend fn_;
+};
+
 struct RegisterOptions {
   // Registering a name that is already registered is an Error unless `replace` is set (then the new backend
   // serves later compiles; entries compiled before keep the old one). The built-in names ("eager",
@@ -137,9 +170,11 @@ struct RegisterOptions {
   bool replace = false;
 };
 void register_backend(const std::string& name, Backend backend, RegisterOptions options = {});
+void register_backend(const std::string& name, ContextBackend backend, RegisterOptions options = {});
+void register_backend(const std::string& name, const BackendFn& backend, RegisterOptions options = {});
 std::vector<std::string> backend_names();
 // Throws Error listing the known backends when `name` is not one of them.
-const Backend& find_backend(const std::string& name);
+const BackendFn& find_backend(const std::string& name);
 
 // ---- what a compiled function reports ----
 struct RecompileEvent {

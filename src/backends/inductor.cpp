@@ -41,30 +41,31 @@ std::string schedule_text(const inductor::LoopProgram& program, const inductor::
 
 }  // namespace
 
-std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, const passes::PassContext& ctx) {
+std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, const CompileContext& ctx) {
   static std::atomic<int> serial{0};
   std::string name = fmt::format("graph_{}", serial++);
-  runtime::DebugDump dump(name);
+  runtime::DebugDump dump(ctx.debug_dir, name);
   dump.stage("captured", print_graph(graph));
+  SINTER_LOG(kSchedule, "{}: {}", name, ctx.target.str());
   Graph g = graph.clone();
-  passes::PassContext pass_ctx = ctx;
+  passes::PassContext pass_ctx = passes::PassContext::from(ctx);
   std::string pass_log;
   if (dump.active()) {
     pass_ctx.after_pass = [&](const passes::PassRecord& r, const Graph& after) {
       pass_log += fmt::format("{}: {} ({:.3f} ms)\n", r.name, r.changed ? "changed" : "unchanged", r.ms);
       if (r.changed) dump.stage("after-" + r.name, print_graph(after));
-      if (ctx.after_pass) ctx.after_pass(r, after);
     };
   }
   passes::run_inductor_passes(g, pass_ctx);
   dump.file("passes.txt", pass_log);
   dump.stage("before-lowering", print_graph(g));
-  inductor::LoopProgram program = inductor::lower(g);
+  inductor::LoopProgram program = inductor::lower(g, {.target = &ctx.target});
   dump.stage("loop-program", program.str());
-  inductor::Schedule schedule = inductor::schedule(program);
+  inductor::Schedule schedule = inductor::schedule(program, ctx.target);
   dump.stage("schedule", schedule_text(program, schedule));
-  int units = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  codegen::cpp::GeneratedCode code = codegen::cpp::generate(program, schedule, units);
+  SINTER_LOG(kSchedule, "{} kernels:\n{}", name, schedule_text(program, schedule));
+  // One translation unit per core the target has: units compile in parallel.
+  codegen::cpp::GeneratedCode code = codegen::cpp::generate(program, schedule, std::max(1, ctx.target.cores));
   std::shared_ptr<runtime::SharedLibrary> library;
   if (!code.units.empty()) {
     // SINTER_CXXFLAGS: extra compiler flags for generated code (part of the cache key), e.g. to compare with
@@ -85,14 +86,18 @@ std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, co
                                                     std::move(library));
 }
 
-Backend inductor_backend() {
-  return [](const Graph& graph, const std::vector<Tensor>&) -> CompiledGraph {
+ContextBackend inductor_backend() {
+  return [](const Graph& graph, const std::vector<Tensor>&, const CompileContext& ctx) -> CompiledGraph {
+    SINTER_CHECK(ctx.target.kind == TargetKind::kCpu,
+                 "inductor: the graph's inputs are on CUDA ({}); this build generates CPU code only (use backend "
+                 "'aot_eager' for CUDA tensors)",
+                 ctx.target.name);
     for (const Node* in : graph.input_nodes())
-      SINTER_CHECK(in->meta().device.is_cpu(),
+      SINTER_CHECK(ctx.target.runs_on(in->meta().device),
                    "inductor: input '{}' is on {}; this build generates CPU code only (use backend 'aot_eager' for "
                    "CUDA tensors)",
                    in->name, in->meta().device.str());
-    auto program = compile_for_cpu(graph, passes::PassContext{});
+    auto program = compile_for_cpu(graph, ctx);
     return CompiledGraph([program](const std::vector<Tensor>& inputs) { return program->run(inputs); },
                          program->launches());
   };

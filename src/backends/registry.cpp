@@ -16,15 +16,15 @@ namespace {
 
 struct Registry {
   std::mutex mutex;
-  std::map<std::string, const Backend*> by_name;
-  std::deque<Backend> storage;  // never shrinks, so references handed out stay valid after a re-registration
+  std::map<std::string, const BackendFn*> by_name;
+  std::deque<BackendFn> storage;  // never shrinks, so references handed out stay valid after a re-registration
 
   Registry() {
     add("eager", backends::eager_backend());
     add("aot_eager", backends::aot_eager_backend());
     add("inductor", backends::inductor_backend());
   }
-  void add(const std::string& name, Backend backend) {
+  void add(const std::string& name, BackendFn backend) {
     storage.push_back(std::move(backend));
     by_name[name] = &storage.back();
   }
@@ -43,7 +43,33 @@ bool is_builtin_backend(const std::string& name) {
 }
 }  // namespace backends
 
+BackendFn::BackendFn(Backend simple) {
+  if (simple)
+    fn_ = [simple = std::move(simple)](const Graph& g, const std::vector<Tensor>& examples, const CompileContext&) {
+      return simple(g, examples);
+    };
+}
+
+BackendFn::BackendFn(ContextBackend full) : fn_(std::move(full)) {}
+
+CompiledGraph BackendFn::operator()(const Graph& graph, const std::vector<Tensor>& example_inputs) const {
+  return fn_(graph, example_inputs, CompileContext::for_graph(graph));
+}
+
+CompiledGraph BackendFn::operator()(const Graph& graph, const std::vector<Tensor>& example_inputs,
+                                    const CompileContext& context) const {
+  return fn_(graph, example_inputs, context);
+}
+
 void register_backend(const std::string& name, Backend backend, RegisterOptions options) {
+  register_backend(name, BackendFn(std::move(backend)), options);
+}
+
+void register_backend(const std::string& name, ContextBackend backend, RegisterOptions options) {
+  register_backend(name, BackendFn(std::move(backend)), options);
+}
+
+void register_backend(const std::string& name, const BackendFn& backend, RegisterOptions options) {
   SINTER_CHECK(!name.empty(), "register_backend: the name is empty");
   SINTER_CHECK(static_cast<bool>(backend), "register_backend('{}'): the backend is an empty function", name);
   SINTER_CHECK(!backends::is_builtin_backend(name),
@@ -56,7 +82,7 @@ void register_backend(const std::string& name, Backend backend, RegisterOptions 
                "register_backend('{}'): a backend of that name is already registered (pass {{.replace = true}} "
                "to replace it)",
                name);
-  r.add(name, std::move(backend));
+  r.add(name, backend);
 }
 
 std::vector<std::string> backend_names() {
@@ -67,7 +93,7 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-const Backend& find_backend(const std::string& name) {
+const BackendFn& find_backend(const std::string& name) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.by_name.find(name);

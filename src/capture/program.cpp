@@ -158,7 +158,7 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
 
   p.backend = options.backend;
   try {
-    p.fn = find_backend(options.backend)(graph, example_inputs);
+    p.fn = find_backend(options.backend)(graph, example_inputs, CompileContext::for_graph(graph, options));
     SINTER_CHECK(static_cast<bool>(p.fn),
                  "backend '{}' returned an empty CompiledGraph (a default-constructed one, or one made from an "
                  "empty function); a backend must return a callable that runs the graph",
@@ -172,7 +172,7 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
     SINTER_LOG(kPerfHints, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
     SINTER_LOG(kRecompiles, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
     p.fallback_reason = e.what();
-    p.fn = find_backend("aot_eager")(graph, example_inputs);
+    p.fn = find_backend("aot_eager")(graph, example_inputs, CompileContext::for_graph(graph, options));
     p.backend = "aot_eager";
     if (fell_back) *fell_back = true;
   }

@@ -53,7 +53,8 @@ std::string origin_of(const Node& n, const std::vector<std::vector<std::string>>
 class Lowerer final : public PointwiseContext {
  public:
   Lowerer(const Graph& g, const LowerOptions& o)
-      : g_(g), opt_(o), value_names_(graph_detail::printed_value_names(g)) {
+      : g_(g), opt_(o), target_(o.target ? *o.target : host_cpu_target()),
+        value_names_(graph_detail::printed_value_names(g)) {
     p_.shape_env = g.shape_env();
     if (g.shape_env()) {
       hints_ = g.shape_env()->hints();
@@ -312,6 +313,7 @@ class Lowerer final : public PointwiseContext {
 
   const Graph& g_;
   LowerOptions opt_;
+  Target target_;
   LoopProgram p_;
   sym::SymbolValues hints_;
   std::deque<LValue> values_;
@@ -754,9 +756,14 @@ bool Lowerer::lower_gemm(const Node& n) {
   if (!linear && !mm && !addmm && !matmul) return false;
   const Tensor& a = n.args[addmm ? 1 : 0].tensor();
   const Tensor& b = n.args[addmm ? 2 : 1].tensor();
-  if (a.dtype() != kFloat32 || b.dtype() != kFloat32 || n.meta().dtype != kFloat32 || b.dim() != 2 ||
-      a.dim() < 2 || !a.is_cpu())
+  if (b.dim() != 2 || a.dim() < 2) return false;
+  const DType dt = n.meta().dtype;
+  if (!target_.runs_on(a.device()) || a.dtype() != dt || b.dtype() != dt || !target_.provides(ExternKind::kGemm, dt)) {
+    SINTER_LOG(kFusion, "{} runs as a library call without fused epilogues: the target's gemm does not take {} "
+               "on {} (capability gemm.dtype.{})",
+               origin_, dtype_name(dt), a.device().str(), dtype_name(dt));
     return false;
+  }
   if ((mm || addmm) && a.dim() != 2) return false;
   int va = value_id(a), vb = value_id(b);
   std::vector<ExprPtr> la = exs(a.strides()), lb = exs(b.strides());
@@ -841,8 +848,9 @@ void Lowerer::lower_extern(const Node& n) {
   }
   int node_id = static_cast<int>(p_.nodes.size());  // after the materialisations above
   ln.id = node_id;
-  if ((n.op == OpId::conv2d || n.op == OpId::conv2d_padding) && n.meta().dtype == kFloat32 &&
-      n.meta().device.is_cpu() && n.arg("groups").to_int() == 1 && n.meta().sizes.size() == 4)
+  if ((n.op == OpId::conv2d || n.op == OpId::conv2d_padding) && target_.runs_on(n.meta().device) &&
+      target_.provides(ExternKind::kConv, n.meta().dtype) && n.arg("groups").to_int() == 1 &&
+      n.meta().sizes.size() == 4)
     ln.conv = n.outputs[0].is_contiguous(MemoryFormat::kChannelsLast) && !n.outputs[0].is_contiguous();
   p_.nodes.push_back(std::move(ln));
   for (const Tensor& out : n.outputs) p_.nodes[node_id].outs.push_back(new_buffer(out, node_id));
@@ -851,13 +859,13 @@ void Lowerer::lower_extern(const Node& n) {
 void Lowerer::lower_op(const Node& n) {
   origin_ = origin_of(n, value_names_);
   if (lower_view(n)) return;
-  if (n.outputs.size() == 1 && is_lowerable_pointwise(n.op) && n.meta().device.is_cpu()) {
+  if (n.outputs.size() == 1 && is_lowerable_pointwise(n.op) && target_.runs_on(n.meta().device)) {
     const Node* np = &n;
     std::vector<ExprPtr> osz = exs(n.meta().sizes);
     define_lazy(n, [this, np, osz](const std::vector<ExprPtr>& idx) { return lower_pointwise(*this, *np, osz, idx); });
     return;
   }
-  if ((n.op == OpId::full || n.op == OpId::zeros || n.op == OpId::ones) && n.meta().device.is_cpu()) {
+  if ((n.op == OpId::full || n.op == OpId::zeros || n.op == OpId::ones) && target_.runs_on(n.meta().device)) {
     Scalar v = n.op == OpId::full ? n.arg("fill_value").scalar() : Scalar(n.op == OpId::ones ? 1 : 0);
     CType t = compute_type(n.meta().dtype);
     define_lazy(n, [this, v, t](const std::vector<ExprPtr>&) {

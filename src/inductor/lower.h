@@ -8,6 +8,7 @@
 // cost more than storing it (the one cost-model decision taken here; logged on the `fusion` channel).
 #pragma once
 #include "inductor/loop_ir.h"
+#include "sinter/target.h"
 
 namespace sinter::inductor {
 
@@ -17,6 +18,9 @@ struct LowerOptions {
   // A lazy expression (a chain of pointwise ops inlined into one kernel body) is stored once it has more nodes
   // than this, so no generated kernel grows with the length of a chain (SINTER_LOGS=fusion logs each cut).
   int max_expression = 1000;
+  // What the code is for: ops on tensors of other devices, and GEMMs and convs of dtypes the target's library
+  // calls do not take, become plain externs. Null: this machine's CPU.
+  const Target* target = nullptr;
 };
 
 LoopProgram lower(const Graph& graph, const LowerOptions& options = {});

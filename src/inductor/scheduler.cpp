@@ -21,7 +21,8 @@ bool same_dims(const std::vector<ExprPtr>& a, size_t an, const std::vector<ExprP
 
 class Scheduler {
  public:
-  explicit Scheduler(const LoopProgram& p) : p_(p), producer_kernel_(p.buffers.size(), -1) {
+  Scheduler(const LoopProgram& p, const Target& target)
+      : p_(p), target_(target), producer_kernel_(p.buffers.size(), -1) {
     if (p.shape_env) hints_ = p.shape_env->hints();
   }
   Schedule run();
@@ -56,6 +57,7 @@ class Scheduler {
   void find_local_buffers();
 
   const LoopProgram& p_;
+  const Target& target_;
   sym::SymbolValues hints_;
   Schedule s_;
   std::vector<int> producer_kernel_;  // buffer -> kernel index
@@ -78,7 +80,8 @@ bool Scheduler::fits(const Kernel& k, const LoopNode& n, std::string& why, doubl
         why = "the reduction's kept dims are not a prefix of the kernel's domain";
         return false;
       }
-      if (numel(n.domain, outer) < 2 && numel(first.domain, first.domain.size()) > 65536) {
+      if (numel(n.domain, outer) < 2 &&
+          numel(first.domain, first.domain.size()) > static_cast<double>(target_.parallel_min_elements)) {
         why = "a full reduction would serialise a parallel pointwise kernel (lost parallelism)";
         return false;
       }
@@ -240,6 +243,10 @@ void Scheduler::bind_epilogues() {
     std::string why = shape_ok || flat_order ? ""
                       : gemm.conv     ? "it does not walk the conv's output in its memory order"
                                       : "it does not walk the GEMM's output rows";
+    // The shape of this epilogue, which the target's library call must accept.
+    const ExternKind call = gemm.conv ? ExternKind::kConv : ExternKind::kGemm;
+    const EpilogueShape shape = k.rows ? EpilogueShape::kRows : EpilogueShape::kTile;
+    if (why.empty() && !target_.accepts(call, shape)) why = target_.missing(call, shape);
     for (int id : k.nodes) {
       if (flat_order) break;
       if (!why.empty()) break;
@@ -366,8 +373,8 @@ int Schedule::launches() const {
   return n;
 }
 
-Schedule schedule(const LoopProgram& program) {
-  Scheduler s(program);
+Schedule schedule(const LoopProgram& program, const Target& target) {
+  Scheduler s(program, target);
   return s.run();
 }
 

@@ -1,4 +1,4 @@
-// The fusion scheduler: loop nodes -> kernels. Target-neutral: a kernel is an iteration domain (outer dims run
+// The fusion scheduler: loop nodes -> kernels, for a Target. A kernel is an iteration domain (outer dims run
 // in parallel; each stage loops over its own inner dims) holding fused node bodies, or one library call. Every
 // decision, taken or refused, is logged on the `fusion` channel with its reason and score.
 //
@@ -9,7 +9,8 @@
 // - a reduction turns a pointwise-only kernel into a row kernel (its prologue and epilogue then share rows:
 //   layer norm, softmax); it is refused when that would leave no parallelism where there was some;
 // - an extern closes the open kernel; the kernel right after a row-blockable GEMM becomes its epilogue when it
-//   walks the GEMM's output rows and reads the GEMM's output only in the row it computes.
+//   walks the GEMM's output rows, reads the GEMM's output only in the row it computes, and has a shape the
+//   target's library call accepts (Target::accepts: tile or rows epilogues on the CPU).
 // - a node is refused when the kernel's bodies would pass kMaxKernelNodes scalar nodes (a chain of thousands of
 //   ops becomes several kernels; lowering cuts each expression at LowerOptions::max_expression).
 // Score = bytes of memory traffic a fusion saves (a buffer neither written nor read back), for the logs.
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "inductor/loop_ir.h"
+#include "sinter/target.h"
 
 namespace sinter::inductor {
 
@@ -49,6 +51,8 @@ struct Schedule {
   int launches() const;               // kernels run per call (an epilogue runs inside its GEMM)
 };
 
-Schedule schedule(const LoopProgram& program);
+// `target` decides what may fuse into a library call (Target::accepts) and when a kernel is large enough that
+// serialising it would lose parallelism (Target::parallel_min_elements).
+Schedule schedule(const LoopProgram& program, const Target& target = host_cpu_target());
 
 }  // namespace sinter::inductor

@@ -89,6 +89,13 @@ void verify_around(const Graph& g, const char* when, const char* pass) {
 
 }  // namespace
 
+PassContext PassContext::from(const CompileContext& ctx) {
+  PassContext p;
+  p.freeze = ctx.options.freeze;
+  p.training = ctx.training;
+  return p;
+}
+
 std::vector<std::string> inductor_pass_names() {
   std::vector<std::string> names;
   for (const Pass& p : pipeline()) names.push_back(p.name);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "passes/functionalize.h"
+#include "sinter/compile.h"
 #include "sinter/graph.h"
 
 namespace sinter::passes {
@@ -27,6 +28,10 @@ struct PassContext {
   FunctionalizeResult* functionalized = nullptr;
   // Called after every pass that ran, with the graph as it left the pass (SINTER_DEBUG_DIR dumps it).
   std::function<void(const PassRecord&, const Graph&)> after_pass;
+
+  // What the passes take from a compilation's context: freeze (so compile(module, {.freeze = true}) folds a
+  // frozen conv + batch_norm) and training.
+  static PassContext from(const CompileContext& ctx);
 };
 
 // Runs the pipeline on `g` in place; returns one record per pass that ran (disabled passes are left out).

@@ -19,10 +19,9 @@ void warn_unusable(const std::string& root, const std::string& why) {
 
 }  // namespace
 
-DebugDump::DebugDump(const std::string& name) {
-  const char* env = std::getenv("SINTER_DEBUG_DIR");
-  if (!env || !*env) return;
-  std::string root = env;
+DebugDump::DebugDump(const std::string& root_dir, const std::string& name) {
+  if (root_dir.empty()) return;
+  std::string root = root_dir;
   if (root[0] != '/') {
     char cwd[4096];
     if (::getcwd(cwd, sizeof cwd)) root = std::string(cwd) + "/" + root;

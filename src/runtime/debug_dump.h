@@ -15,9 +15,9 @@ namespace sinter::runtime {
 
 class DebugDump {
  public:
-  // Inactive (every call a no-op) when SINTER_DEBUG_DIR is unset or empty, or its folder cannot be made.
-  // `name` is the graph's readable name ("graph_3").
-  explicit DebugDump(const std::string& name);
+  // Inactive (every call a no-op) when `root` (the compile context's SINTER_DEBUG_DIR) is empty or its folder
+  // cannot be made. `name` is the graph's readable name ("graph_3").
+  DebugDump(const std::string& root, const std::string& name);
   bool active() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }  // "" when inactive
   // Writes `text` as "<NN>-<stage>.txt", NN counting the stages written so far.

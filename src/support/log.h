@@ -19,6 +19,7 @@ enum class LogChannel : uint8_t {
   kPerfHints,    // missed optimisations
   kPasses,       // the pass pipeline: each pass, changed or not, with its time
   kProfile,      // per-kernel time of compiled programs, summed over calls, printed when a program is freed
+  kSchedule,     // the target each graph is compiled for, and the kernels the scheduler made
   kCount
 };
 

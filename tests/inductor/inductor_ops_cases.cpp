@@ -13,7 +13,7 @@ Probe::Probe() {
   auto l = launches;
   auto g = graphs;
   register_backend(kProbeBackend, [l, g](const Graph& graph, const std::vector<Tensor>&) -> CompiledGraph {
-    auto program = backends::compile_for_cpu(graph, passes::PassContext{});
+    auto program = backends::compile_for_cpu(graph, CompileContext::for_graph(graph));
     *l = program->launches();
     ++*g;
     return [program](const std::vector<Tensor>& inputs) { return program->run(inputs); };

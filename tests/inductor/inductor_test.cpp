@@ -27,7 +27,7 @@ struct Probe {
     auto l = launches;
     auto g = graphs;
     register_backend("inductor_probe", [l, g](const Graph& graph, const std::vector<Tensor>&) -> CompiledGraph {
-      auto program = backends::compile_for_cpu(graph, passes::PassContext{});
+      auto program = backends::compile_for_cpu(graph, CompileContext::for_graph(graph));
       *l = program->launches();
       ++*g;
       return [program](const std::vector<Tensor>& inputs) { return program->run(inputs); };

@@ -36,7 +36,7 @@ TEST(SettingsWarning, UnknownLogChannelIsNamedOnceWithTheKnownOnes) {
     std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(count(err, "[sinter:warning] SINTER_LOGS: unknown log channels 'nonsense_channel_x', 'grpah' "
                          "(ignored); the channels are graph, guards, recompiles, graph_breaks, dynamic, fusion, "
-                         "output_code, perf_hints, passes, profile, all"),
+                         "output_code, perf_hints, passes, profile, schedule, all"),
               1u)
         << err;
     EXPECT_TRUE(log_enabled(LogChannel::kFusion));  // the known name still counts
@@ -60,7 +60,7 @@ TEST(SettingsWarning, UnusableDebugDirIsReportedOnce) {
   {
     ScopedEnv debug("SINTER_DEBUG_DIR", file + "/sub");
     ::testing::internal::CaptureStderr();
-    runtime::DebugDump a("graph_a"), b("graph_b");
+    runtime::DebugDump a(file + "/sub", "graph_a"), b(file + "/sub", "graph_b");
     std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_FALSE(a.active());
     EXPECT_FALSE(b.active());
