@@ -37,8 +37,10 @@
 //   functions), so sizes read from tensors stay symbolic. Converting a SymInt to int64_t specialises it: the
 //   guard says where ("s0 == 7 (specialised by int64_t(SymInt) in host code after relu at model.cpp:41)"),
 //   and SINTER_LOGS=dynamic logs it when it happens.
-// - mode is accepted and recorded (CompileStats::mode); reduce-overhead (CUDA graphs) and max-autotune take
-//   effect with the GPU and inductor backends, not with eager or aot_eager.
+// - mode is recorded (CompileStats::mode, ExplainOutput::mode) and handed to the backend in
+//   CompileContext::options, but in this build it changes nothing: reduce-overhead means CUDA graphs and
+//   max-autotune means autotuned kernels, and the CPU inductor has neither yet. CompileStats::str() and
+//   ExplainOutput::str() say so.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -191,7 +193,7 @@ struct CompileStats {
   // breaks); -1 when the backend does not say (eager, aot_eager).
   int kernels_per_call = -1;
   std::vector<RecompileEvent> recompile_reasons;
-  Mode mode = Mode::kDefault;  // as given in the options (recorded; takes effect with GPU/inductor backends)
+  Mode mode = Mode::kDefault;  // as given in the options (recorded; no effect in this build, see above)
   std::string str() const;
 };
 
@@ -207,6 +209,7 @@ struct ExplainOutput {
   std::vector<int> ops_per_graph;
   std::vector<std::string> guards;
   double compile_seconds = 0;
+  Mode mode = Mode::kDefault;  // as given; str() says what it does in this build
   std::string str() const;
 };
 std::ostream& operator<<(std::ostream& os, const ExplainOutput& e);

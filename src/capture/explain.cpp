@@ -24,6 +24,14 @@ std::string_view mode_name(Mode m) {
   return "?";
 }
 
+// What the mode does in this build, said wherever the mode is printed.
+std::string mode_text(Mode m) {
+  if (m == Mode::kDefault) return "default";
+  return fmt::format("{} (no effect in this build: it changes nothing on the CPU inductor, which has neither CUDA "
+                     "graphs nor autotuned kernels; backends see it in CompileContext::options)",
+                     mode_name(m));
+}
+
 std::string indent(const std::string& text, const std::string& prefix) {
   std::string out;
   size_t start = 0;
@@ -43,7 +51,7 @@ std::string CompileStats::str() const {
       "compiles: {}, guard hits: {}, recompiles: {}, eager fallbacks: {}, graph breaks: {}, compile time: "
       "{:.3f} s, "
       "mode: {}{}\n",
-      compiles, guard_hits, recompiles, eager_fallbacks, graph_breaks, compile_seconds, mode_name(mode),
+      compiles, guard_hits, recompiles, eager_fallbacks, graph_breaks, compile_seconds, mode_text(mode),
       kernels_per_call >= 0 ? fmt::format(", kernels per call: {}", kernels_per_call) : "");
   for (size_t i = 0; i < recompile_reasons.size(); ++i)
     out += fmt::format("  recompile {}: {}\n", i + 1, recompile_reasons[i].reason);
@@ -65,6 +73,7 @@ std::string ExplainOutput::str() const {
     out += "Guards:\n";
     for (const std::string& g : guards) out += "  " + g + "\n";
   }
+  out += fmt::format("Mode: {}\n", mode_text(mode));
   out += fmt::format("Compile time: {:.4f} s\n", compile_seconds);
   return out;
 }
@@ -77,6 +86,7 @@ ExplainOutput Engine::explain(std::vector<CallArg> args, const Invoke& invoke) {
   State& s = *state_;
   SINTER_CHECK(!current_hook(), "explain() cannot run while another function is being captured");
   ExplainOutput out;
+  out.mode = s.options.mode;
   std::vector<Tensor> flat;
   flatten_tensors(args, flat);
   std::set<DynKey> dynamic;

@@ -91,6 +91,19 @@ TEST(CaptureEngine, StatsCountEverything) {
             Mode::kMaxAutotune);
 }
 
+// A mode other than the default changes nothing in this build, and the stats and explain say so.
+TEST(CaptureEngine, ModeIsReportedTruthfully) {
+  auto c = compile([](const Tensor& x) { return x * 2; }, {.mode = Mode::kReduceOverhead});
+  Tensor x = st::random({3}, kFloat32, 1);
+  c(x);
+  EXPECT_NE(c.stats().str().find("mode: reduce-overhead (no effect in this build"), std::string::npos)
+      << c.stats().str();
+  ExplainOutput e = c.explain(x);
+  EXPECT_EQ(e.mode, Mode::kReduceOverhead);
+  EXPECT_NE(e.str().find("Mode: reduce-overhead (no effect in this build"), std::string::npos) << e.str();
+  EXPECT_NE(compile([](const Tensor& x) { return x; }).explain(x).str().find("Mode: default\n"), std::string::npos);
+}
+
 TEST(CaptureEngine, VerifyCaptureCatchesAChangedCapturedVariable) {
   setenv("SINTER_VERIFY_CAPTURE", "1", 1);
   double k = 2.0;
