@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sinter/random.h"
 #include "sinter/tensor.h"
 
 namespace sinter {
@@ -148,6 +149,8 @@ Tensor arange(const A& start, const B& end, const C& step, const TensorOptions& 
 // `steps` may be symbolic (a size read from a tensor) and stays so under capture.
 Tensor linspace(const Scalar& start, const Scalar& end, const SymInt& steps, const TensorOptions& options = {},
                 Loc loc = Loc::current());
+// A 0-dim tensor holding one number.
+Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype = {}, Device device = kCPU);
 Tensor eye(const SymInt& n, std::optional<SymInt> m = {}, const TensorOptions& options = {},
            Loc loc = Loc::current());
 Tensor rand(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
@@ -331,15 +334,5 @@ Tensor repeat(const Tensor& self, const SymIntList& repeats, Loc loc = Loc::curr
 Tensor roll(const Tensor& self, const SymIntList& shifts, const DimList& dims = {}, Loc loc = Loc::current());
 Tensor flip(const Tensor& self, const DimList& dims, Loc loc = Loc::current());
 
-// ---- randomness ----
-// The default CPU generator: Philox 4x32-10, counter based. Its state is (seed, offset); every draw of n numbers
-// advances offset, so generated code given the same state reproduces eager's numbers.
-void manual_seed(uint64_t seed);
-struct GeneratorState {
-  uint64_t seed = 0;
-  uint64_t offset = 0;
-};
-GeneratorState get_rng_state();
-void set_rng_state(const GeneratorState& state);
 
 }  // namespace sinter

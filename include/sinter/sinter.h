@@ -7,11 +7,6 @@
 #include "sinter/ops.h"
 #include "sinter/symint.h"
 #include "sinter/tensor.h"
+#include "sinter/threads.h"
 #include "sinter/types.h"
 
-namespace sinter {
-// The intra-op thread pool's size, 1 to 1024; 0 restores the default (SINTER_NUM_THREADS, else the number of
-// cores). Another value throws sinter::Error.
-void set_num_threads(int n);
-int get_num_threads();
-}  // namespace sinter

@@ -318,8 +318,6 @@ Tensor from_blob(void* data, const SymIntList& sizes, const SymIntList& strides,
 // Copies a vector into a new tensor of the element type's dtype (or `dtype` when given), reshaped to `sizes`.
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const SymIntList& sizes = {}, std::optional<DType> dtype = {});
-// A 0-dim tensor holding one number.
-Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype = {}, Device device = kCPU);
 
 // The dtype that C++ element type T maps to.
 template <class T>

@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "codegen/cpp/toolchain.h"
-#include "sinter/sinter.h"
+#include "sinter/threads.h"
 
 namespace sinter {
 

@@ -174,4 +174,8 @@ Tensor randn_like(const Tensor& self, std::optional<DType> dtype, Loc loc) {
   });
 }
 
+Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype, Device device) {
+  return full({}, value, TensorOptions{dtype.value_or(value.default_dtype()), device});
+}
+
 }  // namespace sinter

@@ -147,8 +147,14 @@ Device kernel_device(const Args& args, const ShapeResult& r) {
 }  // namespace
 
 DispatchHook* current_hook() { return tls_hook; }
-HookScope::HookScope(DispatchHook* hook) : previous_(tls_hook) { tls_hook = hook; }
-HookScope::~HookScope() { tls_hook = previous_; }
+HookScope::HookScope(DispatchHook* hook) : previous_(tls_hook) {
+  tls_hook = hook;
+  set_current_read_hook(hook);
+}
+HookScope::~HookScope() {
+  tls_hook = previous_;
+  set_current_read_hook(previous_);
+}
 const OpCallContext* current_op_call() { return tls_call; }
 
 void normalize_args(const OpDef& def, Args& args) {

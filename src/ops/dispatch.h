@@ -6,17 +6,15 @@
 #include <vector>
 
 #include "ops/op_table.h"
+#include "tensor/read_hook.h"
 
 namespace sinter {
 
-class DispatchHook {
+// The capture's hook: sees every op instead of running it, and (as a ReadHook) every read of tensor data.
+class DispatchHook : public ReadHook {
  public:
-  virtual ~DispatchHook() = default;
   // Called instead of running `op`; returns the op's outputs (data-less tensors, usually).
   virtual std::vector<Tensor> call(OpId op, const Args& args, const Loc& loc) = 0;
-  // Host code is about to read `t`'s data (`what`: "item()", "to_vector()", "bool(tensor)", "printing").
-  // Returning a real tensor with the same values lets the read go on (a graph break).
-  virtual Tensor materialize(const Tensor& t, std::string_view what, const Loc& loc) = 0;
 };
 
 DispatchHook* current_hook();

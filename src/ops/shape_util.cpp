@@ -8,13 +8,6 @@
 
 namespace sinter {
 
-int64_t wrap_dim(int64_t dim, int64_t ndim) {
-  int64_t n = std::max<int64_t>(ndim, 1);  // a 0-dim tensor accepts dim 0 and -1, as in PyTorch
-  SINTER_CHECK(dim >= -n && dim < n, "dim {} is out of range for a tensor of rank {} (expected in [{}, {}])", dim,
-               ndim, -n, n - 1);
-  return dim < 0 ? dim + n : dim;
-}
-
 bool same_size(const SymInt& a, const SymInt& b) {
   return a.is_symbolic() == b.is_symbolic() && (a.is_symbolic() ? a.expr() == b.expr() : a.hint() == b.hint());
 }

@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "ops/op_table.h"
+#include "tensor/dims.h"
 
 namespace sinter {
 
-int64_t wrap_dim(int64_t dim, int64_t ndim);
 // Broadcasts sizes as PyTorch does; throws Error naming both shapes when they do not broadcast.
 SymIntList broadcast_shapes(const SymIntList& a, const SymIntList& b);
 // Whether two sizes are the same without a guard: equal constants, or the same expression.

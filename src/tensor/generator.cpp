@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "sinter/ops.h"
+#include "sinter/random.h"
 
 namespace sinter {
 

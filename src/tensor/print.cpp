@@ -5,8 +5,8 @@
 #include <cmath>
 #include <ostream>
 
-#include "ops/dispatch.h"
-#include "sinter/ops.h"
+#include "tensor/dtype_dispatch.h"
+#include "tensor/read_hook.h"
 
 namespace sinter {
 namespace {
@@ -94,7 +94,7 @@ void render(const Tensor& t, const Formatter& f, bool summarize, int indent, std
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
   Tensor t = *this;
-  if (DispatchHook* hook = current_hook()) t = hook->materialize(t, "printing", Loc());
+  if (ReadHook* hook = current_read_hook()) t = hook->materialize(t, "printing", Loc());
   std::string suffix;
   bool default_dtype = t.dtype() == kFloat32 || t.dtype() == kInt64 || t.dtype() == kBool;
   if (t.is_meta()) return fmt::format("tensor(..., size={}, dtype=torch.{}, device='meta')", t.sizes().str(),

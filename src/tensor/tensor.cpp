@@ -5,9 +5,9 @@
 
 #include <limits>
 
-#include "ops/dispatch.h"
-#include "ops/kernel_util.h"
-#include "sinter/ops.h"
+#include "tensor/dims.h"
+#include "tensor/dtype_dispatch.h"
+#include "tensor/read_hook.h"
 #include "support/check.h"
 
 namespace sinter {
@@ -15,6 +15,20 @@ namespace sinter {
 const TensorMeta& Tensor::meta() const {
   if (!impl_) throw Error("this tensor is undefined (default-constructed); it has no sizes, dtype or data");
   return impl_->meta;
+}
+
+namespace {
+thread_local ReadHook* tls_read_hook = nullptr;
+}  // namespace
+
+ReadHook* current_read_hook() { return tls_read_hook; }
+void set_current_read_hook(ReadHook* hook) { tls_read_hook = hook; }
+
+int64_t wrap_dim(int64_t dim, int64_t ndim) {
+  int64_t n = std::max<int64_t>(ndim, 1);  // a 0-dim tensor accepts dim 0 and -1, as in PyTorch
+  SINTER_CHECK(dim >= -n && dim < n, "dim {} is out of range for a tensor of rank {} (expected in [{}, {}])", dim,
+               ndim, -n, n - 1);
+  return dim < 0 ? dim + n : dim;
 }
 
 namespace {
@@ -74,7 +88,7 @@ namespace {
 // real tensor with the values.
 Tensor readable(const Tensor& t, std::string_view what, const Loc& loc) {
   if (!t.defined()) detail::throw_user_error_at(loc, fmt::format("{} of an undefined tensor", what));
-  if (DispatchHook* hook = current_hook()) return hook->materialize(t, what, loc);
+  if (ReadHook* hook = current_read_hook()) return hook->materialize(t, what, loc);
   if (t.is_meta())
     detail::throw_user_error_at(loc, fmt::format("{}: this tensor has no data (a meta tensor)", what));
   SINTER_CHECK_AT(loc, t.is_cpu(), "{}: reading a {} tensor's values needs a copy to the CPU first", what,
@@ -243,9 +257,5 @@ SINTER_INSTANTIATE_VECTOR(int8_t)
 SINTER_INSTANTIATE_VECTOR(uint8_t)
 SINTER_INSTANTIATE_VECTOR(bool)
 #undef SINTER_INSTANTIATE_VECTOR
-
-Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype, Device device) {
-  return full({}, value, TensorOptions{dtype.value_or(value.default_dtype()), device});
-}
 
 }  // namespace sinter

@@ -21,7 +21,6 @@
 
 #include <fmt/format.h>
 
-#include "sinter/sinter.h"
 #include "support/check.h"
 
 namespace sinter {

@@ -8,18 +8,17 @@
 #include <string>
 #include <utility>
 
+#include "sinter/threads.h"
+
 namespace sinter {
 
 // The most threads the pool runs (a larger request is an error for set_num_threads, and is clamped with a
 // message for SINTER_NUM_THREADS): beyond it threads only cost memory and scheduling.
 inline constexpr int kMaxThreads = 1024;
-// 1 to kMaxThreads; 0 restores the default (SINTER_NUM_THREADS, else the number of cores). Else sinter::Error.
-void set_num_threads(int n);
 // The pool size that thread-count setting `var` (SINTER_NUM_THREADS, OMP_NUM_THREADS) with text `value` gives:
 // the value when it is a whole number from 1 to kMaxThreads; else `fallback` (not a number, or below 1) or
 // kMaxThreads (above it), with `message` saying what was replaced and why (empty for a valid value).
 int parse_thread_count(const std::string& var, const std::string& value, int fallback, std::string& message);
-int get_num_threads();
 // Hardware threads sharing one core's execution units (2 with hyperthreading), from sysfs; 1 if unknown.
 int threads_per_core();
 // How many cores `threads` threads of the pool spread over (at most the machine's): the unit to balance
