@@ -2,9 +2,9 @@
 // channels-last; a width-only im2col and one GEMM per height tap for stride 1), a direct GEMM for 1x1
 // stride-1 convs, and direct loops for depthwise convs. Shape rules live in conv_2d.cpp.
 #pragma once
+#include "ops/op_table.h"
 #include "ops/sgemm.h"
 #include "sinter/tensor.h"
-#include "sinter/graph.h"
 #include "sinter/value.h"
 
 namespace sinter {

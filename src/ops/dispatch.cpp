@@ -16,11 +16,14 @@ class CallScope {
   CallScope(OpId op, const Args* args, const Loc& loc) : ctx_{op, args, loc} {
     if (!tls_call) {
       tls_call = &ctx_;
+      detail::set_current_error_context(&ctx_);
       owner_ = true;
     }
   }
   ~CallScope() {
-    if (owner_) tls_call = nullptr;
+    if (!owner_) return;
+    tls_call = nullptr;
+    detail::set_current_error_context(nullptr);
   }
 
  private:
@@ -156,6 +159,13 @@ HookScope::~HookScope() {
   set_current_read_hook(previous_);
 }
 const OpCallContext* current_op_call() { return tls_call; }
+
+std::string OpCallContext::describe(const std::string& message) const {
+  const OpDef& def = op_def(op);
+  std::string where = loc.line() == 0 ? "unknown location" : fmt::format("{}:{}", loc.file_name(), loc.line());
+  return fmt::format("{}: {}\n  operands: {}\n  called from {}", def.schema.name, message,
+                     describe_operands(def, *args), where);
+}
 
 void normalize_args(const OpDef& def, Args& args) {
   const std::vector<SchemaArg>& schema_args = def.schema.args;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/op_table.h"
+#include "support/check.h"
 #include "tensor/read_hook.h"
 
 namespace sinter {
@@ -44,10 +45,13 @@ void run_kernel_into(OpId op, const Args& args, std::vector<Tensor>& outs, const
 void normalize_args(const OpDef& def, Args& args);
 
 // The op being run on this thread, for error messages (set by dispatch; the outermost call's location wins).
-struct OpCallContext {
+struct OpCallContext final : detail::ErrorContext {
+  OpCallContext(OpId o, const Args* a, const Loc& l) : op(o), args(a), loc(l) {}
   OpId op;
   const Args* args;
   Loc loc;
+  // "add.Tensor: <message>\n  operands: ...\n  called from file:line"
+  std::string describe(const std::string& message) const override;
 };
 const OpCallContext* current_op_call();
 // "self: float32[2, 3], other: float32[4]"

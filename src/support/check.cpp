@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "ops/dispatch.h"
-
 namespace sinter::detail {
 
 namespace {
@@ -11,14 +9,15 @@ std::string where(const Loc& loc) {
   if (loc.line() == 0) return "unknown location";
   return fmt::format("{}:{}", loc.file_name(), loc.line());
 }
+
+thread_local const ErrorContext* tls_context = nullptr;
 }  // namespace
 
+const ErrorContext* current_error_context() { return tls_context; }
+void set_current_error_context(const ErrorContext* context) { tls_context = context; }
+
 void throw_user_error(const std::string& message) {
-  if (const OpCallContext* call = current_op_call()) {
-    const OpDef& def = op_def(call->op);
-    throw Error(fmt::format("{}: {}\n  operands: {}\n  called from {}", def.schema.name, message,
-                            describe_operands(def, *call->args), where(call->loc)));
-  }
+  if (const ErrorContext* context = current_error_context()) throw Error(context->describe(message));
   throw Error(message);
 }
 

@@ -9,6 +9,17 @@
 
 namespace sinter::detail {
 
+// What a user error raised on this thread should name besides its message: the op being dispatched (its name,
+// operands and the caller's line). The dispatcher (src/ops/dispatch.cpp) sets it around each op call; this
+// layer knows only the interface.
+class ErrorContext {
+ public:
+  virtual ~ErrorContext() = default;
+  virtual std::string describe(const std::string& message) const = 0;  // the whole error text
+};
+const ErrorContext* current_error_context();
+void set_current_error_context(const ErrorContext* context);
+
 [[noreturn]] void throw_user_error(const std::string& message);
 [[noreturn]] void throw_user_error_at(const Loc& loc, const std::string& message);
 [[noreturn]] void throw_internal_error(const char* cond, const char* file, int line, const std::string& message);
