@@ -333,16 +333,12 @@ void write_running(const Tensor& t, const std::vector<C>& vals) {
 }
 
 void batch_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
-  // The rows below are (sample, channel) planes of a contiguous input and output: a channels-last output is
-  // computed contiguously and copied into place.
-  if (!outs[0].is_contiguous()) {
-    std::vector<Tensor> dense = {outs[0].contiguous()};
-    batch_norm_kernel(OpId::batch_norm, a, dense);
-    outs[0].copy_(dense[0]);
-    return;
-  }
-  Tensor x = a[0].tensor().contiguous();
+  // A channels-last output (of a channels-last input) is applied per pixel, as rows of C channels; the
+  // statistics of a training step are taken over the contiguous copy.
+  const Tensor& input = a[0].tensor();
+  const bool channels_last = !outs[0].is_contiguous();
   const bool training = a[5].to_bool();
+  Tensor x = channels_last && !training ? input : input.contiguous();
   const double momentum = a[6].to_double(), eps = a[7].to_double();
   const int64_t n = x.sizes()[0].hint(), channels = x.sizes()[1].hint();
   const int64_t hw = n * channels == 0 ? 0 : x.numel().hint() / (n * channels), count = n * hw;
@@ -378,10 +374,23 @@ void batch_norm_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
       scale[c] = w[c] / std::sqrt(var[c] + static_cast<C>(eps));
       shift[c] = b[c] - mean[c] * scale[c];
     }
-    for_each_row<C>(x, outs[0], n * channels, hw, [&](const C* xr, C* yr, int64_t row, const char*, bool) {
-      const C sc = scale[row % channels], sh = shift[row % channels];
-      map_row(xr, yr, hw, [sc, sh](C v) { return v * sc + sh; });
-    });
+    if (channels_last) {
+      visit_dtype(input.dtype(), [&]<class T>() {
+        const T* xp = input.data_ptr<T>();
+        T* yp = outs[0].data_ptr<T>();
+        parallel_for(0, n * hw, std::max<int64_t>(1, kGrainElementwise / std::max<int64_t>(1, channels)),
+                     [&](int64_t b, int64_t e) {
+                       for (int64_t p = b; p < e; ++p)
+                         for (int64_t c = 0; c < channels; ++c)
+                           yp[p * channels + c] = cast_to<T>(static_cast<C>(xp[p * channels + c]) * scale[c] + shift[c]);
+                     });
+      });
+    } else {
+      for_each_row<C>(x, outs[0], n * channels, hw, [&](const C* xr, C* yr, int64_t row, const char*, bool) {
+        const C sc = scale[row % channels], sh = shift[row % channels];
+        map_row(xr, yr, hw, [sc, sh](C v) { return v * sc + sh; });
+      });
+    }
     if (!training) return;
     const C m = static_cast<C>(momentum);
     if (!a[3].is_none()) {

@@ -313,6 +313,23 @@ TEST(NormBatchNorm, EvalUsesRunningStatsAndTrainingWorksWithoutThem) {
   }
 }
 
+// A channels-last input gives a channels-last output (as PyTorch's suggest_memory_format), eval and training.
+TEST(NormBatchNorm, ChannelsLastInputGivesChannelsLastOutput) {
+  for (DType dt : kFloatingDTypes) {
+    Tensor x = (random({3, 5, 4, 6}, dt, 22) * 2.0 + 0.5).contiguous(MemoryFormat::kChannelsLast);
+    Tensor w = random({5}, dt, 23), b = random({5}, dt, 24);
+    Tensor rm = random({5}, kFloat32, 25), rv = random_positive({5}, kFloat32, 0.5, 2.0, 26);
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor y = batch_norm(x, w, b, rm, rv, false, 0.1, 1e-5);
+    EXPECT_TRUE(y.is_contiguous(MemoryFormat::kChannelsLast) && !y.is_contiguous()) << y.strides().str();
+    EXPECT_CLOSE(y, ref_batch_norm(x, rm.to_vector<double>(), rv.to_vector<double>(), w, b, 1e-5).to(dt));
+    Tensor t = batch_norm(x, w, b, {}, {}, true, 0.1, 1e-5);
+    EXPECT_TRUE(t.is_contiguous(MemoryFormat::kChannelsLast)) << t.strides().str();
+    BatchStats st = ref_stats(x);
+    EXPECT_CLOSE(t, ref_batch_norm(x, st.mean, st.var, w, b, 1e-5).to(dt));
+  }
+}
+
 TEST(NormBatchNorm, Errors) {
   Tensor x = random({4, 3, 2});
   EXPECT_ERROR(batch_norm(x, random({2}), {}, {}, {}, true), "weight must have shape [3]");

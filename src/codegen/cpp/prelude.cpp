@@ -22,6 +22,13 @@ typedef unsigned int sn_u32;
 typedef unsigned short sn_u16;
 typedef unsigned char sn_u8;
 #define SN_INLINE static inline __attribute__((always_inline))
+// a * b + c rounded once where the CPU has FMA. Generated code is compiled without contraction (each a * b + c of
+// a graph rounds twice, as in eager), so the math below asks for its fused steps explicitly.
+#if defined(__FMA__)
+#define SN_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define SN_FMA(a, b, c) ((a) * (b) + (c))
+#endif
 
 SN_INLINE sn_u32 sn_bits(float x) { return __builtin_bit_cast(sn_u32, x); }
 SN_INLINE float sn_from_bits(sn_u32 u) { return __builtin_bit_cast(float, u); }
@@ -55,8 +62,11 @@ SN_INLINE float sn_pow(float a, float b) { return __builtin_powf(a, b); }
 SN_INLINE float sn_pow2i(sn_i32 n) { return sn_from_bits((sn_u32)(n + 127) << 23); }
 // e^r - 1 for |r| <= ln2/2 (relative error of e^r about 3e-9).
 SN_INLINE float sn_expm1_poly(float r) {
-  float q = 0.49999994f + r * (0.16666521f + r * (0.041668389f + r * (0.0083687110f + r * 0.0013814605f)));
-  return r + r * r * q;
+  float q = SN_FMA(r, 0.0013814605f, 0.0083687110f);
+  q = SN_FMA(r, q, 0.041668389f);
+  q = SN_FMA(r, q, 0.16666521f);
+  q = SN_FMA(r, q, 0.49999994f);
+  return SN_FMA(r * r, q, r);
 }
 // p * 2^n for n in [-151, 129]: two factors so a subnormal or near-overflow result is rounded once.
 SN_INLINE float sn_scale2(float p, sn_i32 n) {
@@ -66,11 +76,11 @@ SN_INLINE float sn_scale2(float p, sn_i32 n) {
 SN_INLINE float sn_exp(float x) {
   float xc = x < -104.0f ? -104.0f : x;  // exp(-104) rounds to 0, exp(89) overflows
   xc = xc > 89.0f ? 89.0f : xc;
-  float t = xc * 1.44269504f + 12582912.0f;  // 1.5*2^23: t's low mantissa bits hold round(x/ln2)
+  float t = SN_FMA(xc, 1.44269504f, 12582912.0f);  // 1.5*2^23: t's low mantissa bits hold round(x/ln2)
   sn_i32 n = (sn_i32)(sn_bits(t) - 0x4b400000u);
   float fn = t - 12582912.0f;
-  float r = xc - fn * 0.693145751953125f;
-  r = r - fn * 1.428606765330187e-06f;
+  float r = SN_FMA(-fn, 0.693145751953125f, xc);
+  r = SN_FMA(-fn, 1.428606765330187e-06f, r);
   float y = sn_scale2(sn_expm1_poly(r) + 1.0f, n);
   return sn_isnan(x) ? x : y;
 }
@@ -86,15 +96,15 @@ SN_INLINE float sn_exp2(float x) {
 SN_INLINE float sn_expm1(float x) {
   float xc = x < -30.0f ? -30.0f : x;
   xc = xc > 89.0f ? 89.0f : xc;
-  float t = xc * 1.44269504f + 12582912.0f;
+  float t = SN_FMA(xc, 1.44269504f, 12582912.0f);
   sn_i32 n = (sn_i32)(sn_bits(t) - 0x4b400000u);
   float fn = t - 12582912.0f;
-  float r = xc - fn * 0.693145751953125f;
-  r = r - fn * 1.428606765330187e-06f;
+  float r = SN_FMA(-fn, 0.693145751953125f, xc);
+  r = SN_FMA(-fn, 1.428606765330187e-06f, r);
   float p = sn_expm1_poly(r);
   // n <= 24: 2^n*(1+p) - 1 = 2^n*p + (2^n - 1), where 2^n - 1 is exact (no cancellation near 0); else e^x.
   float s = sn_pow2i(n > 24 ? 24 : n);
-  float small = s * p + (s - 1.0f);
+  float small = SN_FMA(s, p, s - 1.0f);
   float big = sn_scale2(p + 1.0f, n);
   float y = n > 24 ? big : small;
   return (x == 0.0f || sn_isnan(x)) ? x : y;  // keeps -0
@@ -105,8 +115,11 @@ SN_INLINE float sn_expm1(float x) {
 SN_INLINE float sn_log1p_kernel(float f) {
   float s = f / (2.0f + f);
   float z = s * s;
-  float big_r = z * (0.66666667f + z * (0.4f + z * (0.28571429f + z * 0.22222222f)));
-  return f - s * (f - big_r);
+  float big_r = SN_FMA(z, 0.22222222f, 0.28571429f);
+  big_r = SN_FMA(z, big_r, 0.4f);
+  big_r = SN_FMA(z, big_r, 0.66666667f);
+  big_r = z * big_r;
+  return SN_FMA(-s, f - big_r, f);
 }
 // x = 2^k * (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)); x positive (subnormals too).
 SN_INLINE void sn_log_split(float x, float& k, float& f) {
@@ -126,14 +139,14 @@ SN_INLINE float sn_log_special(float x, float y) {
 SN_INLINE float sn_log(float x) {
   float k, f;
   sn_log_split(x, k, f);
-  float y = k * 0.693145751953125f + (k * 1.428606765330187e-06f + sn_log1p_kernel(f));
+  float y = SN_FMA(k, 0.693145751953125f, SN_FMA(k, 1.428606765330187e-06f, sn_log1p_kernel(f)));
   return sn_log_special(x, y);
 }
 SN_INLINE float sn_log2(float x) {
   float k, f;
   sn_log_split(x, k, f);
   float l = sn_log1p_kernel(f);
-  float y = k + (l * 1.44269502f + l * 1.925963e-08f);
+  float y = k + SN_FMA(l, 1.44269502f, l * 1.925963e-08f);
   return sn_log_special(x, y);
 }
 SN_INLINE float sn_log1p(float x) {
@@ -149,8 +162,11 @@ SN_INLINE float sn_log1p(float x) {
 SN_INLINE float sn_tanh(float x) {
   float a = __builtin_fabsf(x);
   float t2 = a * a;  // |x| < 0.55: odd polynomial (fitted), exact leading term
-  float small = a + a * t2 * (-0.33333316f + t2 * (0.13332586f + t2 * (-0.053852305f + t2 * (0.021071659f +
-                t2 * -0.0062742131f))));
+  float ps = SN_FMA(t2, -0.0062742131f, 0.021071659f);
+  ps = SN_FMA(t2, ps, -0.053852305f);
+  ps = SN_FMA(t2, ps, 0.13332586f);
+  ps = SN_FMA(t2, ps, -0.33333316f);
+  float small = SN_FMA(a * t2, ps, a);
   float t = sn_expm1(2.0f * a);  // |x| >= 0.55: t/(t+2) damps t's error by 2/(t+2) <= 1/2
   float large = a > 10.0f ? 1.0f : t / (t + 2.0f);  // tanh(10) rounds to 1 (select after, not a clamp before:
                                                     // g++ 12 does not vectorise a clamp feeding sn_expm1's)
@@ -162,19 +178,29 @@ SN_INLINE float sn_sigmoid(float x) {
   float d_lo = (1.0f - d) + e;  // what rounding 1 + e lost (exact: Fast2Sum, 1 >= e)
   float q = (x >= 0.0f ? 1.0f : e) / d;
   // q/(1 + d_lo/d): 1/d is q for x >= 0 and 1 - q below, close enough for this tiny correction.
-  return q - q * (d_lo * (x >= 0.0f ? q : 1.0f - q));
+  return SN_FMA(-q, d_lo * (x >= 0.0f ? q : 1.0f - q), q);
 }
 SN_INLINE float sn_erf(float x) {
   float a = __builtin_fabsf(x);
   float t = a * a;
   // erf(x)/x - 1 by a fitted polynomial in x^2: the leading term a is exact, the rest is at most 16% of it.
-  float small = a + a * (0.12837917f + t * (-0.37612626f + t * (0.112836f + t * (-0.026854444f + t * (0.0051895352f +
-                t * (-0.00080208381f + t * 7.8891091e-05f))))));
+  float ps = SN_FMA(t, 7.8891091e-05f, -0.00080208381f);
+  ps = SN_FMA(t, ps, 0.0051895352f);
+  ps = SN_FMA(t, ps, -0.026854444f);
+  ps = SN_FMA(t, ps, 0.112836f);
+  ps = SN_FMA(t, ps, -0.37612626f);
+  ps = SN_FMA(t, ps, 0.12837917f);
+  float small = SN_FMA(a, ps, a);
   float b = a > 4.0f ? 4.0f : a;  // erf(4) rounds to 1
   float u = b - 2.5f;
-  float q = 0.21080655f + u * (-0.074299715f + u * (0.025157776f + u * (-0.0078043477f + u * (0.0019661498f +
-            u * (-0.0019622382f + u * (-0.00080030086f + u * -0.00038887499f))))));
-  float large = 1.0f - sn_exp(-b * b) * q;
+  float q = SN_FMA(u, -0.00038887499f, -0.00080030086f);
+  q = SN_FMA(u, q, -0.0019622382f);
+  q = SN_FMA(u, q, 0.0019661498f);
+  q = SN_FMA(u, q, -0.0078043477f);
+  q = SN_FMA(u, q, 0.025157776f);
+  q = SN_FMA(u, q, -0.074299715f);
+  q = SN_FMA(u, q, 0.21080655f);
+  float large = SN_FMA(-sn_exp(-b * b), q, 1.0f);
   return sn_copysign_of(a < 1.0f ? small : large, x);
 }
 
