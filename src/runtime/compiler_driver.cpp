@@ -8,7 +8,7 @@
 
 #include "codegen/cpp/toolchain.h"
 #include "runtime/cache_files.h"
-#include "runtime/subprocess.h"
+#include "support/subprocess.h"
 #include "sinter/error.h"
 #include "sinter/compile.h"
 #include "support/check.h"
@@ -46,7 +46,7 @@ std::string command_line(const std::vector<std::string>& argv) {
   throw CompilerError(fmt::format(
       "sinter: compiling the generated C++ of {} failed ({} {}).\n  source kept at: {}\n  compiler output: {}\n"
       "  command: {}\n--- compiler output (first 40 lines) ---\n{}",
-      req.name, req.toolchain->compiler, describe_wait_status(status), source, job.log, command_line(job.argv),
+      req.name, req.toolchain->compiler, support::describe_wait_status(status), source, job.log, command_line(job.argv),
       first_lines(output, 40)));
 }
 
@@ -60,7 +60,7 @@ void run_jobs(const BuildRequest& req, const std::vector<Job>& jobs, int width) 
   while (next < jobs.size() || !running.empty()) {
     while (next < jobs.size() && int(running.size()) < width && !failed && spawn_error.empty()) {
       try {
-        running.emplace(spawn_process(jobs[next].argv, jobs[next].log), next);
+        running.emplace(support::spawn_process(jobs[next].argv, jobs[next].log), next);
       } catch (const Error& e) {
         spawn_error = e.what();
       }
@@ -72,11 +72,11 @@ void run_jobs(const BuildRequest& req, const std::vector<Job>& jobs, int width) 
     bool reaped = false;
     for (auto it = running.begin(); it != running.end();) {
       int status = 0;
-      if (!try_wait_process(it->first, &status)) {
+      if (!support::try_wait_process(it->first, &status)) {
         ++it;
         continue;
       }
-      if (!exited_ok(status) && !failed) failed = &jobs[it->second], failed_status = status;
+      if (!support::exited_ok(status) && !failed) failed = &jobs[it->second], failed_status = status;
       it = running.erase(it);
       reaped = true;
     }

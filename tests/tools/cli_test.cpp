@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "frontends/onnx/onnx_writer.h"
-#include "runtime/subprocess.h"
+#include "support/subprocess.h"
 #include "sinter/sinter.h"
 
 namespace sinter {
@@ -29,7 +29,7 @@ Result sinter_cli(const std::vector<std::string>& args) {
   EXPECT_TRUE(fs::exists(exe)) << exe << " is missing (build the sinter_cli target)";
   std::vector<std::string> argv{exe.string()};
   argv.insert(argv.end(), args.begin(), args.end());
-  runtime::ProcessOutput out = runtime::run_and_capture(argv);
+  support::ProcessOutput out = support::run_and_capture(argv);
   Result r;
   r.rc = WIFEXITED(out.status) ? WEXITSTATUS(out.status) : -1;
   r.output = out.output;

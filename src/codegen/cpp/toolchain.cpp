@@ -8,7 +8,7 @@
 #include <memory>
 #include <mutex>
 
-#include "runtime/subprocess.h"
+#include "support/subprocess.h"
 #include "support/check.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -136,10 +136,10 @@ Toolchain resolve(const std::string& requested) {
                  "sinter: no C++ compiler found: looked for g++, clang++ and c++ in PATH. Install one (Debian/Ubuntu: "
                  "apt-get install g++) or set SINTER_CXX to the absolute path of a C++ compiler");
   }
-  runtime::ProcessOutput version = runtime::run_and_capture({compiler, "--version"});
-  SINTER_CHECK(runtime::exited_ok(version.status),
+  support::ProcessOutput version = support::run_and_capture({compiler, "--version"});
+  SINTER_CHECK(support::exited_ok(version.status),
                "sinter: the C++ compiler {} (chosen by SINTER_CXX, default g++) failed to run `--version` ({}): {}",
-               compiler, runtime::describe_wait_status(version.status), version.output.substr(0, 400));
+               compiler, support::describe_wait_status(version.status), version.output.substr(0, 400));
   Toolchain tc;
   tc.compiler = compiler;
   tc.version = version.output.substr(0, version.output.find('\n'));

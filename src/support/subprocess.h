@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace sinter::runtime {
+namespace sinter::support {
 
 // Starts argv[0] (an absolute path) with stdin from /dev/null and stdout+stderr written to `output_path`
 // (created mode 0600). Throws sinter::Error when the program cannot be started.
@@ -29,4 +29,4 @@ struct ProcessOutput {
 // Runs argv and captures its output through a pipe (for short outputs such as `g++ --version`).
 ProcessOutput run_and_capture(const std::vector<std::string>& argv);
 
-}  // namespace sinter::runtime
+}  // namespace sinter::support

@@ -1,4 +1,4 @@
-#include "runtime/subprocess.h"
+#include "support/subprocess.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -12,7 +12,7 @@
 
 extern char** environ;
 
-namespace sinter::runtime {
+namespace sinter::support {
 namespace {
 
 std::vector<char*> c_argv(const std::vector<std::string>& argv) {
@@ -104,4 +104,4 @@ ProcessOutput run_and_capture(const std::vector<std::string>& argv) {
   return out;
 }
 
-}  // namespace sinter::runtime
+}  // namespace sinter::support
