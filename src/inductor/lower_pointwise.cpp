@@ -18,21 +18,20 @@ const std::set<std::string, std::less<>>& unary_ops() {
   static const std::set<std::string, std::less<>> s = {
       "abs",   "neg",   "sign",  "sqrt",    "rsqrt",   "exp",        "exp2",        "expm1",    "log",
       "log2",  "log10", "log1p", "sin",     "cos",     "tan",        "asin",        "acos",     "atan",
-      "sinh",  "cosh",  "tanh",  "asinh",   "acosh",   "atanh",      "sigmoid",     "relu",     "silu",
-      "mish",  "erf",   "erfc",  "floor",   "ceil",    "round",      "trunc",       "frac",     "reciprocal",
-      "square", "logical_not", "bitwise_not", "isnan", "isinf",      "isfinite",    "hardsigmoid", "hardswish",
-      "selu",  "signbit"};
+      "sinh",  "cosh",  "tanh",  "asinh",   "acosh",   "atanh",      "sigmoid",     "relu",     "erf",
+      "erfc",  "floor", "ceil",  "round",   "trunc",   "frac",       "reciprocal",  "logical_not",
+      "bitwise_not", "isnan", "isinf", "isfinite", "signbit"};
   return s;
 }
 
 const std::set<std::string, std::less<>>& other_ops() {
   static const std::set<std::string, std::less<>> s = {
-      "gelu",      "softplus",  "leaky_relu", "elu",        "celu",        "hardtanh",    "threshold",
+      "threshold",
       "add",       "sub",       "rsub",       "mul",        "div",         "fmod",        "remainder",
       "eq",        "ne",        "lt",         "le",         "gt",          "ge",          "bitwise_and",
       "bitwise_or", "bitwise_xor", "floor_divide", "pow",   "atan2",       "maximum",     "minimum",
       "logical_and", "logical_or", "logical_xor", "hypot",  "copysign",    "where",       "clamp",
-      "lerp",      "addcmul",   "addcdiv",    "masked_fill", "_to_copy",   "clone"};
+      "masked_fill", "_to_copy",   "clone"};
   return s;
 }
 
@@ -99,30 +98,6 @@ SExpr lower_pointwise(PointwiseContext& cx, const Node& n, const std::vector<Exp
     }
     return b.op(name.c_str(), {b.arg(0, t)});
   }
-  if (name == "gelu") return b.op(n.arg("approximate").str_value() == "tanh" ? "gelu_tanh" : "gelu", {b.arg(0, t)});
-  if (name == "softplus") {
-    SExpr x = b.arg(0, t), beta = b.k(b.scal("beta")), bx = b.op("mul", {x, beta});
-    SExpr soft = b.op("div", {b.op("log1p", {b.op("exp", {bx})}), beta});
-    return b.op("where", {b.op("gt", {bx, b.k(b.scal("threshold"))}, CType::kBool), x, soft});
-  }
-  if (name == "leaky_relu") {
-    SExpr x = b.arg(0, t);
-    return b.op("where", {b.op("gt", {x, b.k(0)}, CType::kBool), x, b.op("mul", {x, b.k(b.scal("negative_slope"))})});
-  }
-  if (name == "elu") {
-    SExpr x = b.arg(0, t);
-    double alpha = b.scal("alpha"), scale = b.scal("scale"), in_scale = b.scal("input_scale");
-    SExpr neg = b.op("mul", {b.op("expm1", {b.op("mul", {x, b.k(in_scale)})}), b.k(alpha * scale)});
-    return b.op("where", {b.op("gt", {x, b.k(0)}, CType::kBool), b.op("mul", {x, b.k(scale)}), neg});
-  }
-  if (name == "celu") {
-    SExpr x = b.arg(0, t);
-    double alpha = b.scal("alpha");
-    SExpr neg = b.op("mul", {b.op("expm1", {b.op("div", {x, b.k(alpha)})}), b.k(alpha)});
-    return b.op("where", {b.op("gt", {x, b.k(0)}, CType::kBool), x, neg});
-  }
-  if (name == "hardtanh")
-    return b.op("clamp_hi", {b.op("clamp_lo", {b.arg(0, t), b.arg(1, t)}), b.arg(2, t)});
   if (name == "threshold") {  // x <= threshold ? value : x (so NaN stays NaN)
     SExpr x = b.arg(0, t);
     return b.op("where", {b.op("le", {x, b.arg(1, t)}, CType::kBool), b.arg(2, t), x});
@@ -170,14 +145,6 @@ SExpr lower_pointwise(PointwiseContext& cx, const Node& n, const std::vector<Exp
     if (!n.args[1].is_none()) x = b.op("clamp_lo", {x, b.arg(1, t)});
     if (!n.args[2].is_none()) x = b.op("clamp_hi", {x, b.arg(2, t)});
     return x;
-  }
-  if (name == "lerp") {
-    SExpr a = b.arg(0, t), e = b.arg(1, t), w = b.arg(2, t);
-    return b.op("add", {a, b.op("mul", {w, b.op("sub", {e, a})})});
-  }
-  if (name == "addcmul" || name == "addcdiv") {
-    SExpr r = b.op(name == "addcmul" ? "mul" : "div", {b.arg(1, t), b.arg(2, t)});
-    return b.op("add", {b.arg(0, t), b.scaled(r, "value")});
   }
   if (name == "_to_copy") {
     DType from = n.args[0].tensor().dtype();

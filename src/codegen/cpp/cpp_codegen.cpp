@@ -400,7 +400,7 @@ bool any_node(SExpr root, std::unordered_set<SExpr>& seen, Pred pred) {
 }
 bool costly(SExpr e, std::unordered_set<SExpr>& seen) {
   static const std::unordered_set<std::string> kCostly = {"exp", "exp2", "expm1", "log", "log2", "log1p", "tanh",
-                                                          "sigmoid", "erf", "pow", "sin", "cos", "gelu", "silu"};
+                                                          "sigmoid", "erf", "pow", "sin", "cos"};
   return any_node(e, seen, [](SExpr n) { return n->kind == SKind::kOp && kCostly.count(n->op) > 0; });
 }
 bool contains(SExpr e, SExpr x, std::unordered_set<SExpr>& seen) {

@@ -196,7 +196,6 @@ std::string op_str(const std::string& op, CType t, const std::vector<std::string
     return fmt::format("({})(({} > 0) - ({} < 0))", T, x, x);
   }
   if (op == "relu") return fmt::format("({0} < 0 ? ({1})0 : {0})", x, T);
-  if (op == "square") return fmt::format("{0} * {0}", x);
   if (op == "reciprocal") return fmt::format("{} / {}", k(1), x);
   if (op == "logical_not") return "!" + x;
   if (op == "bitwise_not") return t == CType::kBool ? "!" + x : fmt::format("({})~{}", T, x);
@@ -212,24 +211,6 @@ std::string op_str(const std::string& op, CType t, const std::vector<std::string
       op == "atan" || op == "sinh" || op == "cosh" || op == "asinh" || op == "acosh" || op == "atanh")
     return math(op == "round" ? "rint" : op, t, x);
   if (op == "frac") return fmt::format("{} - {}", x, math("trunc", t, x));
-  if (op == "silu") return fmt::format("{} * {}", x, math("sigmoid", t, x));
-  if (op == "mish") {
-    std::string sp = fmt::format("({0} > {1} ? {0} : {2})", x, k(20), math("log1p", t, math("exp", t, x)));
-    return fmt::format("{} * {}", x, math("tanh", t, sp));
-  }
-  if (op == "hardsigmoid")
-    return fmt::format("({0} <= {1} ? {2} : ({0} >= {3} ? {4} : {0} / {5} + {6}))", x, k(-3), k(0), k(3), k(1), k(6),
-                       k(0.5));
-  if (op == "hardswish")
-    return fmt::format("({0} <= {1} ? {2} : ({0} >= {3} ? {0} : {0} * ({0} + {3}) / {4}))", x, k(-3), k(0), k(3), k(6));
-  if (op == "selu")
-    return fmt::format("{} * ({} > {} ? {} : {} * {})", k(1.0507009873554804934193349852946), x, k(0), x,
-                       k(1.6732632423543772848170429916717), math("expm1", t, x));
-  if (op == "gelu") return fmt::format("{} * {} * ({} + {})", k(0.5), x, k(1), math("erf", t, x + " * " + k(M_SQRT1_2)));
-  if (op == "gelu_tanh") {
-    std::string inner = fmt::format("{} * ({} + {} * {} * {} * {})", k(0.79788456080286535588), x, k(0.044715), x, x, x);
-    return fmt::format("{} * {} * ({} + {})", k(0.5), x, k(1), math("tanh", t, inner));
-  }
   // Plain math functions with the same name everywhere.
   return math(op, t, x);
 }
