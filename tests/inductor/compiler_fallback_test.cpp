@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "cache_dir_fixture.h"
 #include "runtime/kernel_cache.h"
 #include "sinter/compile.h"
 #include "sinter/ops.h"
@@ -28,21 +29,12 @@ using sinter::testing::ScopedEnv;
 
 Tensor program(const Tensor& x) { return tanh(x) * 2 + x.amax(DimList{1}, true) - sigmoid(x * 3); }
 
-class CompilerFallback : public ::testing::Test {
+class CompilerFallback : public testing::CacheDirFixture {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/sinter-compiler-fallback-test-XXXXXX";
-    ASSERT_NE(mkdtemp(templ), nullptr);
-    dir_ = templ;
-    cache_.emplace("SINTER_CACHE_DIR", dir_ + "/cache");
-    runtime::clear_memory_cache();
-  }
+  CompilerFallback() : CacheDirFixture("compiler-fallback-test") {}
   void TearDown() override {
     cxx_.reset();
-    cache_.reset();
-    runtime::clear_memory_cache();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    CacheDirFixture::TearDown();
   }
   // A compiler script: it records each command line in calls.log, then `body` decides (it may run the real
   // one with `exec g++ "$@"`).
@@ -63,8 +55,7 @@ class CompilerFallback : public ::testing::Test {
     return ss.str();
   }
 
-  std::string dir_;
-  std::optional<ScopedEnv> cache_, cxx_;
+  std::optional<ScopedEnv> cxx_;
 };
 
 // An internal compiler error at -O3 only: the retry at -O1 builds the kernels, nothing falls back.

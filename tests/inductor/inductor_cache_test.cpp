@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cache_dir_fixture.h"
 #include "runtime/kernel_cache.h"
 #include "sinter/compile.h"
 #include "sinter/ops.h"
@@ -85,23 +86,9 @@ TEST(InductorCacheChild, CompilesTheSharedGraph) {
 }
 
 // Each test gets its own cache directory, and forgets objects loaded by earlier tests.
-class InductorCache : public ::testing::Test {
+class InductorCache : public testing::CacheDirFixture {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/sinter-inductor-cache-test-XXXXXX";
-    ASSERT_NE(mkdtemp(templ), nullptr);
-    dir_ = templ;
-    env_.emplace("SINTER_CACHE_DIR", dir_ + "/cache");
-    runtime::clear_memory_cache();
-    before_ = kernel_cache_stats();
-  }
-  void TearDown() override {
-    runtime::clear_memory_cache();
-    env_.reset();
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  KernelCacheStats delta() const { return minus(kernel_cache_stats(), before_); }
+  InductorCache() : CacheDirFixture("inductor-cache-test") {}
   // The shared objects in the cache.
   std::vector<fs::path> objects() const {
     std::vector<fs::path> out;
@@ -115,9 +102,6 @@ class InductorCache : public ::testing::Test {
     Tensor x = shared_input();
     EXPECT_CLOSE(f(x), shared_graph(x));
   }
-  std::string dir_;
-  std::optional<ScopedEnv> env_;
-  KernelCacheStats before_;
 };
 
 TEST_F(InductorCache, SecondProcessCompilesNothing) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <string>
 
+#include "cache_dir_fixture.h"
 #include "runtime/cache_files.h"
 #include "runtime/kernel_cache.h"
 
@@ -36,24 +37,9 @@ void make_old(const std::string& path, int seconds) {
   ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0) << path;
 }
 
-class KernelCacheSweep : public ::testing::Test {
+class KernelCacheSweep : public testing::CacheDirFixture {
  protected:
-  void SetUp() override {
-    char templ[] = "/tmp/sinter-cache-sweep-test-XXXXXX";
-    ASSERT_NE(mkdtemp(templ), nullptr);
-    dir_ = templ;
-    cache_ = dir_ + "/cache";
-    setenv("SINTER_CACHE_DIR", cache_.c_str(), 1);
-    clear_memory_cache();
-  }
-  void TearDown() override {
-    clear_memory_cache();
-    unsetenv("SINTER_CACHE_DIR");
-    std::error_code ignored;
-    fs::permissions(cache_, fs::perms::owner_all, ignored);
-    remove_tree(dir_);
-  }
-  std::string dir_, cache_;
+  KernelCacheSweep() : CacheDirFixture("cache-sweep-test") {}
 };
 
 TEST_F(KernelCacheSweep, LeftoversOfGoneProcessesAreRemovedOnFirstUse) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cache_dir_fixture.h"
 #include "codegen/cpp/toolchain.h"
 #include "runtime/cache_files.h"
 #include "runtime/kernel_cache.h"
@@ -60,33 +61,13 @@ int in_child(F body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
 }
 
-class KernelCache : public ::testing::Test {
+class KernelCache : public testing::CacheDirFixture {
  protected:
+  KernelCache() : CacheDirFixture("kernel-cache-test") {}
   void SetUp() override {
-    char templ[] = "/tmp/sinter-kernel-cache-test-XXXXXX";
-    ASSERT_NE(mkdtemp(templ), nullptr);
-    dir_ = templ;
-    cache_ = dir_ + "/cache";
-    setenv("SINTER_CACHE_DIR", cache_.c_str(), 1);
     unsetenv("SINTER_DEBUG_DIR");
-    clear_memory_cache();
-    before_ = kernel_cache_stats();
+    CacheDirFixture::SetUp();
   }
-  void TearDown() override {
-    clear_memory_cache();
-    unsetenv("SINTER_CACHE_DIR");
-    std::error_code ignored;
-    fs::permissions(cache_, fs::perms::owner_all, ignored);
-    remove_tree(dir_);
-  }
-  KernelCacheStats delta() const {
-    KernelCacheStats now = kernel_cache_stats();
-    return {now.compiled - before_.compiled,   now.memory_hits - before_.memory_hits,
-            now.disk_hits - before_.disk_hits, now.rejected - before_.rejected,
-            now.corrupt - before_.corrupt,     now.failures - before_.failures};
-  }
-  std::string dir_, cache_;
-  KernelCacheStats before_;
 };
 
 TEST_F(KernelCache, CompilesAUnitAndCallsIt) {
