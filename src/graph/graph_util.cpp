@@ -46,8 +46,13 @@ SymIntList dense_strides(const SymIntList& sizes) {
   SymInt s = 1;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
     strides[d] = s;
+    // As contiguous_strides (the shape rules' layout): a size counts as at least 1. A symbol is >= 2 (a ShapeEnv
+    // never makes 0 or 1 symbolic); an expression of symbols may be 0 ((s0 - 3)//2 + 1 at s0 = 2) and gives
+    // Max(1, size), the form the rules' metas carry. Builds expressions only: no guard.
     const SymInt& n = sizes[d];
-    s = s * (n.is_symbolic() ? n : SymInt(std::max<int64_t>(n.hint(), 1)));
+    if (!n.is_symbolic()) s = s * SymInt(std::max<int64_t>(n.hint(), 1));
+    else if (n.expr()->is_symbol()) s = s * n;
+    else s = s * sym_max(n, SymInt(1));
   }
   return strides;
 }

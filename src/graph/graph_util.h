@@ -16,8 +16,8 @@ namespace sinter::graph_detail {
 std::string_view short_dtype_name(DType t);
 std::optional<DType> dtype_from_short_name(std::string_view name);
 
-// Dense row-major strides. Symbolic sizes are taken as >= 2 (a ShapeEnv never makes 0 or 1 symbolic), so the
-// result is the one shape rules produce under a ShapeEnv, without Max(1, s0) terms.
+// Dense row-major strides, as the shape rules write them: a symbol is taken as >= 2 (a ShapeEnv never makes 0 or 1
+// symbolic), so no Max(1, s0) term; an expression of symbols, which may be 0, as Max(1, expr).
 SymIntList dense_strides(const SymIntList& sizes);
 
 // Structural equality: concrete values by value, symbolic ones by (hash-consed) expression.
