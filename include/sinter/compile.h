@@ -175,6 +175,9 @@ void register_backend(const std::string& name, Backend backend, RegisterOptions 
 void register_backend(const std::string& name, ContextBackend backend, RegisterOptions options = {});
 void register_backend(const std::string& name, const BackendFn& backend, RegisterOptions options = {});
 std::vector<std::string> backend_names();
+// "eager", "aot_eager", "inductor": registered by sinter, trusted (their outputs are not checked per call) and
+// never replaced.
+bool is_builtin_backend(const std::string& name);
 // Throws Error listing the known backends when `name` is not one of them.
 const BackendFn& find_backend(const std::string& name);
 

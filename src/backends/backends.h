@@ -18,9 +18,6 @@ Backend eager_backend();
 Backend aot_eager_backend();
 // "inductor": generated C++ kernels for CPU tensors (src/inductor, src/codegen/cpp, src/runtime).
 ContextBackend inductor_backend();
-// "eager", "aot_eager", "inductor": registered by sinter, trusted (their outputs are not checked per call) and
-// never replaced.
-bool is_builtin_backend(const std::string& name);
 // The inductor's CPU path on one graph, for the context's options and target (tests use it to see the schedule:
 // launches per call).
 std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, const CompileContext& ctx);

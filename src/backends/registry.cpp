@@ -37,11 +37,9 @@ Registry& registry() {
 
 }  // namespace
 
-namespace backends {
 bool is_builtin_backend(const std::string& name) {
   return name == "eager" || name == "aot_eager" || name == "inductor";
 }
-}  // namespace backends
 
 BackendFn::BackendFn(Backend simple) {
   if (simple)
@@ -72,7 +70,7 @@ void register_backend(const std::string& name, ContextBackend backend, RegisterO
 void register_backend(const std::string& name, const BackendFn& backend, RegisterOptions options) {
   SINTER_CHECK(!name.empty(), "register_backend: the name is empty");
   SINTER_CHECK(static_cast<bool>(backend), "register_backend('{}'): the backend is an empty function", name);
-  SINTER_CHECK(!backends::is_builtin_backend(name),
+  SINTER_CHECK(!is_builtin_backend(name),
                "register_backend('{}'): '{}' is a built-in backend and cannot be replaced; register yours under "
                "another name",
                name, name);

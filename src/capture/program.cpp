@@ -40,11 +40,6 @@ int input_with_internal_overlap(const std::vector<Tensor>& inputs) {
   return -1;
 }
 
-// The backends sinter registers itself; their outputs are trusted (not checked per call).
-bool is_builtin_backend(const std::string& name) {
-  return name == "eager" || name == "aot_eager" || name == "inductor";
-}
-
 // What a custom backend must return (see Program::OutputSpec), read from the functional graph.
 void expect_outputs(Program& p, const Graph& graph) {
   p.check_outputs = true;

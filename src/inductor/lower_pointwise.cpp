@@ -63,7 +63,6 @@ struct Builder {
   SExpr k(double v) { return p().constant(v, out); }
   SExpr op(const char* name, std::vector<SExpr> a) { return p().op(name, std::move(a), out); }
   SExpr op(const char* name, std::vector<SExpr> a, CType t) { return p().op(name, std::move(a), t); }
-  double scal(std::string_view name) { return n.arg(name).to_double(); }
   // x * alpha, leaving it alone when alpha is 1.
   SExpr scaled(SExpr x, std::string_view alpha_name) {
     const Value& a = n.arg(alpha_name);
