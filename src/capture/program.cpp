@@ -150,6 +150,7 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   for (size_t i = 0; i < f.outputs_aliasing_inputs.size() && i < p.output_is_input.size(); ++i)
     p.output_is_input[i] = f.outputs_aliasing_inputs[i];
   if (f.changed) SINTER_LOG(kGraph, "after functionalization:\n{}", print_graph(graph));
+  p.output_views = plan_output_views(graph, p.num_outputs);
 
   p.backend = options.backend;
   try {
@@ -188,6 +189,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& inp
     if (!dst.is_same(outs[w.output])) dst.copy_(outs[w.output]);
   }
   outs.resize(p.num_outputs);
+  if (!p.output_views.empty()) rebuild_output_views(p.output_views, inputs, outs);
   for (int i = 0; i < p.num_outputs; ++i)
     if (p.output_is_input[i] >= 0) outs[i] = inputs[p.output_is_input[i]];
   return outs;

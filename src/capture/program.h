@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/output_views.h"
 #include "sinter/compile.h"
 
 namespace sinter::capture {
@@ -21,6 +22,7 @@ struct Program {
   std::vector<WriteBack> write_backs;
   int num_outputs = 0;               // the user's outputs (the write-back values follow them)
   std::vector<int> output_is_input;  // per user output: the input it is (returned as that real tensor), or -1
+  OutputViews output_views;          // user outputs rebuilt as views of what they alias (output_views.h)
   double compile_seconds = 0;
   std::string backend;  // the backend that compiled it ("aot_eager" after a fallback)
   std::string fallback_reason;  // why the chosen backend failed, when aot_eager replaced it
