@@ -17,18 +17,10 @@ SymIntList broadcast_args(const Args& args, std::initializer_list<int> indices) 
 
 TensorMeta output_meta(const Args& args, std::initializer_list<int> indices, const SymIntList& sizes, DType dtype) {
   Device device = common_device(args);
-  for (int i : indices) {
-    if (!args[i].is_tensor()) continue;
-    const Tensor& t = args[i].tensor();
-    if (t.dim() != static_cast<int64_t>(sizes.size())) continue;
-    bool same = true;
-    for (size_t d = 0; same && d < sizes.size(); ++d) same = t.sizes()[d] == sizes[d];
-    if (!same) continue;
-    TensorMeta m = dense_meta_like(sizes, dtype, t);
-    m.device = device;
-    return m;
-  }
-  return dense_meta(sizes, dtype, device);
+  std::vector<const Tensor*> operands;
+  for (int i : indices)
+    if (args[i].is_tensor() && !args[i].tensor().impl()->wrapped_number) operands.push_back(&args[i].tensor());
+  return layout_of_operands(sizes, dtype, device, operands);
 }
 
 void add_operand(loops::Loop& loop, const Tensor& out, const Value& v) {

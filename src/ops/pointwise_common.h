@@ -12,8 +12,8 @@ namespace sinter::pointwise {
 
 // Broadcast sizes of the tensor arguments at `indices` (non-tensors are skipped).
 SymIntList broadcast_args(const Args& args, std::initializer_list<int> indices);
-// A fresh output of `sizes`: its layout follows the first tensor argument (at `indices`) of exactly those sizes,
-// so a channels-last input gives a channels-last output.
+// A fresh output of `sizes`, laid out from the tensor arguments at `indices` as TensorIterator does
+// (layout_of_operands; host numbers take no part).
 TensorMeta output_meta(const Args& args, std::initializer_list<int> indices, const SymIntList& sizes, DType dtype);
 // Both of the above for the common case.
 inline ShapeResult pointwise_result(const Args& args, std::initializer_list<int> indices, DType dtype) {

@@ -116,36 +116,93 @@ TensorMeta dense_meta(const SymIntList& sizes, DType dtype, Device device, Memor
   return TensorMeta{sizes, contiguous_strides(sizes, format), 0, dtype, device};
 }
 
-TensorMeta dense_meta_like(const SymIntList& sizes, DType dtype, const Tensor& like) {
-  if (like.dim() == static_cast<int64_t>(sizes.size()) && like.sizes().hints() == sizes.hints() &&
-      !like.is_contiguous()) {
-    if (like.is_contiguous(MemoryFormat::kChannelsLast))
-      return dense_meta(sizes, dtype, like.device(), MemoryFormat::kChannelsLast);
-    // Follow the input's dimension order when it is a permutation of a dense layout.
-    int64_t n = like.dim();
-    std::vector<int64_t> perm(n);
-    std::iota(perm.begin(), perm.end(), 0);
-    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-      return like.strides()[a].hint() > like.strides()[b].hint();
-    });
-    int64_t expected = 1;
-    bool dense = true;
-    for (int64_t i = n - 1; i >= 0; --i) {
-      int64_t d = perm[i], size = like.sizes()[d].hint();
-      if (size != 1 && like.strides()[d].hint() != expected) dense = false;
-      expected *= std::max<int64_t>(size, 1);
+namespace {
+
+// Whether t's elements fill a block of memory with no gaps or repeats, in some order of its dims.
+bool non_overlapping_and_dense(const Tensor& t) {
+  const int64_t n = t.dim();
+  std::vector<int64_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](int64_t a, int64_t b) { return t.strides()[a].hint() < t.strides()[b].hint(); });
+  int64_t expected = 1;
+  for (int64_t d : perm) {
+    int64_t size = t.sizes()[d].hint();
+    if (size == 0) return true;
+    if (size == 1) continue;
+    if (t.strides()[d].hint() != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
+}  // namespace
+
+TensorMeta layout_of_operands(const SymIntList& sizes, DType dtype, Device device,
+                              const std::vector<const Tensor*>& operands) {
+  const int64_t n = static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> hints = sizes.hints();
+  bool same_shape = !operands.empty();
+  for (const Tensor* t : operands) same_shape = same_shape && t->dim() == n && t->sizes().hints() == hints;
+  if (n == 0 || operands.empty()) return dense_meta(sizes, dtype, device);
+  if (same_shape) {
+    // TensorIterator's fast setups: all contiguous, all channels-last, or all of one dense layout.
+    auto all = [&](auto pred) { return std::all_of(operands.begin(), operands.end(), pred); };
+    if (all([](const Tensor* t) { return t->is_contiguous(); })) return dense_meta(sizes, dtype, device);
+    if (all([](const Tensor* t) { return t->is_contiguous(MemoryFormat::kChannelsLast); }))
+      return dense_meta(sizes, dtype, device, MemoryFormat::kChannelsLast);
+    const Tensor& first = *operands.front();
+    if (all([&](const Tensor* t) {
+          return non_overlapping_and_dense(*t) && t->strides().hints() == first.strides().hints();
+        }))
+      return TensorMeta{sizes, first.strides(), 0, dtype, device};
+  }
+  // The general rule: order the dims by the operands' strides, the first operand whose strides for two dims
+  // differ deciding (a broadcast dim, stride 0, decides nothing; equal strides order by size), as
+  // TensorIterator's reorder_dimensions does. perm[0] is the fastest-moving dim.
+  auto stride_of = [&](const Tensor* t, int64_t d) -> int64_t {
+    int64_t k = d - (n - t->dim());  // operands align to the right
+    if (k < 0) return 0;
+    if (t->sizes()[k].hint() == 1 && hints[d] != 1) return 0;  // broadcast
+    return t->strides()[k].hint();
+  };
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    for (const Tensor* t : operands) {
+      int64_t s0 = stride_of(t, d0), s1 = stride_of(t, d1);
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 < s1) return -1;
+      if (s0 > s1) return 1;
+      if (hints[d0] > hints[d1]) return 1;
     }
-    if (dense) {
-      SymIntList strides(n, SymInt(1));
-      SymInt s = 1;
-      for (int64_t i = n - 1; i >= 0; --i) {
-        strides[perm[i]] = s;
-        s = s * sym_max(sizes[perm[i]], 1);
+    return 0;
+  };
+  std::vector<int64_t> perm(n);
+  for (int64_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
+  for (int64_t i = 1; i < n; ++i) {
+    int64_t d1 = i;
+    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
+      int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
       }
-      return TensorMeta{sizes, strides, 0, dtype, like.device()};
     }
   }
-  return dense_meta(sizes, dtype, like.device());
+  SymIntList strides(n, SymInt(1));
+  SymInt s = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    strides[perm[i]] = s;
+    s = s * sym_max(sizes[perm[i]], 1);
+  }
+  return TensorMeta{sizes, strides, 0, dtype, device};
+}
+
+TensorMeta dense_meta_like(const SymIntList& sizes, DType dtype, const Tensor& like) {
+  if (like.dim() != static_cast<int64_t>(sizes.size()) || like.sizes().hints() != sizes.hints())
+    return dense_meta(sizes, dtype, like.device());
+  return layout_of_operands(sizes, dtype, like.device(), {&like});
 }
 
 TensorMeta view_meta(const Tensor& base, SymIntList sizes, SymIntList strides, SymInt offset) {

@@ -36,8 +36,13 @@ bool can_cast(DType from, DType to);
 // A fresh, dense output: contiguous strides (or channels-last).
 TensorMeta dense_meta(const SymIntList& sizes, DType dtype, Device device,
                       MemoryFormat format = MemoryFormat::kContiguous);
-// A fresh output of `sizes` whose strides follow `like`'s dimension order when `like` is dense and of the same
-// sizes (so a channels-last or transposed input gives an output of the same layout, as in PyTorch).
+// A fresh, dense output of an elementwise op over `operands` (broadcast to `sizes`), laid out as PyTorch's
+// TensorIterator lays it out: contiguous, channels-last or the one dense layout when every operand has it, else
+// the dims ordered by the operands' strides, the first operand that tells two dims apart deciding. So a
+// transposed, channels-last or strided (non-dense) input gives an output of the same dimension order.
+TensorMeta layout_of_operands(const SymIntList& sizes, DType dtype, Device device,
+                              const std::vector<const Tensor*>& operands);
+// layout_of_operands of `like` alone when it has `sizes` (empty_like's preserve_format), else contiguous.
 TensorMeta dense_meta_like(const SymIntList& sizes, DType dtype, const Tensor& like);
 // A view of `base` with new sizes/strides/offset.
 TensorMeta view_meta(const Tensor& base, SymIntList sizes, SymIntList strides, SymInt offset);

@@ -136,7 +136,6 @@ TEST(InplaceInputs, InPlaceOnAnEmptyPermutedInput) {
   expect_like_eager(f, [] { return zeros({6, 6, 0}).transpose(2, 0); });
 }
 
-}  // namespace
 // A permuted input with a dim of size 1 is dense whatever that dim's stride says (strides [2, 1, 2] for sizes
 // [1, 2, 2]): the functional write-back of fill_ into it compiles (a fuzzer finding).
 TEST(InplaceInputs, FillOfAPermutedInputWithASizeOneDim) {
@@ -152,4 +151,25 @@ TEST(InplaceInputs, FillOfAPermutedInputWithASizeOneDim) {
   expect_like_eager(f, make);
 }
 
+// sinter fuzz, seed 112 case 2851: relu_ on a strided input, then a permute of it and a binary op of the two:
+// the functional relu is a fresh dense value, the eager one the strided input, and the output's layout (which
+// follows their dimension order) must be the same.
+TEST(InplaceInputs, LayoutAfterAnInPlaceOpOnAStridedInput) {
+  auto f = [](const Tensor& t) {
+    Tensor y = t;
+    y.relu_();
+    return logical_or(y.permute({2, 1, 0}), y);
+  };
+  auto make = [] {
+    manual_seed(7);
+    return randn({4, 2, 2}).slice(0, 0, std::nullopt, 2);
+  };
+  expect_like_eager(f, make);
+  for (const std::string& backend : kBackends) {
+    SCOPED_TRACE(backend);
+    EXPECT_EQ(compile(f, {.backend = backend})(make()).strides().hints(), f(make()).strides().hints());
+  }
+}
+
+}  // namespace
 }  // namespace sinter

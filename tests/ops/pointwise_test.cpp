@@ -317,6 +317,30 @@ TEST(PointwiseUnary, ChannelsLastInputGivesChannelsLastOutput) {
   EXPECT_EQ(exp(t).strides().hints(), t.strides().hints());
 }
 
+// Fresh outputs are laid out as PyTorch's TensorIterator lays them out: the dims ordered by the operands'
+// strides, the first operand that tells two dims apart deciding, dense or not (sinter fuzz, seed 112 case 2851:
+// an in-place op on a strided input made eager and compiled strides differ after a permute).
+TEST(PointwiseLayout, OutputsFollowTheOperandsDimensionOrder) {
+  Tensor x = testing::random({4, 2, 2}).slice(0, 0, std::nullopt, 2);  // strides [8, 2, 1], not dense
+  Tensor p = x.permute({2, 1, 0});                                       // strides [1, 2, 8]
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(relu(x).strides().hints(), (V{4, 2, 1}));
+  EXPECT_EQ(exp(p).strides().hints(), (V{1, 2, 4}));
+  EXPECT_EQ(logical_or(p, x).strides().hints(), (V{1, 2, 4}));
+  EXPECT_EQ(add(x, p).strides().hints(), (V{4, 2, 1}));
+  EXPECT_EQ(mul(p, 2.0).strides().hints(), (V{1, 2, 4}));
+  // A broadcast operand decides nothing along its broadcast dims.
+  Tensor t = testing::random({3, 4}).t();  // [4, 3], strides [1, 4]
+  EXPECT_EQ(add(testing::random({3}), t).strides().hints(), (V{1, 4}));
+  EXPECT_EQ(add(t, testing::random({4, 1})).strides().hints(), (V{1, 4}));
+  // Mixed channels-last and contiguous operands: the first decides.
+  Tensor cl = testing::random({2, 3, 4, 5}).contiguous(kChannelsLast), c = testing::random({2, 3, 4, 5});
+  EXPECT_TRUE(add(cl, c).is_contiguous(kChannelsLast));
+  EXPECT_TRUE(add(c, cl).is_contiguous());
+  // Values are unaffected by the layout.
+  EXPECT_CLOSE(logical_or(p, x), logical_or(p.contiguous(), x.contiguous()), 0);
+}
+
 TEST(PointwiseUnary, Errors) {
   Tensor i = from_vector<int64_t>({1, 2});
   EXPECT_ERROR(silu(i), "silu", "int64");

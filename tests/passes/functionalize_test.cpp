@@ -229,7 +229,7 @@ TEST(Functionalize, WritesThroughViewsOfAnIntermediateReachLaterReads) {
             "  %4 = as_strided_scatter(%1, %3, [6, 4], [1, 6])  # f32[4, 6]\n"
             "  %5 = transpose.int(%4, 0, 1)  # f32[6, 4]{1, 6}\n"
             "  %6 = slice.Tensor(%5, 0, 2)  # f32[4, 4]{1, 6}+2\n"
-            "  %7 = neg(%6)  # f32[4, 4]\n"
+            "  %7 = neg(%6)  # f32[4, 4]{1, 4}\n"
             "  %8 = as_strided_scatter(%4, %7, [4, 4], [1, 6], 2)  # f32[4, 6]\n"
             "  %9 = transpose.int(%8, 0, 1)  # f32[6, 4]{1, 6}\n"
             "  %10 = exp(%9)  # f32[6, 4]{1, 6}\n"
