@@ -15,14 +15,18 @@ endif
 # The differential fuzzer (sinter fuzz, tools/fuzz.cpp). `make test` runs its first FUZZ_TEST_CASES cases of a fixed
 # seed (at most FUZZ_TEST_SECONDS; each case is a function of the seed and its index, so a faster machine runs the
 # same cases, not new ones) and fails on any finding. FUZZ_TEST_DISABLED names generator features to leave out
-# (none now; a feature that finds an open bug goes here, named with the bug, until the bug is fixed). The kind not
-# counted: lowp-mismatch (float16/bfloat16 through a discontinuous op: inductor rounds only where it writes a
-# buffer, by design, as torch.compile does). `make fuzz` runs everything for FUZZ_SECONDS with a random seed.
+# (none now; a feature that finds an open bug goes here, named with the bug, until the bug is fixed). The kinds not
+# counted (FUZZ_IGNORED), each a difference no float comparison can call a bug: lowp-mismatch (float16/bfloat16
+# through a discontinuous op: inductor rounds only where it writes a buffer, by design, as torch.compile does),
+# nan-sign (a copysign or signbit of a NaN, whose sign IEEE 754 leaves unspecified), rounding-amplified (eager
+# itself is further from the float64 result than the tolerance there) and rounding-mismatch (aot_eager within
+# rounding of eager: its kernels ran on values laid out otherwise, and summation order follows the layout).
+# `make fuzz` runs everything for FUZZ_SECONDS with a random seed.
 FUZZ_TEST_SECONDS ?= 120
 FUZZ_TEST_CASES ?= 1000
 FUZZ_SECONDS ?= 600
 FUZZ_TEST_DISABLED ?=
-FUZZ_TEST_IGNORED ?= lowp-mismatch
+FUZZ_IGNORED ?= lowp-mismatch,nan-sign,rounding-amplified,rounding-mismatch
 
 deps:
 	@bash scripts/install_deps.sh
@@ -45,7 +49,7 @@ test: configure onnx-data
 	  echo "tests took $$(( $$(date +%s) - start )) s"; exit $$rc
 	@SINTER_CACHE_DIR=$$(mktemp -d) $(BUILD)/sinter fuzz --seconds $(FUZZ_TEST_SECONDS) --cases $(FUZZ_TEST_CASES) --seed 1 --expect-clean \
 	  --out $(BUILD)/fuzz-findings $(if $(FUZZ_TEST_DISABLED),--disable $(FUZZ_TEST_DISABLED)) \
-	  $(if $(FUZZ_TEST_IGNORED),--ignore $(FUZZ_TEST_IGNORED))
+	  $(if $(FUZZ_IGNORED),--ignore $(FUZZ_IGNORED))
 	@bash tests/install/run.sh $(BUILD)
 	@SINTER_CACHE_DIR=$$(mktemp -d) $(BUILD)/sinter demo > $(BUILD)/demo.txt 2>&1 || { cat $(BUILD)/demo.txt; exit 1; }; \
 	  echo "demo runs (make demo): $$(grep -c 'relative error vs float64' $(BUILD)/demo.txt) results within 1e-4 of float64"
@@ -69,4 +73,4 @@ clean:
 
 fuzz: configure
 	@ninja -C $(BUILD) -j$(JOBS) sinter_cli
-	@$(BUILD)/sinter fuzz --seconds $(FUZZ_SECONDS) --out fuzz-findings --ignore lowp-mismatch
+	@$(BUILD)/sinter fuzz --seconds $(FUZZ_SECONDS) --out fuzz-findings --ignore $(FUZZ_IGNORED)

@@ -130,10 +130,18 @@ std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, st
 // (DESIGN.md), so its results differ from eager's op-by-op rounding by about the low-precision epsilon, wherever
 // a low-precision value flowed. Through a discontinuous op (floor, a comparison, fmod, argmax, a cast to an
 // integer) that difference can flip a result entirely: such outputs are reported apart ("lowp-mismatch").
+// The sign of a NaN is unspecified (IEEE 754 leaves it to the implementation, and a vectorized kernel makes
+// other NaNs than the C library): a copysign or signbit that reads a NaN's sign gives results eager and compiled
+// code may disagree on ("nan-sign").
 struct Taint {
   int precision = 3;  // the least precise float a value depends on: 0 bfloat16, 1 float16, 2 float32, 3 float64
   bool discontinuous = false;
+  bool nan_sign = false;
 };
+
+bool has_nan(const Tensor& t) {
+  return t.defined() && is_floating(t.dtype()) && t.numel().hint() > 0 && any(isnan(t)).item<bool>();
+}
 
 int precision_of(DType t) {
   if (t == kBFloat16) return 0;
@@ -168,12 +176,60 @@ std::vector<Taint> taints(const Program& p, const std::vector<Tensor>& values) {
     for (int a : s.args) {
       t[i].precision = std::min(t[i].precision, t[a].precision);
       t[i].discontinuous |= t[a].discontinuous;
+      t[i].nan_sign |= t[a].nan_sign;
     }
+    const int sign_arg = s.op == "copysign" ? 1 : s.op == "signbit" ? 0 : -1;
+    if (sign_arg >= 0 && has_nan(values.at(s.args.at(sign_arg)))) t[i].nan_sign = true;
     if (t[i].precision < 2 && is_discontinuous(s, values, static_cast<int>(i))) t[i].discontinuous = true;
     // In-place steps write their first argument's storage: whatever reads it later sees the taint. (Crudely: the
     // program's arguments after the call take the taint of every value, below.)
   }
   return t;
+}
+
+// The program run in float64 on the same input values (every float input, parameter, module weight and float
+// cast made float64): the exact result the float outputs approximate. Empty when it cannot run so.
+std::vector<Tensor> reference64(const Program& p, int v) {
+  try {
+    Program q = p;
+    for (Step& s : q.steps)
+      if (s.op == "to" && is_floating(static_cast<DType>(s.ints.at(0)))) s.ints[0] = static_cast<int64_t>(kFloat64);
+    auto widen = [](const Tensor& t) { return is_floating(t.dtype()) ? t.to(kFloat64) : t; };
+    Context ctx = make_context(p);
+    for (Tensor& t : ctx.params) t = widen(t);
+    for (auto& m : ctx.modules) m->to(kFloat64);
+    std::vector<Tensor> args = make_inputs(p, v);
+    for (Tensor& t : args) t = widen(t);
+    std::vector<Tensor> out = run_program(q, ctx, args);
+    out.insert(out.end(), args.begin(), args.end());
+    return out;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+// Whether every element where `got` and `want` (eager) differ is one where eager is itself further from the
+// float64 result `exact` than the output's tolerance: the program amplifies rounding there (a remainder of a
+// large value, a variance of nearly equal values, an overflow of a low-precision intermediate), and which of
+// two roundings is right is beyond a float comparison ("rounding-amplified").
+bool rounding_amplified(const Tensor& want, const Tensor& got, const Tensor& exact) {
+  if (!exact.defined() || !is_floating(want.dtype()) || exact.sizes().hints() != want.sizes().hints()) return false;
+  std::vector<double> w = want.to(kFloat64).contiguous().to_vector<double>();
+  std::vector<double> g = got.to(kFloat64).contiguous().to_vector<double>();
+  std::vector<double> r = exact.to(kFloat64).contiguous().to_vector<double>();
+  Tolerance tol = tolerance(want.dtype());
+  auto close = [&](double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    if (std::isinf(a) || std::isinf(b)) return a == b;
+    return std::abs(a - b) <= tol.atol + tol.rtol * std::abs(b);
+  };
+  bool any = false;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (close(g[i], w[i])) continue;
+    if (close(w[i], r[i])) return false;  // eager is accurate here and compiled is not: a real difference
+    any = true;
+  }
+  return any;
 }
 
 }  // namespace
@@ -187,14 +243,16 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
   // Eager reference per variant: the outputs, then the arguments as the program left them (it may write them).
   std::vector<std::vector<Tensor>> ref(nv);
   std::vector<bool> valid(nv, false);
-  std::vector<Taint> taint;
+  std::vector<std::vector<Taint>> taint(nv);
+  std::vector<std::vector<Tensor>> ref64(nv);  // float64 references, made when a comparison needs one
+  std::vector<bool> have64(nv, false);
   for (int v = 0; v < nv; ++v) {
     try {
       Context ctx = make_context(p);
       std::vector<Tensor> args = make_inputs(p, v);
       std::vector<Tensor> values;
       ref[v] = run_program(p, ctx, args, &values);
-      if (v == 0) taint = taints(p, values);
+      taint[v] = taints(p, values);
       ref[v].insert(ref[v].end(), args.begin(), args.end());
       valid[v] = true;
     } catch (const Error& e) {
@@ -234,13 +292,29 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
         // The taint of this result: an output's own; an argument's, every value's (in-place writes reach it).
         Taint t;
         if (k < p.outputs.size()) {
-          t = taint.at(p.outputs[k]);
+          t = taint[v].at(p.outputs[k]);
         } else {
-          for (const Taint& x : taint) t.precision = std::min(t.precision, x.precision), t.discontinuous |= x.discontinuous;
+          for (const Taint& x : taint[v]) {
+            t.precision = std::min(t.precision, x.precision);
+            t.discontinuous |= x.discontinuous;
+            t.nan_sign |= x.nan_sign;
+          }
         }
         try {
           d = compare_tensor(ref[v][k], got[k], exact, &kind, t.precision);
-          if (!exact && kind == "mismatch" && t.discontinuous && !d.empty()) kind = "lowp-mismatch";
+          if (kind == "mismatch" && !d.empty()) {
+            if (!have64[v]) ref64[v] = reference64(p, v), have64[v] = true;
+            // An exact backend (aot_eager) that differs by rounding only: its kernels ran on values laid out
+            // otherwise than eager's (a write into a strided input becomes a fresh dense value), and a
+            // reduction's summation order follows the layout.
+            std::string inexact;
+            if (exact && compare_tensor(ref[v][k], got[k], false, &inexact, t.precision).empty())
+              kind = "rounding-mismatch";
+            else if (t.nan_sign) kind = "nan-sign";
+            else if (!exact && t.discontinuous) kind = "lowp-mismatch";
+            else if (k < ref64[v].size() && rounding_amplified(ref[v][k], got[k], ref64[v][k]))
+              kind = "rounding-amplified";
+          }
         } catch (const std::exception& e) {
           d = std::string("comparing threw: ") + e.what();
         }
