@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+
 #include "symbolic/expr.h"
 
 namespace sinter::graph_detail {
@@ -86,13 +88,18 @@ bool same_value(const Value& a, const Value& b) {
       if (!x[i].is_same(y[i])) return false;
     return true;
   }
-  if (a.is_scalar()) return a.scalar() == b.scalar();
+  // Numbers by their bits: 0.0 and -0.0 are different arguments (x / -0.0 is not x / 0.0); NaN equals NaN here.
+  auto same_double = [](double x, double y) {
+    return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y) || (x != x && y != y);
+  };
+  if (a.is_scalar()) {
+    const Scalar &x = a.scalar(), &y = b.scalar();
+    if (x.is_floating() != y.is_floating() || x.is_bool() != y.is_bool()) return false;
+    return x.is_floating() ? same_double(x.to_double(), y.to_double()) : x.to_int() == y.to_int();
+  }
   if (a.is_int()) return same_symint(a.sym_int(), b.sym_int());
   if (a.is_int_list()) return same_symints(a.int_list(), b.int_list());
-  if (a.is_double()) {
-    double x = a.to_double(), y = b.to_double();
-    return x == y || (x != x && y != y);  // NaN equals NaN here: the same argument
-  }
+  if (a.is_double()) return same_double(a.to_double(), b.to_double());
   if (a.is_bool()) return a.to_bool() == b.to_bool();
   if (a.is_string()) return a.str_value() == b.str_value();
   if (a.is_dtype()) return a.dtype() == b.dtype();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <unordered_set>
@@ -47,10 +48,15 @@ const char* ctype_name(CType t) {
 
 static size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
 
+// Constants are the same by their bits (0.0 and -0.0 differ: x / -0.0 is not x / 0.0); every NaN is one.
+static bool same_value(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b) || (a != a && b != b);
+}
+static size_t value_hash(double v) { return v == v ? std::hash<uint64_t>()(std::bit_cast<uint64_t>(v)) : 7; }
+
 static bool same(const SNode& a, const SNode& b) {
   return a.kind == b.kind && a.type == b.type && a.op == b.op && a.args == b.args && a.buffer == b.buffer &&
-         a.offset == b.offset && (a.value == b.value || (a.value != a.value && b.value != b.value)) &&
-         a.ivalue == b.ivalue;
+         a.offset == b.offset && same_value(a.value, b.value) && a.ivalue == b.ivalue;
 }
 
 SExpr SPool::intern(SNode n) {
@@ -59,7 +65,7 @@ SExpr SPool::intern(SNode n) {
   for (SExpr a : n.args) h = mix(h, std::hash<const void*>()(a));
   h = mix(h, static_cast<size_t>(n.buffer + 1));
   h = mix(h, std::hash<const void*>()(n.offset.get()));
-  h = mix(h, n.value == n.value ? std::hash<double>()(n.value) : 7);
+  h = mix(h, value_hash(n.value));
   h = mix(h, std::hash<int64_t>()(n.ivalue));
   n.hash = h;
   auto [lo, hi] = table_.equal_range(h);

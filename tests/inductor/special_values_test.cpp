@@ -1,6 +1,7 @@
 // Compiled pointwise ops on IEEE special values (signed zeros, infinities, NaN) give eager's bits: pow with the
 // exponents eager special-cases (pow(-0.0, -0.5) is -inf in eager and PyTorch, +inf through std::pow; found by
-// sinter fuzz).
+// sinter fuzz), and -0.0 kept apart from 0.0 wherever constants are shared (one kernel's constants, the graph's
+// common subexpressions).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,6 +29,30 @@ TEST(SpecialValues, PowOfSpecialValuesAsEager) {
       } else {
         EXPECT_EQ(g[i], w[i]) << "x = " << kSpecials[i];
         EXPECT_EQ(std::signbit(g[i]), std::signbit(w[i])) << "x = " << kSpecials[i];
+      }
+    }
+  }
+}
+
+// sinter fuzz, seed 310 case 3489: x / -0.0 in a kernel that also compares with 0 came out as x / 0.0 (the two
+// constants were one), and two divisions by 0.0 and -0.0 must stay two nodes of the graph.
+TEST(SpecialValues, NegativeZeroIsNotZero) {
+  auto f = [](const Tensor& x) -> std::vector<Tensor> { return {div(x, -0.0), gt(x, 0.0), div(x, 0.0), x + -0.0, x * 1 + 0.0}; };
+  Tensor x = from_vector(kSpecials, {static_cast<int64_t>(kSpecials.size())});
+  for (const std::string backend : {"inductor", "aot_eager"}) {
+    SCOPED_TRACE(backend);
+    std::vector<Tensor> want = f(x), got = compile(f, {.backend = backend})(x);
+    for (size_t k = 0; k < want.size(); ++k) {
+      if (want[k].dtype() == kBool) {
+        EXPECT_TENSOR_EQ(got[k], want[k]);
+        continue;
+      }
+      std::vector<float> w = want[k].to_vector<float>(), g = got[k].to_vector<float>();
+      for (size_t i = 0; i < w.size(); ++i) {
+        EXPECT_EQ(std::isnan(g[i]), std::isnan(w[i])) << "output " << k << ", x = " << kSpecials[i];
+        if (std::isnan(w[i])) continue;
+        EXPECT_EQ(g[i], w[i]) << "output " << k << ", x = " << kSpecials[i];
+        EXPECT_EQ(std::signbit(g[i]), std::signbit(w[i])) << "output " << k << ", x = " << kSpecials[i];
       }
     }
   }
