@@ -57,6 +57,7 @@ std::string one_line(std::string s) {
 }
 
 int precision_of(DType t);
+double machine_epsilon(int precision);
 
 struct Tolerance {
   double rtol, atol;
@@ -73,7 +74,10 @@ Tolerance tolerance(DType t) {
 
 // Empty when equal; otherwise what differs. exact: bitwise (NaN equals NaN, -0 differs from 0).
 // kind: set to "mismatch" (values), "meta-mismatch" (dtype or sizes) or "stride-mismatch".
-std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, std::string* kind, int precision) {
+// magnitude: the largest value the result was computed from (Taint::magnitude); a tolerant comparison allows an
+// absolute error of a few roundings at that scale, which cancellation leaves in a small result.
+std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, std::string* kind, int precision,
+                           double magnitude = 0) {
   *kind = "meta-mismatch";
   if (!got.defined()) return "compiled output is undefined";
   if (want.dtype() != got.dtype()) {
@@ -104,6 +108,7 @@ std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, st
   DType tol_dtype = want.dtype();
   if (is_floating(tol_dtype) && precision < precision_of(tol_dtype)) tol_dtype = by_precision[precision];
   Tolerance tol = exact || !is_floating(want.dtype()) ? Tolerance{0, 0} : tolerance(tol_dtype);
+  if (tol.rtol > 0) tol.atol = std::max(tol.atol, 2 * machine_epsilon(precision_of(tol_dtype)) * magnitude);
   for (int64_t i = 0; i < n; ++i) {
     double a = w[i], b = g[i];
     bool same;
@@ -129,7 +134,10 @@ std::string compare_tensor(const Tensor& want, const Tensor& got, bool exact, st
 // Inductor computes float16/bfloat16 in float32 inside a fused kernel and rounds only where it writes a buffer
 // (DESIGN.md), so its results differ from eager's op-by-op rounding by about the low-precision epsilon, wherever
 // a low-precision value flowed. Through a discontinuous op (floor, a comparison, fmod, argmax, a cast to an
-// integer) that difference can flip a result entirely: such outputs are reported apart ("lowp-mismatch").
+// integer) that difference can flip a result entirely: such outputs are reported apart ("lowp-mismatch"). In
+// float32 a flip needs an input within rounding of the discontinuity (0.99999994 cast to an integer, a quotient
+// of remainder next to an integer): such outputs are "rounding-amplified", as are outputs eager itself computes
+// further from the float64 result than the tolerance (rounding_amplified below).
 // The sign of a NaN is unspecified (IEEE 754 leaves it to the implementation, and a vectorized kernel makes
 // other NaNs than the C library): a copysign or signbit that reads a NaN's sign gives results eager and compiled
 // code may disagree on ("nan-sign").
@@ -137,10 +145,19 @@ struct Taint {
   int precision = 3;  // the least precise float a value depends on: 0 bfloat16, 1 float16, 2 float32, 3 float64
   bool discontinuous = false;
   bool nan_sign = false;
+  // The largest finite magnitude among the float values this one was computed from (itself included): rounding
+  // errors are relative to it, so a result of cancellation (4.0 - 3.98) carries an error of its scale.
+  double magnitude = 0;
 };
 
 bool has_nan(const Tensor& t) {
   return t.defined() && is_floating(t.dtype()) && t.numel().hint() > 0 && any(isnan(t)).item<bool>();
+}
+
+double max_finite_abs(const Tensor& t) {
+  if (!t.defined() || !is_floating(t.dtype()) || t.numel().hint() == 0) return 0;
+  Tensor a = abs(t.to(kFloat64));
+  return amax(where(isfinite(a), a, zeros_like(a)), {}, false).item<double>();
 }
 
 int precision_of(DType t) {
@@ -148,6 +165,11 @@ int precision_of(DType t) {
   if (t == kFloat16) return 1;
   if (t == kFloat32) return 2;
   return 3;
+}
+
+double machine_epsilon(int precision) {
+  static const double eps[] = {0x1p-7, 0x1p-10, 0x1p-23, 0x1p-52};
+  return eps[precision];
 }
 
 bool is_discontinuous(const Step& s, const std::vector<Tensor>& values, int id) {
@@ -166,21 +188,75 @@ bool is_discontinuous(const Step& s, const std::vector<Tensor>& values, int id) 
   return s.op == "to" && !is_floating(values.at(id).dtype());
 }
 
+// Whether a float32 rounding-level change of the eager inputs of step `s` could flip its result: a value next to
+// an integer (casts to integers, floor, ceil, trunc, frac, round, and the quotient of fmod, remainder,
+// floor_divide and div_mode), operands of a comparison next to each other, a value next to 0 (sign, signbit, the
+// count of break_narrow), values next to a tie (argmax, argmin, max_dim, min_dim, sort, cummax).
+bool near_discontinuity(const Step& s, const std::vector<Tensor>& values, int id, double magnitude) {
+  constexpr double kNear = 1e-4;  // relative; float32 rounding accumulated over a few ops stays well inside
+  auto arg = [&](size_t k) { return values.at(s.args.at(k)).to(kFloat64); };
+  auto floating_arg = [&](size_t k) { return k < s.args.size() && is_floating(values.at(s.args[k]).dtype()); };
+  auto any_true = [](const Tensor& b) { return b.numel().hint() > 0 && any(b).item<bool>(); };
+  auto near_integer = [&](const Tensor& q) {
+    Tensor d = abs(q - round(q));
+    return any_true(isfinite(q) & le(d, mul(maximum(abs(q), ones_like(q)), kNear)));
+  };
+  auto near_zero = [&](const Tensor& x) { return any_true(le(abs(x), kNear * std::max(magnitude, 1e-30))); };
+  auto near_ties = [&](const Tensor& x) {
+    if (x.numel().hint() < 2) return false;
+    Tensor v = std::get<0>(sort(x.reshape({-1}), 0));
+    int64_t n = v.numel().hint();
+    Tensor gap = abs(v.slice(0, 1, n) - v.slice(0, 0, n - 1));
+    return any_true(le(gap, kNear * std::max(max_finite_abs(x), 1e-30)));
+  };
+  const std::string& op = s.op;
+  auto is = [&](std::initializer_list<const char*> names) {
+    for (const char* n : names)
+      if (op == n) return true;
+    return false;
+  };
+  if (op == "to") return !is_floating(values.at(id).dtype()) && floating_arg(0) && near_integer(arg(0));
+  if (is({"floor", "ceil", "trunc", "frac"})) return floating_arg(0) && near_integer(arg(0));
+  if (op == "round") return floating_arg(0) && near_integer(mul(arg(0), 2.0));
+  if (is({"fmod", "remainder", "floor_divide", "div_mode"}))
+    return (floating_arg(0) || floating_arg(1)) && near_integer(div(arg(0), arg(1)));
+  if (is({"fmod_s", "remainder_s", "floor_divide_s"}))
+    return floating_arg(0) && !s.reals.empty() && near_integer(div(arg(0), s.reals[0]));
+  if (is({"eq", "ne", "lt", "le", "gt", "ge"})) {
+    if (!floating_arg(0) && !floating_arg(1)) return false;
+    Tensor a = arg(0), b = arg(1);
+    return any_true(le(abs(a - b), mul(abs(a) + abs(b), kNear)) & isfinite(a) & isfinite(b));
+  }
+  if (is({"eq_s", "ne_s", "lt_s", "le_s", "gt_s", "ge_s"})) {
+    if (!floating_arg(0) || s.reals.empty()) return false;
+    Tensor a = arg(0);
+    return any_true(le(abs(a - s.reals[0]), add(abs(a), std::abs(s.reals[0])) * kNear) & isfinite(a));
+  }
+  if (is({"sign", "signbit"})) return floating_arg(0) && near_zero(arg(0));
+  if (op == "break_narrow") return floating_arg(1) && near_zero(arg(1));
+  if (is({"argmax", "argmin", "max_dim", "min_dim", "sort", "cummax"})) return floating_arg(0) && near_ties(arg(0));
+  return false;
+}
+
 std::vector<Taint> taints(const Program& p, const std::vector<Tensor>& values) {
   std::vector<Taint> t(values.size());
   size_t n_in = p.inputs.size();
   for (size_t i = 0; i < values.size(); ++i) {
     t[i].precision = is_floating(values[i].dtype()) ? precision_of(values[i].dtype()) : 3;
+    t[i].magnitude = max_finite_abs(values[i]);
     if (i < n_in) continue;
     const Step& s = p.steps[i - n_in];
     for (int a : s.args) {
       t[i].precision = std::min(t[i].precision, t[a].precision);
       t[i].discontinuous |= t[a].discontinuous;
       t[i].nan_sign |= t[a].nan_sign;
+      t[i].magnitude = std::max(t[i].magnitude, t[a].magnitude);
     }
     const int sign_arg = s.op == "copysign" ? 1 : s.op == "signbit" ? 0 : -1;
     if (sign_arg >= 0 && has_nan(values.at(s.args.at(sign_arg)))) t[i].nan_sign = true;
     if (t[i].precision < 2 && is_discontinuous(s, values, static_cast<int>(i))) t[i].discontinuous = true;
+    if (t[i].precision == 2 && near_discontinuity(s, values, static_cast<int>(i), t[i].magnitude))
+      t[i].discontinuous = true;
     // In-place steps write their first argument's storage: whatever reads it later sees the taint. (Crudely: the
     // program's arguments after the call take the taint of every value, below.)
   }
@@ -298,20 +374,21 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
             t.precision = std::min(t.precision, x.precision);
             t.discontinuous |= x.discontinuous;
             t.nan_sign |= x.nan_sign;
+            t.magnitude = std::max(t.magnitude, x.magnitude);
           }
         }
         try {
-          d = compare_tensor(ref[v][k], got[k], exact, &kind, t.precision);
+          d = compare_tensor(ref[v][k], got[k], exact, &kind, t.precision, t.magnitude);
           if (kind == "mismatch" && !d.empty()) {
             if (!have64[v]) ref64[v] = reference64(p, v), have64[v] = true;
             // An exact backend (aot_eager) that differs by rounding only: its kernels ran on values laid out
             // otherwise than eager's (a write into a strided input becomes a fresh dense value), and a
             // reduction's summation order follows the layout.
             std::string inexact;
-            if (exact && compare_tensor(ref[v][k], got[k], false, &inexact, t.precision).empty())
+            if (exact && compare_tensor(ref[v][k], got[k], false, &inexact, t.precision, t.magnitude).empty())
               kind = "rounding-mismatch";
             else if (t.nan_sign) kind = "nan-sign";
-            else if (!exact && t.discontinuous) kind = "lowp-mismatch";
+            else if (!exact && t.discontinuous) kind = t.precision < 2 ? "lowp-mismatch" : "rounding-amplified";
             else if (k < ref64[v].size() && rounding_amplified(ref[v][k], got[k], ref64[v][k]))
               kind = "rounding-amplified";
           }
