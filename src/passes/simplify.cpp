@@ -301,11 +301,17 @@ class Simplifier {
     if (o.dtype != n.dtype || o.device != n.device || !same_symints(o.sizes, n.sizes)) return false;
     bool relaid = !same_layout(o, n);
     if (relaid && (is_output(g_, old_value) || relayout_reaches_view(old_value, value))) return false;
-    if (is_output(g_, old_value)) {
+    // The outputs that are old_value or views of it become value or views of value's root: refused when that
+    // root is an input or a constant (the caller's result would alias them: x.clone().t() returned, then written
+    // by a write-back or by the caller) or the root of another output.
+    const Node& old_producer = g_.producer(old_value);
+    bool reaches_output = false;
+    for (const Tensor& out : g_.outputs()) reaches_output = reaches_output || &root_of(g_, out) == &old_producer;
+    if (reaches_output) {
       const Node& root = root_of(g_, value);
       if (root.kind == NodeKind::kInput || root.kind == NodeKind::kConstant) return false;
       for (const Tensor& out : g_.outputs())
-        if (!out.is_same(old_value) && &root_of(g_, out) == &root) return false;
+        if (&root_of(g_, out) == &root) return false;
     }
     if (rw_.replace_all_uses(old_value, value) == 0) return false;
     restride_ = restride_ || relaid;
