@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "symbolic/expr.h"
+#include "symbolic/shape_env.h"
 
 namespace sinter::graph_detail {
 namespace {
@@ -75,6 +76,14 @@ bool same_symints(const SymIntList& a, const SymIntList& b) {
 bool same_meta(const TensorMeta& a, const TensorMeta& b) {
   return a.dtype == b.dtype && a.device == b.device && same_symints(a.sizes, b.sizes) &&
          same_symints(a.strides, b.strides) && same_symint(a.offset, b.offset);
+}
+
+bool known_equal(const SymInt& a, const SymInt& b, const sym::ShapeEnv* env) {
+  if (same_symint(a, b)) return true;
+  if (!env || (!a.is_symbolic() && !b.is_symbolic())) return false;
+  auto as_expr = [](const SymInt& v) { return v.is_symbolic() ? v.expr() : sym::make_const(v.hint()); };
+  std::optional<bool> eq = env->statically_known(sym::Rel::kEq, as_expr(a), as_expr(b));
+  return eq && *eq;
 }
 
 bool same_value(const Value& a, const Value& b) {

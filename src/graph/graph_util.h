@@ -10,6 +10,10 @@
 #include "ops/op_table.h"
 #include "sinter/graph.h"
 
+namespace sinter::sym {
+class ShapeEnv;
+}
+
 namespace sinter::graph_detail {
 
 // "f32", "bf16", "i64", "b8", ...
@@ -24,6 +28,9 @@ SymIntList dense_strides(const SymIntList& sizes);
 bool same_symint(const SymInt& a, const SymInt& b);
 bool same_symints(const SymIntList& a, const SymIntList& b);
 bool same_meta(const TensorMeta& a, const TensorMeta& b);
+// Structurally equal, or equal by what the graph's ShapeEnv knows (its guards made s3 == s0, so s2*s3 and
+// s0*s2 are one size). `env` may be null.
+bool known_equal(const SymInt& a, const SymInt& b, const sym::ShapeEnv* env);
 // Same kind and same contents; tensors by identity.
 bool same_value(const Value& a, const Value& b);
 

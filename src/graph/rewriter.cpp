@@ -38,14 +38,9 @@ int Rewriter::replace_all_uses(const Tensor& old_value, const Tensor& new_value)
   const TensorMeta &o = old_value.meta(), &n = new_value.meta();
   // Sizes may be spelled with different symbols that the guards made equal (s0 and s2 after s0 == s2).
   auto same_sizes = [&] {
-    if (graph_detail::same_symints(o.sizes, n.sizes)) return true;
-    const std::shared_ptr<sym::ShapeEnv>& env = g_.shape_env();
-    if (!env || o.sizes.size() != n.sizes.size()) return false;
-    for (size_t i = 0; i < o.sizes.size(); ++i) {
-      auto as_expr = [](const SymInt& v) { return v.is_symbolic() ? v.expr() : sym::make_const(v.hint()); };
-      std::optional<bool> eq = env->statically_known(sym::Rel::kEq, as_expr(o.sizes[i]), as_expr(n.sizes[i]));
-      if (!eq || !*eq) return false;
-    }
+    if (o.sizes.size() != n.sizes.size()) return false;
+    for (size_t i = 0; i < o.sizes.size(); ++i)
+      if (!graph_detail::known_equal(o.sizes[i], n.sizes[i], g_.shape_env().get())) return false;
     return true;
   };
   SINTER_CHECK(o.dtype == n.dtype && o.device == n.device && same_sizes(),

@@ -118,6 +118,30 @@ TensorMeta dense_meta(const SymIntList& sizes, DType dtype, Device device, Memor
 
 namespace {
 
+// The layout checks below compare sizes and strides as SymInts, so that what they find for the example (a size-1
+// dim whose stride does not matter, a stride equal to a product of sizes) is guarded to hold for every call.
+
+// Whether t is laid out contiguously in `format` (size-1 dims may have any stride, as in PyTorch).
+bool contiguous_in(const Tensor& t, MemoryFormat format) {
+  const int64_t n = t.dim();
+  std::vector<int64_t> order;
+  if (format == MemoryFormat::kChannelsLast) {
+    if (n != 4) return false;
+    order = {1, 3, 2, 0};  // from innermost: C, W, H, N
+  } else {
+    for (int64_t d = n - 1; d >= 0; --d) order.push_back(d);
+  }
+  SymInt expected = 1;
+  for (int64_t d : order) {
+    const SymInt& size = t.sizes()[d];
+    if (size == 0) return true;
+    if (size == 1) continue;
+    if (t.strides()[d] != expected) return false;
+    expected = expected * size;
+  }
+  return true;
+}
+
 // Whether t's elements fill a block of memory with no gaps or repeats, in some order of its dims.
 bool non_overlapping_and_dense(const Tensor& t) {
   const int64_t n = t.dim();
@@ -125,13 +149,13 @@ bool non_overlapping_and_dense(const Tensor& t) {
   std::iota(perm.begin(), perm.end(), 0);
   std::stable_sort(perm.begin(), perm.end(),
                    [&](int64_t a, int64_t b) { return t.strides()[a].hint() < t.strides()[b].hint(); });
-  int64_t expected = 1;
+  SymInt expected = 1;
   for (int64_t d : perm) {
-    int64_t size = t.sizes()[d].hint();
+    const SymInt& size = t.sizes()[d];
     if (size == 0) return true;
     if (size == 1) continue;
-    if (t.strides()[d].hint() != expected) return false;
-    expected *= size;
+    if (t.strides()[d] != expected) return false;
+    expected = expected * size;
   }
   return true;
 }
@@ -141,38 +165,43 @@ bool non_overlapping_and_dense(const Tensor& t) {
 TensorMeta layout_of_operands(const SymIntList& sizes, DType dtype, Device device,
                               const std::vector<const Tensor*>& operands) {
   const int64_t n = static_cast<int64_t>(sizes.size());
-  std::vector<int64_t> hints = sizes.hints();
+  const std::vector<int64_t> hints = sizes.hints();
   bool same_shape = !operands.empty();
   for (const Tensor* t : operands) same_shape = same_shape && t->dim() == n && t->sizes().hints() == hints;
   if (n == 0 || operands.empty()) return dense_meta(sizes, dtype, device);
   if (same_shape) {
     // TensorIterator's fast setups: all contiguous, all channels-last, or all of one dense layout.
     auto all = [&](auto pred) { return std::all_of(operands.begin(), operands.end(), pred); };
-    if (all([](const Tensor* t) { return t->is_contiguous(); })) return dense_meta(sizes, dtype, device);
-    if (all([](const Tensor* t) { return t->is_contiguous(MemoryFormat::kChannelsLast); }))
+    if (all([](const Tensor* t) { return contiguous_in(*t, MemoryFormat::kContiguous); }))
+      return dense_meta(sizes, dtype, device);
+    if (all([](const Tensor* t) { return contiguous_in(*t, MemoryFormat::kChannelsLast); }))
       return dense_meta(sizes, dtype, device, MemoryFormat::kChannelsLast);
     const Tensor& first = *operands.front();
-    if (all([&](const Tensor* t) {
-          return non_overlapping_and_dense(*t) && t->strides().hints() == first.strides().hints();
-        }))
+    auto same_strides = [&](const Tensor* t) {
+      for (int64_t d = 0; d < n; ++d)
+        if (t->strides()[d] != first.strides()[d]) return false;
+      return true;
+    };
+    if (all([&](const Tensor* t) { return non_overlapping_and_dense(*t) && same_strides(t); }))
       return TensorMeta{sizes, first.strides(), 0, dtype, device};
   }
   // The general rule: order the dims by the operands' strides, the first operand whose strides for two dims
   // differ deciding (a broadcast dim, stride 0, decides nothing; equal strides order by size), as
-  // TensorIterator's reorder_dimensions does. perm[0] is the fastest-moving dim.
-  auto stride_of = [&](const Tensor* t, int64_t d) -> int64_t {
+  // TensorIterator's reorder_dimensions does. perm[0] is the fastest-moving dim. Symbolic sizes and strides are
+  // compared as SymInts, so the layout this gives for the example is guarded to be the layout for every call.
+  auto stride_of = [&](const Tensor* t, int64_t d) -> SymInt {
     int64_t k = d - (n - t->dim());  // operands align to the right
     if (k < 0) return 0;
-    if (t->sizes()[k].hint() == 1 && hints[d] != 1) return 0;  // broadcast
-    return t->strides()[k].hint();
+    if (t->sizes()[k] == 1 && sizes[d] != 1) return 0;  // broadcast
+    return t->strides()[k];
   };
   auto should_swap = [&](int64_t d0, int64_t d1) {
     for (const Tensor* t : operands) {
-      int64_t s0 = stride_of(t, d0), s1 = stride_of(t, d1);
+      SymInt s0 = stride_of(t, d0), s1 = stride_of(t, d1);
       if (s0 == 0 || s1 == 0) continue;
       if (s0 < s1) return -1;
-      if (s0 > s1) return 1;
-      if (hints[d0] > hints[d1]) return 1;
+      if (s1 < s0) return 1;
+      if (sizes[d1] < sizes[d0]) return 1;
     }
     return 0;
   };

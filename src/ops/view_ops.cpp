@@ -244,7 +244,12 @@ ShapeResult chunk_rule(OpId, const Args& a) {
   int64_t chunks = a[1].to_int();
   SINTER_CHECK(chunks > 0, "chunk expects a positive number of chunks, got {}", chunks);
   int64_t d = wrap_dim(a[2].to_int(), self.dim());
-  int64_t size = static_cast<int64_t>(self.sizes()[d]);
+  // A symbolic size stays symbolic where the pieces are equal: one chunk, or a size that divides evenly (the
+  // guard `size % chunks == 0` records which); else the count of pieces specialises the size.
+  const SymInt& symbolic = self.sizes()[d];
+  if (symbolic.is_symbolic() && symbolic != 0 && (chunks == 1 || symbolic % chunks == 0))
+    return split_metas(self, d, std::vector<SymInt>(chunks, symbolic / chunks));
+  int64_t size = static_cast<int64_t>(symbolic);
   int64_t split = size == 0 ? 0 : (size - 1) / chunks + 1;  // ceil(size / chunks), safe for a huge `chunks`
   std::vector<SymInt> pieces;
   if (split == 0) {

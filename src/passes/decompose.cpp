@@ -63,29 +63,32 @@ Decomposition find_decomposition(OpId op) {
 
 bool is_size_one(const SymInt& s) { return !s.is_symbolic() && s.hint() == 1; }
 
-// Same elements at the same places (a size-1 dim's stride addresses nothing).
-bool same_layout(const TensorMeta& a, const TensorMeta& b) {
-  if (!graph_detail::same_symints(a.sizes, b.sizes) || a.strides.size() != b.strides.size() ||
-      !graph_detail::same_symint(a.offset, b.offset))
+// Same elements at the same places (a size-1 dim's stride addresses nothing), by what the ShapeEnv knows: after a
+// guard s3 == s0 a shape rule writes s2*s3 as s0*s2.
+bool same_layout(const TensorMeta& a, const TensorMeta& b, const sym::ShapeEnv* env) {
+  if (a.sizes.size() != b.sizes.size() || a.strides.size() != b.strides.size() ||
+      !graph_detail::known_equal(a.offset, b.offset, env))
     return false;
-  for (size_t d = 0; d < a.sizes.size(); ++d)
-    if (!is_size_one(a.sizes[d]) && !graph_detail::same_symint(a.strides[d], b.strides[d])) return false;
+  for (size_t d = 0; d < a.sizes.size(); ++d) {
+    if (!graph_detail::known_equal(a.sizes[d], b.sizes[d], env)) return false;
+    if (!is_size_one(a.sizes[d]) && !graph_detail::known_equal(a.strides[d], b.strides[d], env)) return false;
+  }
   return true;
 }
 
-bool is_dense(const TensorMeta& m) {
+bool is_dense(const TensorMeta& m, const sym::ShapeEnv* env) {
   TensorMeta dense = m;
   dense.strides = graph_detail::dense_strides(m.sizes);
   dense.offset = 0;
-  return same_layout(m, dense);
+  return same_layout(m, dense, env);
 }
 
 // The replacement laid out as the original value: the composite op made a dense output, and a view downstream
 // may depend on that. Sets `restride` when the layouts still differ (later metas must be recomputed).
-Tensor conform(decomp::Builder& b, Tensor value, const Tensor& original, bool& restride) {
-  if (same_layout(value.meta(), original.meta())) return value;
-  if (is_dense(original.meta())) value = b.op(OpId::clone, {value, MemoryFormat::kContiguous});
-  if (!same_layout(value.meta(), original.meta())) restride = true;
+Tensor conform(decomp::Builder& b, Tensor value, const Tensor& original, const sym::ShapeEnv* env, bool& restride) {
+  if (same_layout(value.meta(), original.meta(), env)) return value;
+  if (is_dense(original.meta(), env)) value = b.op(OpId::clone, {value, MemoryFormat::kContiguous});
+  if (!same_layout(value.meta(), original.meta(), env)) restride = true;
   return value;
 }
 
@@ -135,7 +138,7 @@ bool decompose(Graph& g) {
                            n->op_name(), outs->size(), n->outputs.size());
     for (size_t k = 0; k < outs->size(); ++k) {
       if (!(*outs)[k].defined()) continue;
-      rw.replace_all_uses(n->outputs[k], conform(b, (*outs)[k], n->outputs[k], restride));
+      rw.replace_all_uses(n->outputs[k], conform(b, (*outs)[k], n->outputs[k], g.shape_env().get(), restride));
     }
     rw.erase(*n);
     changed = true;

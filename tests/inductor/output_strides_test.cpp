@@ -1,8 +1,14 @@
 // Compiled outputs have eager's strides also where a decomposition's result would lay out otherwise and the sizes
 // are expressions of symbols that may be 0: softmax of a transposed conv output is contiguous in eager, and stays
 // so compiled (found by sinter fuzz, seed 111 case 2246: the dense check compared (s1 - 3)//2 + 1 with
-// Max(1, (s1 - 3)//2 + 1) and kept the transposed layout).
+// Max(1, (s1 - 3)//2 + 1) and kept the transposed layout). Three more from sinter fuzz on the 16-core host: an
+// elementwise op's layout decided at the example's sizes must be guarded (a size-1 dim at the example made a
+// permuted input look contiguous, seed 405 case 982); a decomposed softmax/log_softmax keeps its contiguous
+// layout when guards made two symbols equal (seed 412 case 495) and after a chunk of its output (seed 412 case
+// 148, where chunk specialised the size).
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "sinter/sinter.h"
 #include "testing.h"
@@ -22,6 +28,65 @@ TEST(OutputStrides, SoftmaxOfATransposedConvOutputUnderSymbolicSizes) {
       EXPECT_CLOSE(got, want);
     }
   }
+}
+
+// Runs f compiled on each of `inputs` in order (one compiled function: the first call compiles, later ones
+// recompile or reuse) and compares strides and values with eager.
+template <class F>
+void expect_strides_like_eager(F f, const std::vector<std::vector<Tensor>>& inputs, Dynamic dynamic) {
+  for (const char* backend : {"inductor", "aot_eager"}) {
+    auto c = compile(f, {.backend = backend, .dynamic = dynamic});
+    for (const std::vector<Tensor>& in : inputs) {
+      Tensor want = std::apply(f, std::tuple(in[0], in[1])), got = c(in[0], in[1]);
+      EXPECT_EQ(got.strides().hints(), want.strides().hints()) << backend << " sizes " << in[1].sizes().str();
+      EXPECT_CLOSE(got, want);
+    }
+  }
+}
+
+TEST(OutputStrides, ALayoutFoundAtTheExampleHoldsForOtherSizes) {
+  auto f = [](const Tensor& unused, const Tensor& x) {
+    return log1p(abs(x.narrow(0, 1, x.size(0) - 1).permute({1, 2, 0}))) + 0 * unused.sum();
+  };
+  std::vector<std::vector<Tensor>> in;
+  for (int64_t n : {2, 3, 4})
+    in.push_back({testing::random({1}, kFloat32, 1), testing::random({n, n, n}, kFloat32, n)});
+  expect_strides_like_eager(f, in, Dynamic::kAlways);
+}
+
+TEST(OutputStrides, DecomposedSoftmaxesStayContiguousUnderGuards) {
+  auto logsm = [](const Tensor& e, const Tensor& x) { return pow(log_softmax(x, 0), e); };
+  auto sm = [](const Tensor& e, const Tensor& x) {
+    Tensor s = softmax(x, 2);
+    s.chunk(1, 2);
+    return s * e.sum();
+  };
+  for (Dynamic dynamic : {Dynamic::kAuto, Dynamic::kAlways}) {
+    std::vector<std::vector<Tensor>> a, b;
+    for (int64_t n : {2, 3}) {
+      a.push_back({testing::random({n}, kFloat32, 2), testing::random({n, n, n}, kFloat32, n).transpose(2, 1)});
+      b.push_back(
+          {testing::random({n}, kFloat32, 3), testing::random({n, n, n, n}, kFloat32, n).permute({0, 3, 1, 2})});
+    }
+    expect_strides_like_eager(logsm, a, dynamic);
+    expect_strides_like_eager(sm, b, dynamic);
+  }
+}
+
+// chunk of a symbolic size into equal pieces keeps it symbolic (no recompile per size).
+TEST(OutputStrides, ChunkIntoEqualPiecesKeepsTheSizeSymbolic) {
+  auto f = [](const Tensor& x) {
+    std::vector<Tensor> parts = x.chunk(2, 1);
+    return parts[0].sum(1) * parts.back().sum(1);
+  };
+  auto c = compile(f, {.dynamic = Dynamic::kAlways});
+  for (int64_t n : {4, 6, 8, 10}) {
+    Tensor x = testing::random({3, n}, kFloat32, n);
+    EXPECT_CLOSE(c(x), f(x));
+  }
+  EXPECT_EQ(c.stats().recompiles, 0);
+  Tensor odd = testing::random({3, 5}, kFloat32, 5);
+  EXPECT_CLOSE(c(odd), f(odd));  // uneven pieces: a recompile, then the right sizes
 }
 
 }  // namespace
