@@ -334,6 +334,10 @@ int fuzz_command(const FuzzOptions& o) {
     if (o.print_cpp) fmt::print("\n{}", to_cpp(p, "inductor", true));
     return 0;
   }
+  // A host compiler that hangs on a kernel is killed well inside a case's time limit, so the case goes on (the
+  // build is retried at -O1, then falls back to aot_eager) and tells what hung instead of timing out.
+  if (!std::getenv("SINTER_COMPILE_TIMEOUT"))
+    ::setenv("SINTER_COMPILE_TIMEOUT", std::to_string(std::max(1.0, o.timeout_s / 3)).c_str(), 1);
   Driver d(o);
   return o.replay.empty() ? d.run() : d.replay();
 }

@@ -1,9 +1,12 @@
 #include "runtime/compiler_driver.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <map>
 
 #include "codegen/cpp/toolchain.h"
@@ -13,6 +16,7 @@
 #include "sinter/compile.h"
 #include "support/check.h"
 #include "support/log.h"
+#include "support/warning.h"
 
 namespace sinter::runtime {
 namespace {
@@ -39,28 +43,57 @@ std::string command_line(const std::vector<std::string>& argv) {
   return out;
 }
 
-[[noreturn]] void fail(const BuildRequest& req, const Job& job, int status) {
+// How long one compiler process may run before it is killed and the build counts as failed: SINTER_COMPILE_TIMEOUT
+// seconds (default 120). A unit of generated code compiles in well under a second to a few seconds; g++ 13 was
+// seen spinning for minutes on a small kernel (an asinhf of an int64 converted to float, on the H200 host), and a
+// hang must not hang the user's call. A bad setting is said once on stderr and the default used.
+double compile_timeout_seconds() {
+  constexpr double kDefault = 120;
+  const char* v = std::getenv("SINTER_COMPILE_TIMEOUT");
+  if (!v || !*v) return kDefault;
+  char* end = nullptr;
+  double s = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(s > 0) || s > 1e6) {
+    warn_once("SINTER_COMPILE_TIMEOUT",
+              fmt::format("SINTER_COMPILE_TIMEOUT={} is not a number of seconds (above 0); using {:.0f}", v, kDefault));
+    return kDefault;
+  }
+  return s;
+}
+
+[[noreturn]] void fail(const BuildRequest& req, const Job& job, int status, double timed_out_after) {
   std::string output;
   read_file(job.log, output);
   std::string source = job.source.empty() ? req.sources.front() : job.source;
+  std::string how = timed_out_after > 0 ? fmt::format("killed after running {:.0f} s, the limit SINTER_COMPILE_TIMEOUT sets",
+                                                      timed_out_after)
+                                        : support::describe_wait_status(status);
   throw CompilerError(fmt::format(
       "sinter: compiling the generated C++ of {} failed ({} {}).\n  source kept at: {}\n  compiler output: {}\n"
       "  command: {}\n--- compiler output (first 40 lines) ---\n{}",
-      req.name, req.toolchain->compiler, support::describe_wait_status(status), source, job.log, command_line(job.argv),
-      first_lines(output, 40)));
+      req.name, req.toolchain->compiler, how, source, job.log, command_line(job.argv), first_lines(output, 40)));
 }
 
-// Runs jobs with at most `width` at once; throws on the first failure after letting the running ones finish.
+// Runs jobs with at most `width` at once; throws on the first failure after letting the running ones finish. A
+// job running past the time limit is killed and is that failure.
 void run_jobs(const BuildRequest& req, const std::vector<Job>& jobs, int width) {
-  std::map<pid_t, size_t> running;
+  using Clock = std::chrono::steady_clock;
+  struct Running {
+    size_t job;
+    Clock::time_point start;
+    bool killed = false;
+  };
+  const double limit = compile_timeout_seconds();
+  std::map<pid_t, Running> running;
   size_t next = 0;
   int failed_status = 0;
+  double failed_after = 0;
   const Job* failed = nullptr;
   std::string spawn_error;
   while (next < jobs.size() || !running.empty()) {
     while (next < jobs.size() && int(running.size()) < width && !failed && spawn_error.empty()) {
       try {
-        running.emplace(support::spawn_process(jobs[next].argv, jobs[next].log), next);
+        running.emplace(support::spawn_process(jobs[next].argv, jobs[next].log), Running{next, Clock::now()});
       } catch (const Error& e) {
         spawn_error = e.what();
       }
@@ -72,11 +105,19 @@ void run_jobs(const BuildRequest& req, const std::vector<Job>& jobs, int width) 
     bool reaped = false;
     for (auto it = running.begin(); it != running.end();) {
       int status = 0;
+      Running& r = it->second;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - r.start).count();
+      if (!r.killed && elapsed > limit) {
+        ::kill(it->first, SIGKILL);
+        r.killed = true;
+      }
       if (!support::try_wait_process(it->first, &status)) {
         ++it;
         continue;
       }
-      if (!support::exited_ok(status) && !failed) failed = &jobs[it->second], failed_status = status;
+      if ((!support::exited_ok(status) || r.killed) && !failed) {
+        failed = &jobs[r.job], failed_status = status, failed_after = r.killed ? elapsed : 0;
+      }
       it = running.erase(it);
       reaped = true;
     }
@@ -84,7 +125,7 @@ void run_jobs(const BuildRequest& req, const std::vector<Job>& jobs, int width) 
   }
   if (!spawn_error.empty())
     throw Error(fmt::format("{} (the C++ compiler, chosen by SINTER_CXX; building {})", spawn_error, req.name));
-  if (failed) fail(req, *failed, failed_status);
+  if (failed) fail(req, *failed, failed_status, failed_after);
 }
 
 // The toolchain's flags with the optimisation level lowered to -O1 and without -fopenmp-simd, whose forced

@@ -114,6 +114,29 @@ TEST_F(CompilerFallback, FailureAtEveryLevelRunsAotEagerUnlessFallbackIsOff) {
   EXPECT_EQ(lenient.stats().eager_fallbacks, 1);
 }
 
+// A compiler that hangs (g++ 13 spun for minutes on a small kernel on the H200 host) is killed after
+// SINTER_COMPILE_TIMEOUT seconds: hanging at -O3 only, the retry at -O1 builds the kernels; hanging always, the
+// graph runs on aot_eager and the message says the compiler was killed.
+TEST_F(CompilerFallback, AHangingCompilerIsKilledAndRetriedThenFallsBack) {
+  ScopedEnv timeout("SINTER_COMPILE_TIMEOUT", "1");
+  use_compiler(
+      "for a in \"$@\"; do\n"
+      "  if [ \"$a\" = \"-O3\" ]; then exec sleep 30; fi\n"
+      "done\n"
+      "exec g++ \"$@\"\n");
+  Tensor x = testing::random({8, 24}, kFloat32, 6);
+  auto f = compile([](const Tensor& x) { return program(x); }, {.backend = "inductor"});
+  EXPECT_CLOSE(f(x), program(x));
+  EXPECT_EQ(f.stats().eager_fallbacks, 0);
+  EXPECT_NE(calls().find("-O1"), std::string::npos) << calls();
+  use_compiler("exec sleep 30\n");
+  auto strict = compile([](const Tensor& x) { return program(x) * 3; }, {.backend = "inductor", .fallback = false});
+  EXPECT_ERROR(strict(x), "killed after running 1 s");
+  auto g = compile([](const Tensor& x) { return program(x) * 3; }, {.backend = "inductor"});
+  EXPECT_TENSOR_EQ(g(x), program(x) * 3);
+  EXPECT_EQ(g.stats().eager_fallbacks, 1);
+}
+
 // g++ 12 crashed (an internal compiler error) on the vectorised __builtin_signbit of a float widened from
 // bfloat16/float16; the generated code tests the sign bit with an integer shift instead. With fallback off, a
 // compiler failure would throw here.

@@ -1,9 +1,14 @@
 // The differential fuzzer's programs (tools/fuzz_*.cpp): generation is deterministic for a seed, a program's text
 // form replays exactly (the same program, the same eager results), and a case that is correct runs clean.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "fuzz.h"
 #include "fuzz_program.h"
+#include "scoped_env.h"
 #include "testing.h"
 
 namespace sinter::tools::fuzz {
@@ -140,6 +145,26 @@ TEST(Fuzz, ClassifiesDifferencesThatAreNotBugs) {
       {.replace = true});
   CaseResult off = run_text(saturated_std + "v3 = exp v0\nout v2 v3\n", {{"test_fuzz_off_by_one_percent", false}});
   EXPECT_EQ(off.kind, "mismatch") << off.detail;
+}
+
+// A host compiler that fails on the generated code makes the graph run on aot_eager, which gives eager's
+// results: the fuzzer still reports it, since sinter must then generate code that compiles.
+TEST(Fuzz, ACompilerFailureIsAFinding) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sinter-fuzz-cxx-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path script = dir / "c++";
+  std::ofstream(script) << "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo 'failing-c++ 1.0'; exit 0; fi\n"
+                           "echo 'injected failure' >&2\nexit 1\n";
+  fs::permissions(script, fs::perms::owner_all);
+  {
+    sinter::testing::ScopedEnv cxx("SINTER_CXX", script.string()), cache("SINTER_CACHE_DIR", (dir / "cache").string());
+    CaseResult r = run_text("0 specials 0 freeze 0\nclass c0 3\nv0 = input float32 [c0] layout contiguous\n"
+                            "v1 = exp v0\nout v1\n",
+                            {{"inductor", false}});
+    EXPECT_EQ(r.kind, "compiler-fallback") << r.detail;
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Fuzz, ParseErrorsNameTheLine) {
