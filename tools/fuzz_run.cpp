@@ -290,9 +290,10 @@ std::vector<Tensor> reference64(const Program& p, int v) {
 }
 
 // Whether every element where `got` and `want` (eager) differ is one where eager is itself further from the
-// float64 result `exact` than the output's tolerance: the program amplifies rounding there (a remainder of a
-// large value, a variance of nearly equal values, an overflow of a low-precision intermediate), and which of
-// two roundings is right is beyond a float comparison ("rounding-amplified").
+// float64 result `exact` than the output's tolerance (the program amplifies rounding there: a remainder of a
+// large value, a variance of nearly equal values, an overflow of a low-precision intermediate), or where got is
+// about as close to `exact` as eager is: which of two roundings is right is beyond a float comparison
+// ("rounding-amplified").
 bool rounding_amplified(const Tensor& want, const Tensor& got, const Tensor& exact) {
   if (!exact.defined() || !is_floating(want.dtype()) || exact.sizes().hints() != want.sizes().hints()) return false;
   std::vector<double> w = want.to(kFloat64).contiguous().to_vector<double>();
@@ -307,7 +308,11 @@ bool rounding_amplified(const Tensor& want, const Tensor& got, const Tensor& exa
   bool any = false;
   for (size_t i = 0; i < w.size(); ++i) {
     if (close(g[i], w[i])) continue;
-    if (close(w[i], r[i])) return false;  // eager is accurate here and compiled is not: a real difference
+    // Compiled code at least about as accurate as eager (inductor's gelu is more accurate in the tail, where
+    // eager's 1 + erf cancels) differs from eager only by eager's own error.
+    const double eager_error = std::abs(w[i] - r[i]), error = std::abs(g[i] - r[i]);
+    const bool as_accurate = std::isfinite(error) && error <= 2 * eager_error + tol.atol / 10;
+    if (close(w[i], r[i]) && !as_accurate) return false;  // eager is accurate here and compiled is not
     any = true;
   }
   return any;
