@@ -23,8 +23,9 @@ namespace sinter::tools {
 
 const char* const kRunUsage =
     "  run MODEL.onnx [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
-    "      [--rtol R] [--atol A]              run an ONNX model; compare with DIR/output_K.pb (every output must\n"
-    "                                         have one); time N calls eager vs compiled (N >= 1)\n";
+    "      [--rtol R] [--atol A]              run an ONNX model (backend inductor unless --backend, as compile());\n"
+    "                                         compare with DIR/output_K.pb (every output must have one); time N\n"
+    "                                         calls eager vs compiled (N >= 1)\n";
 const char* const kConformanceUsage =
     "  conformance [--data DIR] [--suite S]... [--backend B]... [--filter F] [--json FILE] [-v] [--no-list]\n"
     "      [--allow-failures]                 ONNX's conformance suites (data: scripts/conformance_data.sh)\n";

@@ -34,7 +34,7 @@ int bench_overhead(const BenchOptions& options);  // --suite overhead (bench_ove
 
 // `sinter run MODEL.onnx` (tools/run.cpp).
 struct RunOptions {
-  std::string model, backend = "aot_eager", mode = "default", device = "cpu", inputs, expected;
+  std::string model, backend = "inductor", mode = "default", device = "cpu", inputs, expected;
   int bench = 0;
   double rtol = -1, atol = -1;  // -1: the output dtype's default
 };

@@ -5,6 +5,7 @@
 #include <concepts>
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -114,9 +115,11 @@ class SymIntList : public std::vector<SymInt> {
   std::vector<int64_t> hints() const;
   // Specialised values (guards recorded for symbolic entries).
   std::vector<int64_t> guard_ints() const;
+  std::vector<int64_t> vec() const { return guard_ints(); }  // LibTorch's IntArrayRef::vec()
   bool any_symbolic() const;
   std::string str() const;  // "[2, s0, 3]"
 };
+std::ostream& operator<<(std::ostream& os, const SymIntList& list);  // as str()
 
 // A list of dims (or other plain ints): braces, a single int, or a vector.
 class DimList : public std::vector<int64_t> {

@@ -139,6 +139,7 @@ class Tensor {
   template <class T>
   std::vector<T> to_vector(Loc loc = Loc::current()) const;
   Scalar item_scalar(Loc loc = Loc::current()) const;
+  Scalar item(Loc loc = Loc::current()) const { return item_scalar(loc); }  // LibTorch's untyped item()
   explicit operator bool() const;  // bool(tensor): a one-element tensor's truth
   std::string str() const;         // as PyTorch prints it
 

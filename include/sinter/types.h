@@ -1,6 +1,7 @@
 // The small value types every layer shares: dtypes, devices, memory formats and scalars.
 #pragma once
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,7 @@ inline constexpr DType kBool = DType::kBool;
 
 size_t element_size(DType t);
 std::string_view dtype_name(DType t);  // "float32", as PyTorch prints it after "torch."
+std::ostream& operator<<(std::ostream& os, DType t);  // dtype_name
 bool is_floating(DType t);
 bool is_integral(DType t, bool include_bool = false);
 DType parse_dtype(std::string_view name);  // "float32", "bf16", "int64", ...; throws Error if unknown

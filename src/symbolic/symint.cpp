@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ostream>
 
 #include "sinter/error.h"
 #include "symbolic/expr.h"
@@ -110,6 +111,8 @@ std::string SymIntList::str() const {
   for (size_t i = 0; i < size(); ++i) out += (i ? ", " : "") + (*this)[i].str();
   return out + "]";
 }
+
+std::ostream& operator<<(std::ostream& os, const SymIntList& list) { return os << list.str(); }
 
 SymInt sym_product(const std::vector<SymInt>& sizes) {
   SymInt p = 1;

@@ -1,7 +1,10 @@
 // Names and properties of dtypes, devices and scalars.
+#include "sinter/types.h"
+
 #include <fmt/format.h>
 
-#include "sinter/types.h"
+#include <ostream>
+
 #include "support/check.h"
 
 namespace sinter {
@@ -20,6 +23,8 @@ size_t element_size(DType t) {
   }
   return 0;
 }
+
+std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 
 std::string_view dtype_name(DType t) {
   switch (t) {

@@ -15,3 +15,6 @@ if ldd "$tmp/prefix/lib/libsinter.so" 2>/dev/null | grep -q libasan; then
   asan_options="verify_asan_link_order=0${asan_options:+:$asan_options}"
 fi
 ASAN_OPTIONS="$asan_options" LD_LIBRARY_PATH="$tmp/prefix/lib:${LD_LIBRARY_PATH:-}" "$tmp/consumer/consumer"
+# The installed program starts from its prefix with no library path set (its RPATH names ../lib).
+ASAN_OPTIONS="$asan_options" env -u LD_LIBRARY_PATH "$tmp/prefix/bin/sinter" --help > /dev/null
+echo "installed sinter program starts"
