@@ -121,16 +121,9 @@ namespace {
 // The layout checks below compare sizes and strides as SymInts, so that what they find for the example (a size-1
 // dim whose stride does not matter, a stride equal to a product of sizes) is guarded to hold for every call.
 
-// Whether t is laid out contiguously in `format` (size-1 dims may have any stride, as in PyTorch).
-bool contiguous_in(const Tensor& t, MemoryFormat format) {
-  const int64_t n = t.dim();
-  std::vector<int64_t> order;
-  if (format == MemoryFormat::kChannelsLast) {
-    if (n != 4) return false;
-    order = {1, 3, 2, 0};  // from innermost: C, W, H, N
-  } else {
-    for (int64_t d = n - 1; d >= 0; --d) order.push_back(d);
-  }
+// Whether t's dims, taken from the innermost in `order`, are laid out densely in that order (size-1 dims may have
+// any stride, as in PyTorch).
+bool dense_in_order(const Tensor& t, const std::vector<int64_t>& order) {
   SymInt expected = 1;
   for (int64_t d : order) {
     const SymInt& size = t.sizes()[d];
@@ -142,22 +135,21 @@ bool contiguous_in(const Tensor& t, MemoryFormat format) {
   return true;
 }
 
+// Whether t is laid out contiguously in `format`.
+bool contiguous_in(const Tensor& t, MemoryFormat format) {
+  if (format == MemoryFormat::kChannelsLast) return t.dim() == 4 && dense_in_order(t, {1, 3, 2, 0});  // C, W, H, N
+  std::vector<int64_t> order;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) order.push_back(d);
+  return dense_in_order(t, order);
+}
+
 // Whether t's elements fill a block of memory with no gaps or repeats, in some order of its dims.
 bool non_overlapping_and_dense(const Tensor& t) {
-  const int64_t n = t.dim();
-  std::vector<int64_t> perm(n);
+  std::vector<int64_t> perm(t.dim());
   std::iota(perm.begin(), perm.end(), 0);
   std::stable_sort(perm.begin(), perm.end(),
                    [&](int64_t a, int64_t b) { return t.strides()[a].hint() < t.strides()[b].hint(); });
-  SymInt expected = 1;
-  for (int64_t d : perm) {
-    const SymInt& size = t.sizes()[d];
-    if (size == 0) return true;
-    if (size == 1) continue;
-    if (t.strides()[d] != expected) return false;
-    expected = expected * size;
-  }
-  return true;
+  return dense_in_order(t, perm);
 }
 
 }  // namespace
