@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 namespace sinter::pointwise {
 
 SymIntList broadcast_args(const Args& args, std::initializer_list<int> indices) {
@@ -17,10 +19,12 @@ SymIntList broadcast_args(const Args& args, std::initializer_list<int> indices) 
 
 TensorMeta output_meta(const Args& args, std::initializer_list<int> indices, const SymIntList& sizes, DType dtype) {
   Device device = common_device(args);
-  std::vector<const Tensor*> operands;
+  std::array<const Tensor*, 8> operands;
+  size_t count = 0;
   for (int i : indices)
-    if (args[i].is_tensor() && !args[i].tensor().impl()->wrapped_number) operands.push_back(&args[i].tensor());
-  return layout_of_operands(sizes, dtype, device, operands);
+    if (args[i].is_tensor() && !args[i].tensor().impl()->wrapped_number && count < operands.size())
+      operands[count++] = &args[i].tensor();
+  return layout_of_operands(sizes, dtype, device, std::span<const Tensor* const>(operands.data(), count));
 }
 
 void add_operand(loops::Loop& loop, const Tensor& out, const Value& v) {

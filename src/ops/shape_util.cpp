@@ -155,18 +155,25 @@ bool non_overlapping_and_dense(const Tensor& t) {
 }  // namespace
 
 TensorMeta layout_of_operands(const SymIntList& sizes, DType dtype, Device device,
-                              const std::vector<const Tensor*>& operands) {
+                              std::span<const Tensor* const> operands) {
   const int64_t n = static_cast<int64_t>(sizes.size());
-  const std::vector<int64_t> hints = sizes.hints();
-  bool same_shape = !operands.empty();
-  for (const Tensor* t : operands) same_shape = same_shape && t->dim() == n && t->sizes().hints() == hints;
   if (n == 0 || operands.empty()) return dense_meta(sizes, dtype, device);
+  // Every eager op comes here: no allocation and no symbolic arithmetic on the concrete path.
+  bool same_shape = true, symbolic = sizes.any_symbolic();
+  for (const Tensor* t : operands) {
+    symbolic = symbolic || t->sizes().any_symbolic() || t->strides().any_symbolic();
+    same_shape = same_shape && t->dim() == n;
+    for (int64_t d = 0; same_shape && d < n; ++d) same_shape = t->sizes()[d].hint() == sizes[d].hint();
+  }
   if (same_shape) {
     // TensorIterator's fast setups: all contiguous, all channels-last, or all of one dense layout.
     auto all = [&](auto pred) { return std::all_of(operands.begin(), operands.end(), pred); };
-    if (all([](const Tensor* t) { return contiguous_in(*t, MemoryFormat::kContiguous); }))
+    auto contiguous = [&](const Tensor* t, MemoryFormat f) {
+      return symbolic ? contiguous_in(*t, f) : t->is_contiguous(f);
+    };
+    if (all([&](const Tensor* t) { return contiguous(t, MemoryFormat::kContiguous); }))
       return dense_meta(sizes, dtype, device);
-    if (all([](const Tensor* t) { return contiguous_in(*t, MemoryFormat::kChannelsLast); }))
+    if (all([&](const Tensor* t) { return contiguous(t, MemoryFormat::kChannelsLast); }))
       return dense_meta(sizes, dtype, device, MemoryFormat::kChannelsLast);
     const Tensor& first = *operands.front();
     auto same_strides = [&](const Tensor* t) {
@@ -221,9 +228,11 @@ TensorMeta layout_of_operands(const SymIntList& sizes, DType dtype, Device devic
 }
 
 TensorMeta dense_meta_like(const SymIntList& sizes, DType dtype, const Tensor& like) {
-  if (like.dim() != static_cast<int64_t>(sizes.size()) || like.sizes().hints() != sizes.hints())
-    return dense_meta(sizes, dtype, like.device());
-  return layout_of_operands(sizes, dtype, like.device(), {&like});
+  bool same = like.dim() == static_cast<int64_t>(sizes.size());
+  for (size_t d = 0; same && d < sizes.size(); ++d) same = like.sizes()[d].hint() == sizes[d].hint();
+  if (!same) return dense_meta(sizes, dtype, like.device());
+  const Tensor* operand = &like;
+  return layout_of_operands(sizes, dtype, like.device(), std::span<const Tensor* const>(&operand, 1));
 }
 
 TensorMeta view_meta(const Tensor& base, SymIntList sizes, SymIntList strides, SymInt offset) {

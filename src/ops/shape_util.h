@@ -1,6 +1,7 @@
 // Helpers for shape rules: broadcasting, type promotion, dims, metas. All work on SymInt, so they serve capture.
 #pragma once
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ops/op_table.h"
@@ -41,7 +42,7 @@ TensorMeta dense_meta(const SymIntList& sizes, DType dtype, Device device,
 // the dims ordered by the operands' strides, the first operand that tells two dims apart deciding. So a
 // transposed, channels-last or strided (non-dense) input gives an output of the same dimension order.
 TensorMeta layout_of_operands(const SymIntList& sizes, DType dtype, Device device,
-                              const std::vector<const Tensor*>& operands);
+                              std::span<const Tensor* const> operands);
 // layout_of_operands of `like` alone when it has `sizes` (empty_like's preserve_format), else contiguous.
 TensorMeta dense_meta_like(const SymIntList& sizes, DType dtype, const Tensor& like);
 // A view of `base` with new sizes/strides/offset.
