@@ -49,17 +49,13 @@ OutputViews plan_output_views(Graph& graph, int num_user_outputs) {
       members[roots[i].impl()].push_back(i);
     }
   }
-  // Which outputs are rebuilt, and from what: a graph input (the chain starts there), or the root of a group, which the
-  // backend returns once at the group's slot.
-  struct Rebuild {
-    int output;
-    int base = -1;  // index into plan.base_outputs, or -1 for a view of an input
-  };
-  std::vector<Rebuild> rebuilds;
+  // The outputs rebuilt: views of an input (the chain starts there), then views of a group's root, which the
+  // backend returns once at the group's slot (the views graph takes one base input per such root).
+  std::vector<int> rebuilds;
   std::vector<Tensor> base_roots;  // per base: the root it stands for
   std::vector<Tensor> new_outputs = outputs;
   for (const auto& [i, input] : from_inputs) {
-    rebuilds.push_back({i});
+    rebuilds.push_back(i);
     new_outputs[i] = input;
   }
   for (int i = 0; i < n; ++i) {
@@ -74,7 +70,7 @@ OutputViews plan_output_views(Graph& graph, int num_user_outputs) {
         slot = k;
         break;
       }
-    int base = -1;
+    bool has_base = false;
     for (int k : group) {
       new_outputs[k] = roots[i];
       if (k != slot && outputs[k].is_same(roots[i])) {
@@ -82,22 +78,20 @@ OutputViews plan_output_views(Graph& graph, int num_user_outputs) {
         continue;
       }
       if (outputs[k].is_same(roots[i])) continue;  // the slot holds the root itself
-      if (base < 0) {
-        base = static_cast<int>(plan.base_outputs.size());
+      if (!has_base) {
+        has_base = true;
         plan.base_outputs.push_back(slot);
         base_roots.push_back(roots[i]);
       }
-      rebuilds.push_back({k, base});
+      rebuilds.push_back(k);
     }
   }
   if (rebuilds.empty()) return plan;
   // The chains, in a clone: map every value before adding inputs renumbers the clone's nodes.
   Graph views = graph.clone();
   std::vector<Tensor> rebuilt_values, cloned_roots;
-  for (const Rebuild& r : rebuilds) {
-    plan.rebuilt.push_back(r.output);
-    rebuilt_values.push_back(in_clone(views, outputs[r.output]));
-  }
+  for (int k : rebuilds) rebuilt_values.push_back(in_clone(views, outputs[k]));
+  plan.rebuilt = std::move(rebuilds);
   for (const Tensor& root : base_roots) cloned_roots.push_back(in_clone(views, root));
   Rewriter rw(views);
   for (const Tensor& root : cloned_roots) rw.replace_all_uses(root, views.add_input("view_base", root.meta()));
