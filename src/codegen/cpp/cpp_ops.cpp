@@ -23,7 +23,8 @@ std::string math(const std::string& name, CType t, const std::string& a) {
       {"exp", "sn_exp"},     {"expm1", "sn_expm1"}, {"exp2", "sn_exp2"},     {"log", "sn_log"},
       {"log1p", "sn_log1p"}, {"log2", "sn_log2"},   {"tanh", "sn_tanh"},     {"sigmoid", "sn_sigmoid"},
       {"erf", "sn_erf"},     {"sqrt", "sn_sqrt"},   {"rsqrt", "sn_rsqrt"},   {"abs", "sn_abs"},
-      {"sin", "sn_sin"},     {"cos", "sn_cos"},     {"floor", "sn_floor"},   {"ceil", "sn_ceil"}};
+      {"sin", "sn_sin"},     {"cos", "sn_cos"},     {"floor", "sn_floor"},   {"ceil", "sn_ceil"},
+      {"asinh", "sn_asinh"}, {"acosh", "sn_acosh"}, {"atanh", "sn_atanh"}};
   if (f32(t)) {
     auto it = prelude.find(name);
     if (it != prelude.end()) return fmt::format("{}({})", it->second, a);
