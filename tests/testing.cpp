@@ -82,10 +82,10 @@ Tensor random(const SymIntList& sizes, DType dtype, uint64_t seed) {
   GeneratorState saved = get_rng_state();
   manual_seed(seed * 7919 + 17);
   Tensor out;
-  if (is_floating(dtype)) out = randn(sizes, {.dtype = kFloat64}).to(dtype);
-  else if (dtype == kBool) out = randint(0, 2, sizes, {.dtype = kInt64}).to(kBool);
-  else if (dtype == kUInt8) out = randint(0, 10, sizes, {.dtype = kInt64}).to(dtype);
-  else out = randint(-10, 10, sizes, {.dtype = kInt64}).to(dtype);
+  if (is_floating(dtype)) out = randn(sizes, TensorOptions(kFloat64)).to(dtype);
+  else if (dtype == kBool) out = randint(0, 2, sizes, TensorOptions(kInt64)).to(kBool);
+  else if (dtype == kUInt8) out = randint(0, 10, sizes, TensorOptions(kInt64)).to(dtype);
+  else out = randint(-10, 10, sizes, TensorOptions(kInt64)).to(dtype);
   set_rng_state(saved);
   return out;
 }
@@ -93,7 +93,7 @@ Tensor random(const SymIntList& sizes, DType dtype, uint64_t seed) {
 Tensor random_positive(const SymIntList& sizes, DType dtype, double lo, double hi, uint64_t seed) {
   GeneratorState saved = get_rng_state();
   manual_seed(seed * 7919 + 29);
-  Tensor out = rand(sizes, {.dtype = kFloat64});
+  Tensor out = rand(sizes, TensorOptions(kFloat64));
   out = (out * (hi - lo) + lo).to(dtype);
   set_rng_state(saved);
   return out;
@@ -104,7 +104,7 @@ Tensor non_contiguous(const Tensor& t) {
   // Every second element of a buffer twice as long in the last dim: same values, stride 2.
   SymIntList big = t.sizes();
   big.back() = big.back() * 2;
-  Tensor buffer = zeros(big, {.dtype = t.dtype()});
+  Tensor buffer = zeros(big, TensorOptions(t.dtype()));
   Tensor view = buffer.slice(-1, 0, std::nullopt, 2);
   view.copy_(t);
   return view;

@@ -23,9 +23,9 @@ Tensor random_input(const onnx::ValueInfo& v, Device device) {
   SymIntList sizes;
   for (int64_t d : v.dims) sizes.push_back(d >= 0 ? d : 1);  // unknown or named dims: 1
   Tensor t;
-  if (is_floating(v.dtype)) t = randn(sizes, TensorOptions{.dtype = v.dtype});
+  if (is_floating(v.dtype)) t = randn(sizes, TensorOptions(v.dtype));
   else if (v.dtype == kBool) t = lt(rand(sizes), Scalar(0.5));
-  else t = randint(0, 10, sizes, TensorOptions{.dtype = v.dtype});
+  else t = randint(0, 10, sizes, TensorOptions(v.dtype));
   return device.is_cpu() ? t : t.to(device);
 }
 

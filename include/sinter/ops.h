@@ -156,8 +156,8 @@ Tensor eye(const SymInt& n, std::optional<SymInt> m = {}, const TensorOptions& o
 Tensor rand(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
 Tensor randn(const SymIntList& size, const TensorOptions& options = {}, Loc loc = Loc::current());
 Tensor randint(const SymInt& low, const SymInt& high, const SymIntList& size,
-               const TensorOptions& options = {.dtype = kInt64}, Loc loc = Loc::current());
-Tensor randint(const SymInt& high, const SymIntList& size, const TensorOptions& options = {.dtype = kInt64},
+               const TensorOptions& options = TensorOptions(kInt64), Loc loc = Loc::current());
+Tensor randint(const SymInt& high, const SymIntList& size, const TensorOptions& options = TensorOptions(kInt64),
                Loc loc = Loc::current());
 Tensor normal(double mean, double std, const SymIntList& size, const TensorOptions& options = {},
               Loc loc = Loc::current());
@@ -190,6 +190,8 @@ Tensor unflatten(const Tensor& self, int64_t dim, const SymIntList& sizes, Loc l
 Tensor as_strided(const Tensor& self, const SymIntList& size, const SymIntList& stride,
                   std::optional<SymInt> storage_offset = {}, Loc loc = Loc::current());
 std::vector<Tensor> split(const Tensor& self, const SymInt& split_size, int64_t dim = 0, Loc loc = Loc::current());
+// A plain integer is a split size, not a list of one size (x.split(2) as x.split(SymInt(2))).
+std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim = 0, Loc loc = Loc::current());
 std::vector<Tensor> split(const Tensor& self, const SymIntList& split_sizes, int64_t dim = 0,
                           Loc loc = Loc::current());
 // Braces are always a list of sizes (split(x, {2, 3}), split(x, {4})), as in PyTorch.

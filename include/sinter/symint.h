@@ -106,6 +106,10 @@ class SymIntList : public std::vector<SymInt> {
  public:
   SymIntList() = default;
   SymIntList(std::initializer_list<SymInt> v) : std::vector<SymInt>(v) {}
+  // One size where a list goes (x.view(-1), zeros(5)), as LibTorch's IntArrayRef.
+  SymIntList(int64_t size) : std::vector<SymInt>{SymInt(size)} {}  // NOLINT
+  SymIntList(int size) : std::vector<SymInt>{SymInt(size)} {}      // NOLINT
+  SymIntList(const SymInt& size) : std::vector<SymInt>{size} {}    // NOLINT
   SymIntList(std::vector<SymInt> v) : std::vector<SymInt>(std::move(v)) {}
   SymIntList(const std::vector<int64_t>& v) : std::vector<SymInt>(v.begin(), v.end()) {}
   SymIntList(size_t n, const SymInt& fill) : std::vector<SymInt>(n, fill) {}

@@ -86,11 +86,50 @@ struct TensorImpl {
   std::shared_ptr<TraceState> trace;  // set while capture follows this tensor
 };
 
-struct TensorOptions {
-  DType dtype = kFloat32;
-  Device device = kCPU;
-  bool requires_grad = false;
+// What a factory makes: dtype, device, requires_grad, as LibTorch's TensorOptions. A DType or a Device converts
+// (zeros({2, 3}, kInt64)); the setters return a changed copy (TensorOptions().dtype(kInt64).device(kCPU)), and
+// the free functions dtype(), device() and requires_grad() start a chain. Without a dtype, dtype() is float32
+// and the factories that infer one from their values (full, arange, tensor) do so.
+class TensorOptions {
+ public:
+  TensorOptions() = default;
+  TensorOptions(DType dtype) : dtype_(dtype) {}      // NOLINT: converts, as in LibTorch
+  TensorOptions(Device device) : device_(device) {}  // NOLINT
+  TensorOptions(DeviceType type) : device_(type) {}  // NOLINT
+  TensorOptions(DType dtype, Device device, bool requires_grad = false)
+      : dtype_(dtype), device_(device), requires_grad_(requires_grad) {}
+
+  DType dtype() const { return dtype_.value_or(kFloat32); }
+  bool has_dtype() const { return dtype_.has_value(); }
+  Device device() const { return device_; }
+  bool requires_grad() const { return requires_grad_; }
+
+  TensorOptions dtype(DType dtype) const {
+    TensorOptions o = *this;
+    o.dtype_ = dtype;
+    return o;
+  }
+  TensorOptions device(Device device) const {
+    TensorOptions o = *this;
+    o.device_ = device;
+    return o;
+  }
+  TensorOptions requires_grad(bool on) const {
+    TensorOptions o = *this;
+    o.requires_grad_ = on;
+    return o;
+  }
+  friend bool operator==(const TensorOptions&, const TensorOptions&) = default;
+
+ private:
+  std::optional<DType> dtype_;
+  Device device_ = kCPU;
+  bool requires_grad_ = false;
 };
+inline TensorOptions dtype(DType dtype) { return TensorOptions(dtype); }
+inline TensorOptions device(Device device) { return TensorOptions(device); }
+inline TensorOptions requires_grad(bool on = true) { return TensorOptions().requires_grad(on); }
+std::ostream& operator<<(std::ostream& os, const TensorOptions& options);
 
 enum class ReduceMode : uint8_t { kNone, kMean, kSum };
 
@@ -126,7 +165,7 @@ class Tensor {
   bool is_meta() const { return !has_storage(); }
   const TensorMeta& meta() const;
   const std::shared_ptr<Storage>& storage() const { return impl_->storage; }
-  TensorOptions options() const { return {dtype(), device(), false}; }
+  TensorOptions options() const { return TensorOptions(dtype(), device()); }
   uint64_t version() const { return has_storage() ? impl_->storage->version() : 0; }
 
   // Data access (CPU tensors). data_ptr points at element 0 of this view.
@@ -171,6 +210,7 @@ class Tensor {
   Tensor as_strided(const SymIntList& size, const SymIntList& stride, std::optional<SymInt> offset = {},
                     Loc loc = Loc::current()) const;
   std::vector<Tensor> split(const SymInt& split_size, int64_t dim = 0, Loc loc = Loc::current()) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0, Loc loc = Loc::current()) const;
   std::vector<Tensor> split(const SymIntList& sizes, int64_t dim = 0, Loc loc = Loc::current()) const;
   std::vector<Tensor> split(std::initializer_list<SymInt> sizes, int64_t dim = 0, Loc loc = Loc::current()) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0, Loc loc = Loc::current()) const;

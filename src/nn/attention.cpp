@@ -24,7 +24,7 @@ Tensor additive_mask(const Tensor& mask, const char* what, DType dtype, const Lo
                   dtype_name(mask.dtype()));
   // A float mask takes the query's dtype, so adding it neither promotes the scores nor trips attention's check.
   if (mask.dtype() != kBool) return mask.to(dtype);
-  return masked_fill(zeros(mask.sizes(), {.dtype = dtype, .device = mask.device()}), mask, kNegInf);
+  return masked_fill(zeros(mask.sizes(), TensorOptions(dtype).device(mask.device())), mask, kNegInf);
 }
 
 std::string shape_str(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }

@@ -22,7 +22,7 @@ BatchNormBase::BatchNormBase(int64_t num, double eps_, std::optional<double> mom
   running_mean = register_buffer("running_mean", track ? zeros({num}) : Tensor());
   running_var = register_buffer("running_var", track ? ones({num}) : Tensor());
   num_batches_tracked =
-      register_buffer("num_batches_tracked", track ? zeros({}, {.dtype = kInt64}) : Tensor());
+      register_buffer("num_batches_tracked", track ? zeros({}, TensorOptions(kInt64)) : Tensor());
 }
 
 Tensor BatchNormBase::forward(const Tensor& input) {

@@ -169,7 +169,7 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path,
 
   std::map<std::string, Tensor> out;
   for (const Entry& e : entries) {
-    Tensor t = empty(SymIntList(e.shape), {.dtype = e.dtype});
+    Tensor t = empty(SymIntList(e.shape), TensorOptions(e.dtype));
     const uint64_t nbytes = e.end - e.begin;
     if (nbytes > 0) {
       f.seekg(static_cast<std::streamoff>(data_start + e.begin));

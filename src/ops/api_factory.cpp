@@ -17,11 +17,14 @@ Tensor with_grad(Tensor t, bool requires_grad) {
   return t;
 }
 
+// The dtype argument of a factory row: None without one (the row infers it, as LibTorch's factories do).
+Value dtype_arg(const TensorOptions& options) { return options.has_dtype() ? Value(options.dtype()) : Value(); }
+
 // A factory row called with sizes and options: (size, <extra args>, dtype, device).
 Tensor factory(OpId op, Args args, const TensorOptions& options, const Loc& loc) {
-  args.push_back(options.dtype);
-  args.push_back(options.device);
-  return with_grad(dispatch1(op, std::move(args), loc), options.requires_grad);
+  args.push_back(dtype_arg(options));
+  args.push_back(options.device());
+  return with_grad(dispatch1(op, std::move(args), loc), options.requires_grad());
 }
 
 // The order of self's dims from outermost to innermost in memory, as PyTorch's preserve_format picks it: the
@@ -78,8 +81,8 @@ Tensor empty(const SymIntList& size, const TensorOptions& options, Loc loc) {
   return factory(OpId::empty, {size}, options, loc);
 }
 Tensor empty(const SymIntList& size, const TensorOptions& options, MemoryFormat memory_format, Loc loc) {
-  Args args{size, options.dtype, options.device, memory_format};
-  return with_grad(dispatch1(OpId::empty, std::move(args), loc), options.requires_grad);
+  Args args{size, dtype_arg(options), options.device(), memory_format};
+  return with_grad(dispatch1(OpId::empty, std::move(args), loc), options.requires_grad());
 }
 Tensor zeros(const SymIntList& size, const TensorOptions& options, Loc loc) {
   return factory(OpId::zeros, {size}, options, loc);

@@ -109,6 +109,9 @@ Tensor as_strided(const Tensor& self, const SymIntList& size, const SymIntList& 
 std::vector<Tensor> split(const Tensor& self, const SymInt& split_size, int64_t dim, Loc loc) {
   return dispatch(OpId::split_Tensor, {self, split_size, dim}, loc);
 }
+std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim, Loc loc) {
+  return split(self, SymInt(split_size), dim, loc);
+}
 std::vector<Tensor> split(const Tensor& self, const SymIntList& split_sizes, int64_t dim, Loc loc) {
   return dispatch(OpId::split_with_sizes, {self, split_sizes, dim}, loc);
 }

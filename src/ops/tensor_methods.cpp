@@ -81,6 +81,9 @@ Tensor Tensor::as_strided(const SymIntList& size, const SymIntList& stride, std:
 std::vector<Tensor> Tensor::split(const SymInt& split_size, int64_t dim, Loc loc) const {
   return sinter::split(*this, split_size, dim, loc);
 }
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim, Loc loc) const {
+  return sinter::split(*this, SymInt(split_size), dim, loc);
+}
 std::vector<Tensor> Tensor::split(const SymIntList& sizes, int64_t dim, Loc loc) const {
   return sinter::split(*this, sizes, dim, loc);
 }
@@ -117,7 +120,7 @@ Tensor Tensor::to(MemoryFormat format, Loc loc) const {
   return to_impl(*this, std::nullopt, std::nullopt, format, loc);
 }
 Tensor Tensor::to(const TensorOptions& options, Loc loc) const {
-  return to_impl(*this, options.dtype, options.device, std::nullopt, loc);
+  return to_impl(*this, options.dtype(), options.device(), std::nullopt, loc);
 }
 
 // ---- in place ----

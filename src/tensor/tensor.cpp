@@ -203,12 +203,12 @@ Tensor from_blob(void* data, const SymIntList& sizes, const SymIntList& strides,
   SINTER_CHECK(sizes.size() == strides.size(), "from_blob: sizes {} and strides {} differ in rank", sizes.str(),
                strides.str());
   check_sizes(sizes);
-  TensorMeta meta{sizes, strides, 0, options.dtype, options.device};
+  TensorMeta meta{sizes, strides, 0, options.dtype(), options.device()};
   size_t nbytes = storage_bytes(meta);
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = std::move(meta);
-  impl->storage = std::make_shared<Storage>(DataPtr{data, std::move(deleter)}, nbytes, options.device);
-  impl->requires_grad = options.requires_grad;
+  impl->storage = std::make_shared<Storage>(DataPtr{data, std::move(deleter)}, nbytes, options.device());
+  impl->requires_grad = options.requires_grad();
   return Tensor(std::move(impl));
 }
 

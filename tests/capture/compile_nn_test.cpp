@@ -117,7 +117,7 @@ TEST(CaptureNn, MaskedAttentionWithTril) {
   expect_compiles_exactly(
       [](const Tensor& q, const Tensor& k, const Tensor& v) {
         int64_t n = q.size(-2);
-        Tensor mask = tril(ones({n, n}, {.dtype = kBool}));
+        Tensor mask = tril(ones({n, n}, TensorOptions(kBool)));
         Tensor scores = matmul(q, k.mT()).masked_fill(~mask, -INFINITY);
         return matmul(softmax(scores, -1), v);
       },

@@ -234,7 +234,7 @@ TEST(CaptureOps, PadTrilTriuRollFlip) {
 TEST(CaptureOps, FactoriesInsideTheFunction) {
   expect_compiles_exactly(
       [](const Tensor& x) {
-        return x + zeros_like(x) + ones({x.size(0), 1}) * arange(0, 3, 1, {.dtype = kFloat32}) +
+        return x + zeros_like(x) + ones({x.size(0), 1}) * arange(0, 3, 1, TensorOptions(kFloat32)) +
                full({3}, 0.25);
       },
       rnd({2, 3}, 1));
@@ -308,7 +308,7 @@ TEST(CaptureOps, ThreeOutputsAndUnusedInput) {
 }
 
 TEST(CaptureOps, NoTensorArgumentsOnlyFactories) {
-  auto f = [](int64_t n, double scale) { return arange(0, n, 1, {.dtype = kFloat32}) * scale; };
+  auto f = [](int64_t n, double scale) { return arange(0, n, 1, TensorOptions(kFloat32)) * scale; };
   expect_compiles_exactly(f, int64_t{5}, 0.5);
 }
 

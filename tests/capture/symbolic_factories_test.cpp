@@ -56,7 +56,7 @@ TEST(SymbolicFactories, GenerationLoopCompilesAtMostTwice) {
 }
 
 TEST(SymbolicFactories, ArangeOfASymbolicSizeStaysSymbolic) {
-  auto f = [](const Tensor& x) { return x + arange(x.size(0), {.dtype = kFloat32}).unsqueeze(1); };
+  auto f = [](const Tensor& x) { return x + arange(x.size(0), TensorOptions(kFloat32)).unsqueeze(1); };
   auto c = compile(f, {.backend = "aot_eager", .dynamic = Dynamic::kAlways});
   ExplainOutput e = c.explain(st::random({5, 3}, kFloat32, 1));
   EXPECT_NE(e.graphs[0].find("arange.start_step(0, s0, 1"), std::string::npos) << e.graphs[0];  // no specialisation

@@ -110,14 +110,14 @@ TEST(GraphInterpreter, ChecksInputsAgainstTheGraph) {
       "graph(%x: f32[s0, 3], %y: f32[s0], %z: i64[2*s0]):\n"
       "  %3 = neg(%x)  # f32[s0, 3]\n"
       "  return (%3)\n");
-  Tensor x = random({4, 3}), y = random({4}), z = zeros({8}, {.dtype = kInt64});
+  Tensor x = random({4, 3}), y = random({4}), z = zeros({8}, TensorOptions(kInt64));
   interpret(g, {x, y, z});
   EXPECT_ERROR(interpret(g, {x, y}), "interpret: the graph takes 3 inputs, got 2");
   EXPECT_ERROR(interpret(g, {x.to(kFloat64), y, z}), "input 'x' (#0) must be float32, got float64");
   EXPECT_ERROR(interpret(g, {random({4, 3, 1}), y, z}), "input 'x' (#0) must have 2 dims (f32[s0, 3]), got 3 dims");
   EXPECT_ERROR(interpret(g, {random({4, 2}), y, z}), "input 'x' (#0) dim 1 must be 3, got 2");
   EXPECT_ERROR(interpret(g, {x, random({5}), z}), "input 'y' (#1) dim 0 is s0, which is 4 (from input 'x' dim 0), but got 5");
-  EXPECT_ERROR(interpret(g, {x, y, zeros({7}, {.dtype = kInt64})}), "input 'z' (#2) dim 0 is 2*s0 = 8, but got 7");
+  EXPECT_ERROR(interpret(g, {x, y, zeros({7}, TensorOptions(kInt64))}), "input 'z' (#2) dim 0 is 2*s0 = 8, but got 7");
   EXPECT_ERROR(interpret(g, {Tensor(), y, z}), "input 'x' (#0) is an undefined tensor");
 }
 

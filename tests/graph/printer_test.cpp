@@ -118,7 +118,7 @@ TEST(GraphPrinter, OptionalTensorListsShowHoles) {
 TEST(GraphPrinter, DtypesMemoryFormatsDevicesAndConstants) {
   Graph g;
   Tensor x = g.add_input("x", meta({2, 3, 4, 5}, kBFloat16));
-  Tensor k = g.add_constant(zeros({5}, {.dtype = kBFloat16}), "bias");
+  Tensor k = g.add_constant(zeros({5}, TensorOptions(kBFloat16)), "bias");
   Tensor q = g.add_input("q", meta({3}, kFloat16, kCUDA));
   Tensor a = g.add_op1(OpId::to_copy, {x, kFloat32});
   Tensor b = g.add_op1(OpId::clone, {x, MemoryFormat::kChannelsLast});

@@ -156,7 +156,7 @@ TEST(ExplicitCast, InPlaceIntoAHalfTensorRoundsLikeEager) {
     y.copy_(x * 3);
     return y.to(kFloat32) - x * 3;
   };
-  Tensor h = zeros({5}, TensorOptions{.dtype = kFloat16});
+  Tensor h = zeros({5}, TensorOptions(kFloat16));
   Tensor x = from_vector<float>({0.1f, 1e5f, -2.7f, 3.3f, 7.77f}, {5});
   EXPECT_TENSOR_EQ(compile(f)(h, x), f(h, x));
 }

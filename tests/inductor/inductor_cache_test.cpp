@@ -50,8 +50,15 @@ pid_t spawn_child(const std::string& mode) {
   std::string exe = fs::read_symlink("/proc/self/exe").string();
   std::string filter = "--gtest_filter=InductorCacheChild.CompilesTheSharedGraph";
   std::vector<std::string> env_strings;
+  // The parent's environment without its mode and without gtest sharding (a sharded parent's child would run
+  // only its shard of the one-test filter, often nothing).
+  auto dropped = [](const std::string& e) {
+    for (const char* name : {kChildEnv, "GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS"})
+      if (e.rfind(std::string(name) + "=", 0) == 0) return true;
+    return false;
+  };
   for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind(std::string(kChildEnv) + "=", 0) != 0) env_strings.push_back(*e);
+    if (!dropped(*e)) env_strings.push_back(*e);
   env_strings.push_back(std::string(kChildEnv) + "=" + mode);
   std::string brief = "--gtest_brief=1";
   std::vector<char*> argv = {exe.data(), filter.data(), brief.data(), nullptr};

@@ -403,7 +403,7 @@ TEST(InductorOps, IntegerDivisionFollowsPyTorch) {
 // integer divisors for zero before the kernels run (as eager does), or divide without trapping and raise an error
 // flag the runtime turns into sinter::Error. Enable this test when fixed.
 TEST(InductorOps, IntegerDivisionByZeroIsAnErrorNotACrash) {
-  Tensor a = arange(0, 8, 1, TensorOptions(kInt64)), b = zeros({8}, {.dtype = kInt64});
+  Tensor a = arange(0, 8, 1, TensorOptions(kInt64)), b = zeros({8}, TensorOptions(kInt64));
   auto f = compile([](const Tensor& a, const Tensor& b) { return floor_divide(a, b) + 1; }, {.backend = "inductor"});
   EXPECT_ERROR(f(a, b), "ZeroDivisionError");
 }

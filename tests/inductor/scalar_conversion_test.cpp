@@ -21,7 +21,7 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const std::vector<double> kAwkward = {-0.5, 0.5, -0.0, 2.7, -2.7, 300.7, -1.5, 1e30, -1e30, kNaN};
 
 TEST(ScalarConversion, EagerFillOfBoolIsNonzero) {
-  Tensor b = zeros({3}, {.dtype = kBool});
+  Tensor b = zeros({3}, TensorOptions(kBool));
   b.fill_(-0.5);
   EXPECT_EQ(b.to(kInt64).to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 1}));
   b.fill_(kNaN);
@@ -52,7 +52,7 @@ TEST(ScalarConversion, FillFullAndMaskedFillOfEveryNonFloatingDtype) {
                          t.fill_(v);
                          return t;
                        }});
-      cases.push_back({"full " + tag, [dt, v](const Inputs&) { return full({4}, v, {.dtype = dt}); }});
+      cases.push_back({"full " + tag, [dt, v](const Inputs&) { return full({4}, v, TensorOptions(dt)); }});
       cases.push_back({"full_like + 0 " + tag, [dt, v](const Inputs& i) {
                          Tensor t = full_like(i[0], v, dt);
                          return dt == kBool ? logical_or(t, t) : t + 0;

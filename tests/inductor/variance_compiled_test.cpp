@@ -58,7 +58,7 @@ TEST(VarianceCompiled, MatchesEagerOnOrdinaryConstantAndDegenerateInputs) {
     // [5, 7] random, a constant, a single row and column (N = 1 along dim 0 or 1), and N = 2 (correction 2
     // divides by 0).
     inductor_ops::check_cases(variance_cases(), {testing::random({5, 7}, dt, 1)});
-    inductor_ops::check_cases(variance_cases(), {full({5, 7}, 0.1, {.dtype = dt})});
+    inductor_ops::check_cases(variance_cases(), {full({5, 7}, 0.1, TensorOptions(dt))});
     inductor_ops::check_cases(variance_cases(), {testing::random({1, 7}, dt, 2)});
     inductor_ops::check_cases(variance_cases(), {testing::random({5, 1}, dt, 3)});
     inductor_ops::check_cases(variance_cases(), {testing::random({2, 2}, dt, 4)});

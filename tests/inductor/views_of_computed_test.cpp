@@ -77,7 +77,7 @@ TEST(ViewsOfComputed, MaskedFillIntoReshapeOfTransposedComputedValue) {
   auto make = [](const std::vector<int64_t>& s, Layout layout, uint64_t seed) {
     int64_t n = s[0];
     manual_seed(seed);
-    Tensor m = randint(-5, 6, {n}, {.dtype = kInt32});
+    Tensor m = randint(-5, 6, {n}, TensorOptions(kInt32));
     return In{m, view_checks::make_input({2, n, n}, layout, seed)};
   };
   check_cases({{"masked_fill_ into reshape of pow(mT)", f}}, {{2}, {3}, {5}}, view_checks::kAllLayouts, make);

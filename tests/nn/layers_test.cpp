@@ -427,10 +427,10 @@ TEST(NnLayers, MultiheadAttentionUnbatchedAndErrors) {
   Tensor x = random({4, 2, 6});
   EXPECT_ERROR(m(random({4, 2, 5}), x, x), "was expecting embedding dimension of 6, but got 5");
   EXPECT_ERROR(m(x, x, x, {}, false, {}, true), "need attn_mask if specifying the is_causal hint");
-  EXPECT_ERROR(m(x, x, x, zeros({4, 2}, {.dtype = kBool})), "expecting key_padding_mask shape of [2, 4]");
+  EXPECT_ERROR(m(x, x, x, zeros({4, 2}, TensorOptions(kBool))), "expecting key_padding_mask shape of [2, 4]");
   EXPECT_ERROR(m(x, x, x, {}, false, zeros({3, 4})),
                "The shape of the 2D attn_mask is [3, 4], but should be [4, 4].");
-  EXPECT_ERROR(m(x, x, x, {}, false, zeros({4, 4}, {.dtype = kInt64})),
+  EXPECT_ERROR(m(x, x, x, {}, false, zeros({4, 4}, TensorOptions(kInt64))),
                "only bool and floating types of attn_mask");
   EXPECT_ERROR(m(random({2, 2, 2, 6}), x, x), "received 4-D query tensor");
 }

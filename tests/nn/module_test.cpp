@@ -38,7 +38,7 @@ struct Net : nn::Module {
   Net() {
     register_module("conv", conv);
     scale = register_parameter("scale", ones({2}));
-    step = register_buffer("step", zeros({}, {.dtype = kInt64}));
+    step = register_buffer("step", zeros({}, TensorOptions(kInt64)));
     register_module("bn", bn);
     register_module("layers", layers);
   }

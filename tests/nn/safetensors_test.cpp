@@ -54,9 +54,9 @@ TEST(NnSafetensors, RoundTripEveryDType) {
   for (DType dt : testing::kAllDTypes)
     sd.insert(std::string("t_") + std::string(dtype_name(dt)), random({3, 5}, dt, 40));
   sd.insert("scalar", scalar_tensor(2.5, kFloat64));
-  sd.insert("empty", zeros({0, 4}, {.dtype = kInt32}));
+  sd.insert("empty", zeros({0, 4}, TensorOptions(kInt32)));
   sd.insert("strided", testing::non_contiguous(random({4, 6}, kFloat32, 41)));
-  sd.insert("name with \"quotes\" and \\ and é", ones({2}, {.dtype = kBFloat16}));
+  sd.insert("name with \"quotes\" and \\ and é", ones({2}, TensorOptions(kBFloat16)));
   std::string path = temp_path("round_trip");
   nn::save_safetensors(path, sd, {{"format", "pt"}, {"note", "line\nbreak"}});
   std::map<std::string, std::string> meta;

@@ -178,7 +178,7 @@ TEST(IndexScatter, SrcValueAndAddMatchReferenceForEveryDtype) {
 
 TEST(IndexScatter, AddWithManyDuplicatesIsExactAndDeterministic) {
   // 20000 contributions into 7 slots per column: float64 of small integers is exact, and two runs agree bitwise.
-  Tensor self = zeros({7, 64}, {.dtype = kFloat64});
+  Tensor self = zeros({7, 64}, TensorOptions(kFloat64));
   Tensor index = rand_index({20000, 64}, 0, 7, 9);
   Tensor src = data({20000, 64}, kFloat64, 10);
   V ref = scatter_ref(self.to_vector<double>(), {7, 64}, 0, index.to_vector<int64_t>(), {20000, 64},
@@ -190,7 +190,7 @@ TEST(IndexScatter, AddWithManyDuplicatesIsExactAndDeterministic) {
 }
 
 TEST(IndexScatter, InPlaceWritesThroughAStridedView) {
-  Tensor buffer = zeros({6, 4}, {.dtype = kFloat32});
+  Tensor buffer = zeros({6, 4}, TensorOptions(kFloat32));
   Tensor view = buffer.t();  // [4, 6], strides [1, 4]
   Tensor index = ivec({5, 0, 2, 1, 1, 3, 0, 4}).view({2, 4});
   Tensor src = data({2, 4}, kFloat32, 12);
@@ -344,7 +344,7 @@ TEST(IndexAdvanced, BoolAndUInt8MasksSelectInRowMajorOrder) {
     for (int64_t i = 0; i < 8; ++i)
       if (m2v[i] != 0) ref2.push_back(xv[p * 8 + i]);
   expect_values(index(x, {Tensor(), m2}), {3, n2}, ref2, kFloat64);
-  EXPECT_EQ(index(x, {zeros({3, 4}, {.dtype = kBool})}).sizes().hints(), (I{0, 2}));
+  EXPECT_EQ(index(x, {zeros({3, 4}, TensorOptions(kBool))}).sizes().hints(), (I{0, 2}));
 }
 
 TEST(IndexAdvanced, EmptyIndexAndEmptySelf) {
@@ -375,7 +375,7 @@ TEST(IndexAdvanced, Errors) {
   EXPECT_ERROR(index(x, {ivec({0}), ivec({0}), ivec({0})}), "too many indices for tensor of dimension 2 (got 3)");
   EXPECT_ERROR(index(x, {ivec({0, 1}), ivec({0, 1, 2})}),
                "shape mismatch: indexing tensors could not be broadcast together with shapes [2], [3]");
-  EXPECT_ERROR(index(x, {zeros({4}, {.dtype = kBool})}), "The shape of the mask [4] at index 0 does not match");
+  EXPECT_ERROR(index(x, {zeros({4}, TensorOptions(kBool))}), "The shape of the mask [4] at index 0 does not match");
   EXPECT_ERROR(index(x, {data({2}, kFloat32)}), "tensors used as indices must be long, int, byte or bool tensors");
 }
 
@@ -424,7 +424,7 @@ TEST(IndexPut, AccumulateIsDeterministicAcrossRuns) {
 TEST(IndexPut, SeparatedIndicesWithBroadcastValuesAndLastWriteWins) {
   // x[a, :, b] = v: the result of x[a, :, b] is [2, 4]; v [4] broadcasts over it. a repeats (0, 0): the later
   // write wins.
-  Tensor x = zeros({3, 4, 5}, {.dtype = kInt64});
+  Tensor x = zeros({3, 4, 5}, TensorOptions(kInt64));
   Tensor v = ivec({10, 20, 30, 40});
   Tensor out = index_put(x, {ivec({0, 0}), Tensor(), ivec({1, 3})}, v);
   V ref(60, 0.0);
@@ -461,10 +461,10 @@ TEST(IndexPut, Errors) {
   Tensor x = zeros({5, 4});
   EXPECT_ERROR(index_put(x, {ivec({0, 1})}, zeros({3})),
                "shape mismatch: value tensor of shape [3] cannot be broadcast to indexing result of shape [2, 4]");
-  EXPECT_ERROR(index_put(x, {ivec({0})}, zeros({4}, {.dtype = kFloat64})),
+  EXPECT_ERROR(index_put(x, {ivec({0})}, zeros({4}, TensorOptions(kFloat64))),
                "Index put requires the source and destination dtypes match");
   EXPECT_ERROR(index_put(x, {ivec({5})}, zeros({4})), "index 5 is out of bounds for dimension 0 with size 5");
-  EXPECT_ERROR(index_put(x, {zeros({5, 4}, {.dtype = kBool})}, zeros({2})), "shape mismatch: value tensor of shape [2]");
+  EXPECT_ERROR(index_put(x, {zeros({5, 4}, TensorOptions(kBool))}, zeros({2})), "shape mismatch: value tensor of shape [2]");
 }
 
 // ---- masked_select and nonzero ----
@@ -479,7 +479,7 @@ TEST(IndexMaskedSelect, BroadcastMaskForEveryDtype) {
       if (mv[i % 4] != 0) ref.push_back(xv[i]);
     expect_values(masked_select(x, mask), {static_cast<int64_t>(ref.size())}, ref, dt);
   }
-  EXPECT_EQ(masked_select(zeros({0, 3}), zeros({3}, {.dtype = kBool})).sizes().hints(), (I{0}));
+  EXPECT_EQ(masked_select(zeros({0, 3}), zeros({3}, TensorOptions(kBool))).sizes().hints(), (I{0}));
   EXPECT_ERROR(masked_select(zeros({3}), zeros({3})), "expected BoolTensor for mask");
 }
 

@@ -185,7 +185,7 @@ TEST(LinalgAddmm, BetaAlphaAndBroadcastSelf) {
     EXPECT_CLOSE(addmm(self, a, b, 0.5, 2.0), make(expect, {5, 6}));
   }
   // beta = 0 ignores self entirely, NaN included.
-  Tensor nan_self = full({5, 6}, NAN, TensorOptions{.dtype = kFloat64});
+  Tensor nan_self = full({5, 6}, NAN, TensorOptions(kFloat64));
   EXPECT_CLOSE(addmm(nan_self, a, b, 0, 1), make(p, {5, 6}));
   EXPECT_ERROR(addmm(random({5, 6}, kInt64), random({5, 4}, kInt64), random({4, 6}, kInt64), 0.5, 1),
                "integer");

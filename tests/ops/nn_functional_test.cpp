@@ -243,7 +243,7 @@ TEST(Loss, CrossEntropyIndexTargets) {
     EXPECT_CLOSE(out, ref_ce(x.to(dt), t, w, "mean", -100, 0.1), 1e-2);
   }
   // Every target ignored: 0 / 0 = NaN for 'mean', as PyTorch.
-  EXPECT_TRUE(std::isnan(cross_entropy(x, full({6}, -100, TensorOptions{.dtype = kInt64})).item<float>()));
+  EXPECT_TRUE(std::isnan(cross_entropy(x, full({6}, -100, TensorOptions(kInt64))).item<float>()));
 }
 
 TEST(Loss, CrossEntropyProbabilityTargets) {

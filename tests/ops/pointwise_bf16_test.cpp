@@ -89,7 +89,7 @@ TEST(PointwiseBf16, InPlaceAndMixedOperands) {
   Tensor row = (testing::random({31}, kFloat32, 25) * 10).to(kBFloat16);
   expect_like_float(add(m, row), [](auto v) { return v[0] + v[1]; }, {m, row});
   expect_like_float(mul(m.t(), m.t()), [](auto v) { return v[0] * v[0]; }, {m.t()});
-  Tensor big = zeros({n, 2}, {.dtype = kBFloat16});
+  Tensor big = zeros({n, 2}, TensorOptions(kBFloat16));
   Tensor col = big.select(1, 1);
   col.copy_(a);
   col.add_(b);

@@ -105,7 +105,7 @@ TEST(PointwiseBinary, FloatingOpsMatchReferenceWithBroadcasting) {
       EXPECT_CLOSE(c.op(x[3].expand({40, 70}), y), reference(x[3], y, c.ref), tol);
       Tensor s = testing::random({}, dtype, 6);
       EXPECT_CLOSE(c.op(x, s), reference(x, s, c.ref), tol);
-      EXPECT_EQ(c.op(zeros({0, 70}, {.dtype = dtype}), v).sizes().hints(), (std::vector<int64_t>{0, 70}));
+      EXPECT_EQ(c.op(zeros({0, 70}, TensorOptions(dtype)), v).sizes().hints(), (std::vector<int64_t>{0, 70}));
     }
   }
 }
@@ -222,7 +222,7 @@ TEST(PointwiseBinary, IntegerEdgeCases) {
 TEST(PointwiseBinary, FloatingSpecialValues) {
   const double inf = INFINITY, nan = NAN;
   Tensor a = from_vector<double>({1, -1, 0, nan, 2, 5.5});
-  Tensor z = zeros({6}, {.dtype = kFloat64});
+  Tensor z = zeros({6}, TensorOptions(kFloat64));
   EXPECT_TENSOR_EQ(a / z, from_vector<double>({inf, -inf, nan, nan, inf, inf}));
   EXPECT_TENSOR_EQ(floor_divide(a, z), from_vector<double>({inf, -inf, nan, nan, inf, inf}));
   EXPECT_TENSOR_EQ(remainder(a, z), from_vector<double>({nan, nan, nan, nan, nan, nan}));

@@ -9,7 +9,7 @@ namespace sinter {
 namespace {
 
 TEST(PointwiseLoops, MixedDTypesConstantsAndAStridedOutput) {
-  Tensor base = zeros({4, 6}, {.dtype = kBFloat16});
+  Tensor base = zeros({4, 6}, TensorOptions(kBFloat16));
   Tensor out = base.t();  // [6, 4], strides [1, 6]
   Tensor a = from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {6, 1});
   Tensor b = from_vector<double>({0.5, -1, 2, 4});
@@ -26,7 +26,7 @@ TEST(PointwiseLoops, ShortRowsAndBroadcastsAcrossManyChunks) {
   // Inner rows of 3 (packed several to a chunk), a transposed input and a broadcast column.
   Tensor x = testing::random({3, 5000}, kFloat64, 1).t();  // [5000, 3], strides [1, 5000]
   Tensor col = testing::random({5000, 1}, kFloat32, 2);
-  Tensor out = empty({5000, 3}, {.dtype = kFloat64});
+  Tensor out = empty({5000, 3}, TensorOptions(kFloat64));
   loops::Loop loop(out);
   loop.input(x).input(col);
   loop.run<double, double, double>([](double p, double q) { return p - 2 * q; });
@@ -35,7 +35,7 @@ TEST(PointwiseLoops, ShortRowsAndBroadcastsAcrossManyChunks) {
 }
 
 TEST(PointwiseLoops, ZeroDimAndEmpty) {
-  Tensor out = empty({}, {.dtype = kInt64});
+  Tensor out = empty({}, TensorOptions(kInt64));
   loops::Loop loop(out);
   loop.input(scalar_tensor(5, kInt8)).constant(Scalar(true));
   loop.run<int64_t, int64_t, int64_t>([](int64_t p, int64_t q) { return p * 10 + q; });
@@ -68,7 +68,7 @@ TEST(PointwiseLoops, ConvertBetweenAnyDTypes) {
   for (DType to : testing::kAllDTypes) {
     SCOPED_TRACE(dtype_name(to));
     Tensor src = from_vector<double>(v);
-    Tensor dst = empty({4}, {.dtype = to});
+    Tensor dst = empty({4}, TensorOptions(to));
     loops::convert(static_cast<const char*>(src.data_ptr()), 8, kFloat64, static_cast<char*>(dst.data_ptr()),
                    static_cast<int64_t>(element_size(to)), to, 4);
     EXPECT_TENSOR_EQ(dst, src.to(to));

@@ -80,11 +80,11 @@ TEST(PointwiseTernary, Lerp) {
     SymIntList s = {20, 30};
     auto f = [](auto& v) { return v[0] + v[2] * (v[1] - v[0]); };
     EXPECT_CLOSE(lerp(a, b, w), reference({a, b.expand(s), w.expand(s)}, f));
-    EXPECT_CLOSE(lerp(a, b, Scalar(0.75)), reference({a, b.expand(s), full(s, 0.75, TensorOptions{.dtype = kFloat64})}, f));
+    EXPECT_CLOSE(lerp(a, b, Scalar(0.75)), reference({a, b.expand(s), full(s, 0.75, TensorOptions(kFloat64))}, f));
   }
-  EXPECT_ERROR(lerp(zeros({2}), zeros({2}, {.dtype = kFloat64}), Scalar(0.5)), "expected dtype float32 for `end`");
-  EXPECT_ERROR(lerp(zeros({2}), zeros({2}), zeros({2}, {.dtype = kFloat64})), "`weight`");
-  EXPECT_ERROR(lerp(zeros({2}, {.dtype = kInt64}), zeros({2}, {.dtype = kInt64}), Scalar(1)), "lerp", "int64");
+  EXPECT_ERROR(lerp(zeros({2}), zeros({2}, TensorOptions(kFloat64)), Scalar(0.5)), "expected dtype float32 for `end`");
+  EXPECT_ERROR(lerp(zeros({2}), zeros({2}), zeros({2}, TensorOptions(kFloat64))), "`weight`");
+  EXPECT_ERROR(lerp(zeros({2}, TensorOptions(kInt64)), zeros({2}, TensorOptions(kInt64)), Scalar(1)), "lerp", "int64");
 }
 
 TEST(PointwiseTernary, AddcmulAddcdiv) {
@@ -116,9 +116,9 @@ TEST(PointwiseTernary, MaskedFill) {
                      reference({x, m.expand({6, 7})}, [](auto& v) { return v[1] ? 0 : v[0]; }));
   }
   Tensor x = zeros({3});
-  EXPECT_EQ(masked_fill(x, ones({2, 3}, {.dtype = kBool}), Scalar(2)).sizes().hints(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(masked_fill(x, ones({2, 3}, TensorOptions(kBool)), Scalar(2)).sizes().hints(), (std::vector<int64_t>{2, 3}));
   EXPECT_ERROR(masked_fill(x, ones({3}), Scalar(1)), "masked_fill_ only supports boolean masks", "float32");
-  EXPECT_ERROR(masked_fill(x, ones({3}, {.dtype = kBool}), ones({1})), "0-dimensional value tensor", "1 dimension");
+  EXPECT_ERROR(masked_fill(x, ones({3}, TensorOptions(kBool)), ones({1})), "0-dimensional value tensor", "1 dimension");
 }
 
 // ---- in place ----
@@ -209,7 +209,7 @@ TEST(PointwiseInplace, DTypesAndShapes) {
   EXPECT_ERROR(l.clamp_(Scalar(0.5)), "can't be cast");
   EXPECT_ERROR(zeros({3}).add_(zeros({2, 3})), "output with shape [3] doesn't match the broadcast shape [2, 3]");
   EXPECT_ERROR(zeros({1}).expand({4}).add_(1), "more than one element of the written-to tensor");
-  EXPECT_ERROR(zeros({2}, {.dtype = kBool}).neg_(), "bool");
+  EXPECT_ERROR(zeros({2}, TensorOptions(kBool)).neg_(), "bool");
   Tensor e = zeros({0, 4});
   e.add_(ones({4}));
   EXPECT_EQ(e.numel(), 0);

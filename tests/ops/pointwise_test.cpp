@@ -159,7 +159,7 @@ TEST(PointwiseUnary, LargeInputsTakeTheParallelPathWithTheSameResults) {
 TEST(PointwiseUnary, EmptyAndZeroDimInputs) {
   Tensor e = zeros({0, 3});
   EXPECT_EQ(exp(e).sizes().hints(), (std::vector<int64_t>{0, 3}));
-  EXPECT_EQ(sigmoid(zeros({2, 0}, {.dtype = kBFloat16})).dtype(), kBFloat16);
+  EXPECT_EQ(sigmoid(zeros({2, 0}, TensorOptions(kBFloat16))).dtype(), kBFloat16);
   Tensor s = scalar_tensor(0.5);
   Tensor r = exp(s);
   EXPECT_EQ(r.dim(), 0);

@@ -146,7 +146,7 @@ TEST(ReduceSum, IntegerAndBoolGiveInt64AndDtypeCastsFirst) {
   EXPECT_TENSOR_EQ(sum(x, kInt32), make({2}, {}, kInt32));  // 1 + 2 - 1: cast, then summed
   EXPECT_EQ(sum(x, DimList{0}, false, kFloat64).dtype(), kFloat64);
   // int8 overflows int8 but not the int64 accumulator.
-  Tensor big = full({100}, 100, TensorOptions{.dtype = kInt8});
+  Tensor big = full({100}, 100, TensorOptions(kInt8));
   EXPECT_TENSOR_EQ(sum(big), make({10000}, {}, kInt64));
 }
 
@@ -394,7 +394,7 @@ TEST(ReduceArgmax, NoDimFlattensKeepdimGivesOnes) {
   EXPECT_ERROR(argmax(zeros({0, 2}), 0), "reduction dim 0");
   EXPECT_ERROR(max(zeros({2, 0}), 1), "reduction dim 1");
   EXPECT_ERROR(argmin(x, 3), "dim 3 is out of range", "[-3, 2]");
-  EXPECT_TENSOR_EQ(argmax(zeros({0, 2}), 1), zeros({0}, TensorOptions{.dtype = kInt64}));
+  EXPECT_TENSOR_EQ(argmax(zeros({0, 2}), 1), zeros({0}, TensorOptions(kInt64)));
 }
 
 // ---- var / std ----

@@ -33,7 +33,7 @@ Inputs make_inputs(const Graph& g, const std::vector<Tensor>& values) {
     SymIntList strides = m.strides.empty() || m.strides.any_symbolic() ? v.strides() : m.strides;
     int64_t extent = m.offset.hint() + 1;
     for (int64_t d = 0; d < v.dim(); ++d) extent += (v.sizes()[d].hint() - 1) * strides[d].hint();
-    Tensor buffer = zeros({extent}, {.dtype = v.dtype()});
+    Tensor buffer = zeros({extent}, TensorOptions(v.dtype()));
     buffer.fill_(-7);
     Tensor view = buffer.as_strided(v.sizes(), strides, m.offset.hint());
     view.copy_(v);

@@ -22,7 +22,7 @@ TEST(Factory, ArangeLinspaceEyeValues) {
   EXPECT_EQ(arange(10, 0, -3).to_vector<int64_t>(), (std::vector<int64_t>{10, 7, 4, 1}));
   EXPECT_ERROR(arange(0, 5, 0), "arange step must be nonzero");
   EXPECT_ERROR(arange(5, 0, 1), "inconsistent");
-  std::vector<double> l = linspace(0, 1, 5, {.dtype = kFloat64}).to_vector<double>();
+  std::vector<double> l = linspace(0, 1, 5, TensorOptions(kFloat64)).to_vector<double>();
   EXPECT_EQ(l, (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
   EXPECT_EQ(eye(2, 3).to_vector<float>(), (std::vector<float>{1, 0, 0, 0, 1, 0}));
   EXPECT_EQ(eye(3).sizes().hints(), (std::vector<int64_t>{3, 3}));
@@ -65,7 +65,7 @@ TEST(Random, SeedReproducesAndStateAdvances) {
 
 TEST(Random, DistributionsHaveTheRightMoments) {
   manual_seed(1);
-  std::vector<double> n = randn({200000}, {.dtype = kFloat64}).to_vector<double>();
+  std::vector<double> n = randn({200000}, TensorOptions(kFloat64)).to_vector<double>();
   double mean = 0, var = 0;
   for (double v : n) mean += v;
   mean /= n.size();
@@ -89,7 +89,7 @@ TEST(Random, DistributionsHaveTheRightMoments) {
     counts[v + 3]++;
   }
   for (int c : counts) EXPECT_GT(c, 1200);
-  Tensor nm = normal(5.0, 2.0, {100000}, {.dtype = kFloat64});
+  Tensor nm = normal(5.0, 2.0, {100000}, TensorOptions(kFloat64));
   EXPECT_NEAR(nm.mean().item<double>(), 5.0, 0.05);
 }
 
@@ -103,8 +103,8 @@ TEST(Random, InPlaceFillsThroughViews) {
     EXPECT_GE(v[i * 6 + 2], 2.0f);
     EXPECT_EQ(v[i * 6 + 1], 0.0f);
   }
-  EXPECT_ERROR(zeros({2}, {.dtype = kInt64}).normal_(), "normal_ needs a floating tensor");
-  EXPECT_ERROR(randn({2}, {.dtype = kInt64}), "randn needs a floating dtype");
+  EXPECT_ERROR(zeros({2}, TensorOptions(kInt64)).normal_(), "normal_ needs a floating tensor");
+  EXPECT_ERROR(randn({2}, TensorOptions(kInt64)), "randn needs a floating dtype");
 }
 
 }  // namespace

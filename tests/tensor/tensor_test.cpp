@@ -22,7 +22,7 @@ TEST(Tensor, FromVectorRoundTripsEveryDType) {
 }
 
 TEST(Tensor, ViewsShareStorageAndVersion) {
-  Tensor x = arange(12, TensorOptions{.dtype = kFloat32}).view({3, 4});
+  Tensor x = arange(12, TensorOptions(kFloat32)).view({3, 4});
   Tensor row = x.select(0, 1);
   EXPECT_EQ(row.storage(), x.storage());
   EXPECT_EQ(row.storage_offset().hint(), 4);
@@ -34,7 +34,7 @@ TEST(Tensor, ViewsShareStorageAndVersion) {
 }
 
 TEST(Tensor, TransposeAndPermuteAreViewsWithSwappedStrides) {
-  Tensor x = arange(24, TensorOptions{.dtype = kInt64}).view({2, 3, 4});
+  Tensor x = arange(24, TensorOptions(kInt64)).view({2, 3, 4});
   Tensor p = x.permute({2, 0, 1});
   EXPECT_EQ(p.sizes().hints(), (std::vector<int64_t>{4, 2, 3}));
   EXPECT_EQ(p.strides().hints(), (std::vector<int64_t>{1, 12, 4}));
@@ -58,7 +58,7 @@ TEST(Tensor, ExpandGivesZeroStrides) {
 }
 
 TEST(Tensor, SliceWithStepAndNegativeBounds) {
-  Tensor x = arange(10, TensorOptions{.dtype = kInt64});
+  Tensor x = arange(10, TensorOptions(kInt64));
   EXPECT_EQ(x.slice(0, 1, 8, 3).to_vector<int64_t>(), (std::vector<int64_t>{1, 4, 7}));
   EXPECT_EQ(x.slice(0, -3).to_vector<int64_t>(), (std::vector<int64_t>{7, 8, 9}));
   EXPECT_EQ(x.slice(0, 20, 30).numel().hint(), 0);
@@ -81,7 +81,7 @@ TEST(Tensor, ViewNeedsCompatibleStrides) {
 }
 
 TEST(Tensor, SplitChunkUnbind) {
-  Tensor x = arange(10, TensorOptions{.dtype = kInt64});
+  Tensor x = arange(10, TensorOptions(kInt64));
   std::vector<Tensor> parts = x.split(4);
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(parts[2].to_vector<int64_t>(), (std::vector<int64_t>{8, 9}));
@@ -106,7 +106,7 @@ TEST(Tensor, SqueezeUnsqueeze) {
 }
 
 TEST(Tensor, AsStridedChecksStorageBounds) {
-  Tensor x = arange(6, TensorOptions{.dtype = kFloat32});
+  Tensor x = arange(6, TensorOptions(kFloat32));
   Tensor w = x.as_strided({2, 2}, {1, 2});
   EXPECT_EQ(w.contiguous().to_vector<float>(), (std::vector<float>{0, 2, 1, 3}));
   EXPECT_ERROR(x.as_strided({3, 3}, {3, 1}), "as_strided", "beyond the storage");
@@ -114,17 +114,17 @@ TEST(Tensor, AsStridedChecksStorageBounds) {
 
 TEST(Tensor, CopyConvertsDTypesAndBroadcasts) {
   Tensor src = from_vector<float>({1.7f, -2.5f, 0.0f});
-  Tensor dst = zeros({2, 3}, {.dtype = kInt32});
+  Tensor dst = zeros({2, 3}, TensorOptions(kInt32));
   dst.copy_(src);
   EXPECT_EQ(dst.to_vector<int32_t>(), (std::vector<int32_t>{1, -2, 0, 1, -2, 0}));
-  Tensor b = zeros({3}, {.dtype = kBool});
+  Tensor b = zeros({3}, TensorOptions(kBool));
   b.copy_(src);
   EXPECT_EQ(b.to_vector<bool>(), (std::vector<bool>{true, true, false}));
   EXPECT_ERROR(zeros({3}).copy_(zeros({2})), "copy_", "cannot be broadcast");
 }
 
 TEST(Tensor, CopyIntoOverlappingSelfIsSafe) {
-  Tensor x = arange(9, TensorOptions{.dtype = kFloat32}).view({3, 3});
+  Tensor x = arange(9, TensorOptions(kFloat32)).view({3, 3});
   x.copy_(x.t());
   EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{0, 3, 6, 1, 4, 7, 2, 5, 8}));
 }
@@ -218,7 +218,7 @@ TEST(Tensor, PrintsLikePyTorch) {
   std::ostringstream os;
   os << full({}, 7);
   EXPECT_EQ(os.str(), "tensor(7)");
-  std::string big = arange(2000, TensorOptions{.dtype = kInt64}).str();
+  std::string big = arange(2000, TensorOptions(kInt64)).str();
   EXPECT_NE(big.find("..."), std::string::npos);
   EXPECT_NE(big.find("1999"), std::string::npos);
 }

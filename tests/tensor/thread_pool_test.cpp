@@ -41,7 +41,7 @@ TEST(ThreadPool, ManyUserThreadsAtOnceGetCorrectResults) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int rep = 0; rep < 20; ++rep) {
-        Tensor x = full({50000}, t + 1, TensorOptions{.dtype = kFloat64});
+        Tensor x = full({50000}, t + 1, TensorOptions(kFloat64));
         Tensor y = x.clone();
         if (y.to_vector<double>()[49999] != t + 1) failures++;
       }

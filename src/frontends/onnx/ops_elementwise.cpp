@@ -23,7 +23,7 @@ ImportFn binary_fn(std::function<Tensor(const Tensor&, const Tensor&, NodeCtx&)>
   return [f](NodeCtx& c) { return std::vector<Tensor>{f(c.in(0), c.in(1), c)}; };
 }
 
-Tensor scalar_like(double v, const Tensor& like) { return full({}, v, TensorOptions{.dtype = like.dtype(), .device = like.device()}); }
+Tensor scalar_like(double v, const Tensor& like) { return full({}, v, TensorOptions(like.dtype()).device(like.device())); }
 
 // Old opsets (< 7) broadcast only with broadcast=1 and an axis: align b's dims at `axis` of a.
 Tensor legacy_broadcast(const Tensor& a, const Tensor& b, NodeCtx& c) {
@@ -152,7 +152,7 @@ Tensor onnx_cast(const Tensor& x, DType to) {
   Tensor p = exp2(clamp_max(floor(log2(a)), Scalar(127.0)));  // log2 of the largest floats rounds to 128
   p = where(gt(p, a), mul(p, Scalar(0.5)), p);
   p = where(le(mul(p, Scalar(2.0)), a), mul(p, Scalar(2.0)), p);
-  Tensor step = maximum(mul(p, Scalar(1.0 / 128)), full({}, Scalar(std::ldexp(1.0, -133)), TensorOptions{.dtype = kFloat32}));
+  Tensor step = maximum(mul(p, Scalar(1.0 / 128)), full({}, Scalar(std::ldexp(1.0, -133)), TensorOptions(kFloat32)));
   Tensor t = sub(a, fmod(a, step));  // (bfloat16's subnormal step is 2^-133)
   t = where(logical_or(eq(a, Scalar(0.0)), logical_not(isfinite(a))), a, t);
   return cast(where(lt(xf, Scalar(0.0)), neg(t), t), kBFloat16);

@@ -156,7 +156,7 @@ Tensor resize_impl(NodeCtx& c, const ResizeAttrs& a, std::vector<double> scales,
     }
   }
   if (outside.defined())
-    x = where(outside, full({}, Scalar(a.extrapolation), TensorOptions{.dtype = x.dtype()}), x);
+    x = where(outside, full({}, Scalar(a.extrapolation), TensorOptions(x.dtype())), x);
   return x.is_same(c.in(0)) ? clone(x) : x;
 }
 

@@ -178,7 +178,7 @@ Tensor to_tensor(const proto::TensorProto& t, const std::string& base_dir, const
     }
   }
 
-  Tensor out = on_host([&] { return empty(sizes, TensorOptions{.dtype = dtype}); });
+  Tensor out = on_host([&] { return empty(sizes, TensorOptions(dtype)); });
   void* dst = out.data_ptr();
   if (emulated_type(t.data_type) && (t.external || !t.raw_data.empty())) {
     std::string bytes;

@@ -182,7 +182,7 @@ TEST(OnnxGradient, UnconnectedXGetsZeros) {
   c.xs = {"a", "b"};
   onnx::Model m = onnx::load_from_bytes(gradient_model(c));
   std::vector<Tensor> outs = m(inputs_of(c));
-  EXPECT_TENSOR_EQ(outs[2], zeros({3}, {.dtype = kFloat64}));
+  EXPECT_TENSOR_EQ(outs[2], zeros({3}, TensorOptions(kFloat64)));
 }
 
 TEST(OnnxGradient, OperatorWithoutDerivativeIsNamed) {
@@ -200,7 +200,7 @@ TEST(OnnxGradient, OperatorWithoutDerivativeIsNamed) {
   s.y = "y";
   s.xs = {"a"};
   onnx::Model ms = onnx::load_from_bytes(gradient_model(s));
-  EXPECT_TENSOR_EQ(ms(inputs_of(s))[1], ones({2}, {.dtype = kFloat64}));
+  EXPECT_TENSOR_EQ(ms(inputs_of(s))[1], ones({2}, TensorOptions(kFloat64)));
 }
 
 }  // namespace

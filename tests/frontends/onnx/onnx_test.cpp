@@ -63,7 +63,7 @@ TEST(OnnxImport, ShapeArithmeticFolds) {
                   field_bytes(5, int64_tensor("minus1", {1}, {-1})) + value_info(11, "x", 1, {2, 3, 4}) +
                   value_info(12, "y", 1, {});
   onnx::Model m = onnx::load_from_bytes(model(g, 13));
-  Tensor x = arange(Scalar(24), TensorOptions{.dtype = kFloat32}).reshape({2, 3, 4});
+  Tensor x = arange(Scalar(24), TensorOptions(kFloat32)).reshape({2, 3, 4});
   auto fast = compile(m, {.backend = "aot_eager", .fullgraph = true});
   Tensor y = fast(std::vector<Tensor>{x})[0];
   EXPECT_EQ(y.sizes().hints(), (std::vector<int64_t>{2, 12}));
@@ -98,7 +98,7 @@ TEST(OnnxImport, MalformedFilesGiveErrors) {
 TEST(OnnxImport, WrongInputsGiveErrors) {
   onnx::Model m = onnx::load_from_bytes(add_relu_model(float_tensor("b", {3}, {1.f, -2.f, 0.5f})));
   EXPECT_ERROR(m({}), "takes 1 inputs");
-  EXPECT_ERROR(m({zeros({2, 3}, {.dtype = kInt64})}), "must be float32");
+  EXPECT_ERROR(m({zeros({2, 3}, TensorOptions(kInt64))}), "must be float32");
 }
 
 class OnnxExternalData : public ::testing::Test {

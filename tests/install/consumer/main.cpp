@@ -5,7 +5,7 @@
 
 int main() {
   using namespace sinter;
-  Tensor x = arange(6, TensorOptions{.dtype = kFloat32}).view({2, 3});
+  Tensor x = arange(6, TensorOptions(kFloat32)).view({2, 3});
   Tensor y = (x * 2.0).sum();
   if (y.item<float>() != 30.0f) {
     std::printf("install test: wrong result %f\n", y.item<float>());
