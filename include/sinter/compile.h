@@ -255,7 +255,8 @@ struct IntArg {
 template <class T>
 struct ArgTraits {
   static_assert(sizeof(T) == 0,
-                "a compiled function takes Tensor, std::vector<Tensor>, integers, SymInt, double, float or bool");
+                "a compiled function takes Tensor, std::optional<Tensor>, std::vector<Tensor>, integers, SymInt, "
+                "double, float or bool");
 };
 template <>
 struct ArgTraits<Tensor> {
@@ -273,6 +274,21 @@ struct ArgTraits<SymInt> {
   static IntArg from(const CallArg& a);
 };
 inline IntArg ArgTraits<SymInt>::from(const CallArg& a) { return IntArg{&a}; }
+// An optional tensor travels as a tensor that is undefined for nullopt (guarded: a call with the other case
+// compiles again).
+template <>
+struct ArgTraits<std::optional<Tensor>> {
+  static CallArg to(const std::optional<Tensor>& t) { return t ? *t : Tensor(); }
+  static std::optional<Tensor> from(const CallArg& a) {
+    const Tensor& t = std::get<Tensor>(a);
+    return t.defined() ? std::optional<Tensor>(t) : std::nullopt;
+  }
+};
+template <>
+struct ArgTraits<std::nullopt_t> {  // f(x, std::nullopt) for a std::optional<Tensor> parameter
+  static CallArg to(std::nullopt_t) { return Tensor(); }
+  static std::nullopt_t from(const CallArg&) { return std::nullopt; }
+};
 template <>
 struct ArgTraits<bool> {
   static CallArg to(bool v) { return v; }
@@ -291,7 +307,8 @@ struct ArgTraits<T> {
   static T from(const CallArg& a) { return static_cast<T>(std::get<double>(a)); }
 };
 
-// A compiled function returns a Tensor, a std::tuple/std::pair of Tensors or a std::vector<Tensor>.
+// A compiled function returns a Tensor, a std::optional<Tensor>, a std::tuple/std::pair of those or a
+// std::vector<Tensor>.
 template <class R>
 struct ResultTraits {};
 template <>
@@ -299,32 +316,53 @@ struct ResultTraits<Tensor> {
   static std::vector<Tensor> flatten(Tensor r) { return {std::move(r)}; }
   static Tensor unflatten(std::vector<Tensor>& v) { return std::move(v.at(0)); }
 };
+// One result tensor, or an undefined one standing for nullopt.
+inline Tensor flatten_one(const Tensor& t) { return t; }
+inline Tensor flatten_one(const std::optional<Tensor>& t) { return t ? *t : Tensor(); }
+template <class T>
+T unflatten_one(Tensor t) {
+  if constexpr (std::is_same_v<T, Tensor>) return t;
+  else return t.defined() ? std::optional<Tensor>(std::move(t)) : std::nullopt;
+}
+template <class T>
+concept ResultTensor = std::is_same_v<T, Tensor> || std::is_same_v<T, std::optional<Tensor>>;
+template <>
+struct ResultTraits<std::optional<Tensor>> {
+  static std::vector<Tensor> flatten(const std::optional<Tensor>& r) { return {flatten_one(r)}; }
+  static std::optional<Tensor> unflatten(std::vector<Tensor>& v) {
+    return unflatten_one<std::optional<Tensor>>(std::move(v.at(0)));
+  }
+};
 template <>
 struct ResultTraits<std::vector<Tensor>> {
   static std::vector<Tensor> flatten(std::vector<Tensor> r) { return r; }
   static std::vector<Tensor> unflatten(std::vector<Tensor>& v) { return std::move(v); }
 };
 template <class... T>
-  requires(std::is_same_v<T, Tensor> && ...)
+  requires(ResultTensor<T> && ...)
 struct ResultTraits<std::tuple<T...>> {
   static std::vector<Tensor> flatten(std::tuple<T...> r) {
-    return std::apply([](auto&... t) { return std::vector<Tensor>{t...}; }, r);
+    return std::apply([](auto&... t) { return std::vector<Tensor>{flatten_one(t)...}; }, r);
   }
   static std::tuple<T...> unflatten(std::vector<Tensor>& v) {
-    return [&]<size_t... I>(std::index_sequence<I...>) { return std::tuple<T...>{v.at(I)...}; }(
+    return [&]<size_t... I>(std::index_sequence<I...>) { return std::tuple<T...>{unflatten_one<T>(v.at(I))...}; }(
                std::index_sequence_for<T...>{});
   }
 };
-template <>
-struct ResultTraits<std::pair<Tensor, Tensor>> {
-  static std::vector<Tensor> flatten(std::pair<Tensor, Tensor> r) { return {r.first, r.second}; }
-  static std::pair<Tensor, Tensor> unflatten(std::vector<Tensor>& v) { return {v.at(0), v.at(1)}; }
+template <ResultTensor A, ResultTensor B>
+struct ResultTraits<std::pair<A, B>> {
+  static std::vector<Tensor> flatten(std::pair<A, B> r) { return {flatten_one(r.first), flatten_one(r.second)}; }
+  static std::pair<A, B> unflatten(std::vector<Tensor>& v) {
+    return {unflatten_one<A>(v.at(0)), unflatten_one<B>(v.at(1))};
+  }
 };
 
 // What a compiled function may take and return; a call outside these does not compile.
 template <class T>
-concept CompilableArg = std::is_same_v<T, Tensor> || std::is_same_v<T, std::vector<Tensor>> ||
-                        std::is_same_v<T, SymInt> || std::is_arithmetic_v<T>;
+concept CompilableArg = std::is_same_v<T, Tensor> || std::is_same_v<T, std::optional<Tensor>> ||
+                        std::is_same_v<T, std::nullopt_t> ||
+                        std::is_same_v<T, std::vector<Tensor>> || std::is_same_v<T, SymInt> ||
+                        std::is_arithmetic_v<T>;
 template <class R>
 concept CompilableResult = requires(R r, std::vector<Tensor>& v) {
   { ResultTraits<R>::flatten(r) } -> std::same_as<std::vector<Tensor>>;

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sinter/op_names.h"
 #include "sinter/random.h"
 #include "sinter/tensor.h"
 
@@ -21,21 +22,9 @@ using OptDims = std::optional<DimList>;
 using TensorPair = std::tuple<Tensor, Tensor>;
 
 // ---- pointwise unary ----
-#define SINTER_DECLARE_UNARY(name) Tensor name(const Tensor& self, Loc loc = Loc::current());
-SINTER_DECLARE_UNARY(abs) SINTER_DECLARE_UNARY(neg) SINTER_DECLARE_UNARY(sign) SINTER_DECLARE_UNARY(sqrt)
-SINTER_DECLARE_UNARY(rsqrt) SINTER_DECLARE_UNARY(exp) SINTER_DECLARE_UNARY(exp2) SINTER_DECLARE_UNARY(expm1)
-SINTER_DECLARE_UNARY(log) SINTER_DECLARE_UNARY(log2) SINTER_DECLARE_UNARY(log10) SINTER_DECLARE_UNARY(log1p)
-SINTER_DECLARE_UNARY(sin) SINTER_DECLARE_UNARY(cos) SINTER_DECLARE_UNARY(tan) SINTER_DECLARE_UNARY(asin)
-SINTER_DECLARE_UNARY(acos) SINTER_DECLARE_UNARY(atan) SINTER_DECLARE_UNARY(sinh) SINTER_DECLARE_UNARY(cosh)
-SINTER_DECLARE_UNARY(tanh) SINTER_DECLARE_UNARY(asinh) SINTER_DECLARE_UNARY(acosh) SINTER_DECLARE_UNARY(atanh)
-SINTER_DECLARE_UNARY(sigmoid) SINTER_DECLARE_UNARY(relu) SINTER_DECLARE_UNARY(silu) SINTER_DECLARE_UNARY(mish)
-SINTER_DECLARE_UNARY(erf) SINTER_DECLARE_UNARY(erfc) SINTER_DECLARE_UNARY(erfinv) SINTER_DECLARE_UNARY(floor)
-SINTER_DECLARE_UNARY(ceil) SINTER_DECLARE_UNARY(round) SINTER_DECLARE_UNARY(trunc) SINTER_DECLARE_UNARY(frac)
-SINTER_DECLARE_UNARY(reciprocal) SINTER_DECLARE_UNARY(square) SINTER_DECLARE_UNARY(logical_not)
-SINTER_DECLARE_UNARY(bitwise_not) SINTER_DECLARE_UNARY(isnan) SINTER_DECLARE_UNARY(isinf)
-SINTER_DECLARE_UNARY(isfinite) SINTER_DECLARE_UNARY(hardsigmoid) SINTER_DECLARE_UNARY(hardswish)
-SINTER_DECLARE_UNARY(selu) SINTER_DECLARE_UNARY(lgamma) SINTER_DECLARE_UNARY(digamma) SINTER_DECLARE_UNARY(signbit)
-SINTER_DECLARE_UNARY(relu6)
+#define SINTER_DECLARE_UNARY(X, name) Tensor name(const Tensor& self, Loc loc = Loc::current());
+SINTER_UNARY_NAMES(SINTER_DECLARE_UNARY, _)
+Tensor relu6(const Tensor& self, Loc loc = Loc::current());
 #undef SINTER_DECLARE_UNARY
 // approximate: "none" (erf form) or "tanh".
 Tensor gelu(const Tensor& self, const std::string& approximate = "none", Loc loc = Loc::current());
@@ -57,13 +46,10 @@ Tensor add(const Tensor& self, const Scalar& other, const Scalar& alpha = 1, Loc
 Tensor sub(const Tensor& self, const Tensor& other, const Scalar& alpha = 1, Loc loc = Loc::current());
 Tensor sub(const Tensor& self, const Scalar& other, const Scalar& alpha = 1, Loc loc = Loc::current());
 Tensor rsub(const Tensor& self, const Scalar& other, const Scalar& alpha = 1, Loc loc = Loc::current());
-#define SINTER_DECLARE_BINARY(name)                                                        \
-  Tensor name(const Tensor& self, const Tensor& other, Loc loc = Loc::current());          \
+#define SINTER_DECLARE_BINARY(X, name)                                               \
+  Tensor name(const Tensor& self, const Tensor& other, Loc loc = Loc::current()); \
   Tensor name(const Tensor& self, const Scalar& other, Loc loc = Loc::current());
-SINTER_DECLARE_BINARY(mul) SINTER_DECLARE_BINARY(div) SINTER_DECLARE_BINARY(fmod) SINTER_DECLARE_BINARY(remainder)
-SINTER_DECLARE_BINARY(eq) SINTER_DECLARE_BINARY(ne) SINTER_DECLARE_BINARY(lt) SINTER_DECLARE_BINARY(le)
-SINTER_DECLARE_BINARY(gt) SINTER_DECLARE_BINARY(ge) SINTER_DECLARE_BINARY(bitwise_and)
-SINTER_DECLARE_BINARY(bitwise_or) SINTER_DECLARE_BINARY(bitwise_xor) SINTER_DECLARE_BINARY(floor_divide)
+SINTER_BINARY_TS_NAMES(SINTER_DECLARE_BINARY, _)
 #undef SINTER_DECLARE_BINARY
 // rounding_mode: none (true division), "trunc" or "floor".
 Tensor div(const Tensor& self, const Tensor& other, const std::optional<std::string>& rounding_mode,
@@ -73,10 +59,9 @@ Tensor div(const Tensor& self, const Scalar& other, const std::optional<std::str
 Tensor pow(const Tensor& self, const Tensor& exponent, Loc loc = Loc::current());
 Tensor pow(const Tensor& self, const Scalar& exponent, Loc loc = Loc::current());
 Tensor pow(const Scalar& self, const Tensor& exponent, Loc loc = Loc::current());
-#define SINTER_DECLARE_BINARY_T(name) Tensor name(const Tensor& self, const Tensor& other, Loc loc = Loc::current());
-SINTER_DECLARE_BINARY_T(atan2) SINTER_DECLARE_BINARY_T(maximum) SINTER_DECLARE_BINARY_T(minimum)
-SINTER_DECLARE_BINARY_T(logical_and) SINTER_DECLARE_BINARY_T(logical_or) SINTER_DECLARE_BINARY_T(logical_xor)
-SINTER_DECLARE_BINARY_T(hypot) SINTER_DECLARE_BINARY_T(copysign)
+#define SINTER_DECLARE_BINARY_T(X, name) \
+  Tensor name(const Tensor& self, const Tensor& other, Loc loc = Loc::current());
+SINTER_BINARY_T_NAMES(SINTER_DECLARE_BINARY_T, _)
 #undef SINTER_DECLARE_BINARY_T
 
 // ---- pointwise ternary ----
@@ -149,6 +134,37 @@ Tensor arange(const A& start, const B& end, const C& step, const TensorOptions& 
 // `steps` may be symbolic (a size read from a tensor) and stays so under capture.
 Tensor linspace(const Scalar& start, const Scalar& end, const SymInt& steps, const TensorOptions& options = {},
                 Loc loc = Loc::current());
+// The values torch::tensor takes: a number, nested braces of numbers ({{1, 2}, {3, 4}}) or a std::vector. As in
+// LibTorch, integers make int64, floating numbers float32 (the default dtype) and bools bool; a list mixing them
+// takes the promoted kind (int with float: float32), as torch.tensor in Python. {} is an empty 1-d tensor.
+class TensorData {
+ public:
+  TensorData() : sizes_{0} {}
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  TensorData(T value) : values_{Scalar(value)}, kind_(kind_of(values_[0])) {}  // NOLINT: converts
+  TensorData(std::initializer_list<TensorData> items);
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  TensorData(const std::vector<T>& values) : sizes_{static_cast<int64_t>(values.size())} {  // NOLINT
+    values_.reserve(values.size());
+    for (const T& v : values) values_.push_back(Scalar(v));
+    kind_ = values.empty() ? 2 : kind_of(values_[0]);
+  }
+  const std::vector<int64_t>& sizes() const { return sizes_; }
+  const std::vector<Scalar>& values() const { return values_; }  // row-major
+  DType dtype() const { return kind_ == 0 ? kBool : kind_ == 1 ? kInt64 : kFloat32; }
+  // Not empty when the braces are ragged ({{1, 2}, {3}}): what tensor() reports.
+  const std::string& error() const { return error_; }
+
+ private:
+  static int kind_of(const Scalar& v) { return v.is_bool() ? 0 : v.is_integral() ? 1 : 2; }
+  std::vector<int64_t> sizes_;
+  std::vector<Scalar> values_;
+  int kind_ = 2;  // 0 bool, 1 integer, 2 floating (an empty list is float32, as torch.tensor([]))
+  std::string error_;
+};
+Tensor tensor(const TensorData& data, const TensorOptions& options = {}, Loc loc = Loc::current());
 // A 0-dim tensor holding one number.
 Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype = {}, Device device = kCPU);
 Tensor eye(const SymInt& n, std::optional<SymInt> m = {}, const TensorOptions& options = {},

@@ -3,6 +3,7 @@
 #include "sinter/compile.h"
 #include "sinter/error.h"
 #include "sinter/graph.h"
+#include "sinter/indexing.h"
 #include "sinter/nn.h"
 #include "sinter/ops.h"
 #include "sinter/symint.h"

@@ -8,15 +8,20 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sinter/error.h"
+#include "sinter/op_names.h"
 #include "sinter/symint.h"
 #include "sinter/types.h"
 
 namespace sinter {
 
 class Tensor;
+namespace indexing {
+class TensorIndex;  // sinter/indexing.h
+}
 
 // Allocators hand out memory for one device; CUDA slots in beside the CPU one.
 struct DataPtr {
@@ -216,6 +221,11 @@ class Tensor {
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0, Loc loc = Loc::current()) const;
   std::vector<Tensor> unbind(int64_t dim = 0, Loc loc = Loc::current()) const;
   Tensor operator[](int64_t index) const;  // select(0, index)
+  // LibTorch's indexing (sinter/indexing.h): x.index({Slice(), 0}) is Python's x[:, 0]; a list of tensors alone
+  // is advanced indexing (an undefined tensor is `:`).
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices, Loc loc = Loc::current()) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices, Loc loc = Loc::current()) const;
+  Tensor index(const std::vector<Tensor>& indices, Loc loc = Loc::current()) const;
 
   // Copies and conversions.
   Tensor contiguous(MemoryFormat format = MemoryFormat::kContiguous, Loc loc = Loc::current()) const;
@@ -243,35 +253,74 @@ class Tensor {
   Tensor& div_(const Scalar& other, Loc loc = Loc::current());
   Tensor& pow_(const Scalar& exponent, Loc loc = Loc::current());
   Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = {}, Loc loc = Loc::current());
-  Tensor& relu_(Loc loc = Loc::current());
-  Tensor& sigmoid_(Loc loc = Loc::current());
-  Tensor& tanh_(Loc loc = Loc::current());
-  Tensor& exp_(Loc loc = Loc::current());
-  Tensor& neg_(Loc loc = Loc::current());
+  // One in-place form per unary op with one (x.sin_(), x.relu_(), ...): the op's result written into self, which
+  // must be able to hold its dtype.
+#define SINTER_UNARY_INPLACE_METHOD(X, name) Tensor& name##_(Loc loc = Loc::current());
+  SINTER_UNARY_INPLACE_NAMES(SINTER_UNARY_INPLACE_METHOD, _)
+#undef SINTER_UNARY_INPLACE_METHOD
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value, Loc loc = Loc::current());
   Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false,
+                     Loc loc = Loc::current());
+  // x.index_put_({Slice(1, None), 0}, v) is Python's x[1:, 0] = v (v broadcast to the indexed shape).
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values,
+                     Loc loc = Loc::current());
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value,
+                     Loc loc = Loc::current());
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values,
+                     Loc loc = Loc::current());
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value,
                      Loc loc = Loc::current());
   Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current());
   Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current());
   Tensor& uniform_(double from = 0, double to = 1, Loc loc = Loc::current());
   Tensor& normal_(double mean = 0, double std = 1, Loc loc = Loc::current());
 
-  // Common functional methods (the free functions in ops.h are the full set).
+  // The ops as methods, as LibTorch's Tensor has them (x.sin(), x.max(1), x.where(mask, y)); each calls the free
+  // function of ops.h with self first.
+#define SINTER_UNARY_METHOD(X, name) Tensor name(Loc loc = Loc::current()) const;
+  SINTER_UNARY_NAMES(SINTER_UNARY_METHOD, _)
+#undef SINTER_UNARY_METHOD
+#define SINTER_BINARY_TS_METHOD(X, name)                                   \
+  Tensor name(const Tensor& other, Loc loc = Loc::current()) const; \
+  Tensor name(const Scalar& other, Loc loc = Loc::current()) const;
+  SINTER_BINARY_TS_NAMES(SINTER_BINARY_TS_METHOD, _)
+#undef SINTER_BINARY_TS_METHOD
+#define SINTER_BINARY_T_METHOD(X, name) Tensor name(const Tensor& other, Loc loc = Loc::current()) const;
+  SINTER_BINARY_T_NAMES(SINTER_BINARY_T_METHOD, _)
+#undef SINTER_BINARY_T_METHOD
   Tensor add(const Tensor& other, const Scalar& alpha = 1, Loc loc = Loc::current()) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1, Loc loc = Loc::current()) const;
   Tensor sub(const Tensor& other, const Scalar& alpha = 1, Loc loc = Loc::current()) const;
-  Tensor mul(const Tensor& other, Loc loc = Loc::current()) const;
-  Tensor div(const Tensor& other, Loc loc = Loc::current()) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1, Loc loc = Loc::current()) const;
+  Tensor div(const Tensor& other, const std::optional<std::string>& rounding_mode, Loc loc = Loc::current()) const;
+  Tensor div(const Scalar& other, const std::optional<std::string>& rounding_mode, Loc loc = Loc::current()) const;
   Tensor pow(const Scalar& exponent, Loc loc = Loc::current()) const;
+  Tensor pow(const Tensor& exponent, Loc loc = Loc::current()) const;
+  Tensor relu6(Loc loc = Loc::current()) const;
+  Tensor gelu(const std::string& approximate = "none", Loc loc = Loc::current()) const;
+  Tensor softplus(const Scalar& beta = 1, const Scalar& threshold = 20, Loc loc = Loc::current()) const;
+  Tensor leaky_relu(const Scalar& negative_slope = 0.01, Loc loc = Loc::current()) const;
+  Tensor elu(const Scalar& alpha = 1, Loc loc = Loc::current()) const;
+  Tensor hardtanh(const Scalar& min_val = -1, const Scalar& max_val = 1, Loc loc = Loc::current()) const;
+  Tensor logit(std::optional<double> eps = {}, Loc loc = Loc::current()) const;
+  Tensor nan_to_num(std::optional<double> nan = {}, std::optional<double> posinf = {},
+                    std::optional<double> neginf = {}, Loc loc = Loc::current()) const;
+  // self.where(condition, other) is where(condition, self, other).
+  Tensor where(const Tensor& condition, const Tensor& other, Loc loc = Loc::current()) const;
+  Tensor where(const Tensor& condition, const Scalar& other, Loc loc = Loc::current()) const;
+  Tensor lerp(const Tensor& end, const Scalar& weight, Loc loc = Loc::current()) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight, Loc loc = Loc::current()) const;
+  Tensor addcmul(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value = 1,
+                 Loc loc = Loc::current()) const;
+  Tensor addcdiv(const Tensor& tensor1, const Tensor& tensor2, const Scalar& value = 1,
+                 Loc loc = Loc::current()) const;
+  Tensor clamp_min(const Scalar& min, Loc loc = Loc::current()) const;
+  Tensor clamp_max(const Scalar& max, Loc loc = Loc::current()) const;
   Tensor matmul(const Tensor& other, Loc loc = Loc::current()) const;
-  Tensor abs(Loc loc = Loc::current()) const;
-  Tensor neg(Loc loc = Loc::current()) const;
-  Tensor exp(Loc loc = Loc::current()) const;
-  Tensor log(Loc loc = Loc::current()) const;
-  Tensor sqrt(Loc loc = Loc::current()) const;
-  Tensor rsqrt(Loc loc = Loc::current()) const;
-  Tensor tanh(Loc loc = Loc::current()) const;
-  Tensor sigmoid(Loc loc = Loc::current()) const;
-  Tensor relu(Loc loc = Loc::current()) const;
+  Tensor mm(const Tensor& mat2, Loc loc = Loc::current()) const;
+  Tensor bmm(const Tensor& mat2, Loc loc = Loc::current()) const;
+  Tensor addmm(const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1, const Scalar& alpha = 1,
+               Loc loc = Loc::current()) const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = {}, Loc loc = Loc::current()) const;
   Tensor sum(std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
   Tensor sum(const DimList& dim, bool keepdim = false, std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
@@ -284,13 +333,28 @@ class Tensor {
   Tensor min(Loc loc = Loc::current()) const;
   Tensor argmax(std::optional<int64_t> dim = {}, bool keepdim = false, Loc loc = Loc::current()) const;
   Tensor argmin(std::optional<int64_t> dim = {}, bool keepdim = false, Loc loc = Loc::current()) const;
+  // (values, indices) along a dim, as torch.max(input, dim).
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor prod(int64_t dim, bool keepdim = false, std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
+  Tensor all(const DimList& dim, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor any(const DimList& dim, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor norm(const std::optional<Scalar>& p = 2, const DimList& dim = {}, bool keepdim = false,
+              Loc loc = Loc::current()) const;
+  Tensor logsumexp(const DimList& dim, bool keepdim = false, Loc loc = Loc::current()) const;
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
+  Tensor cumprod(int64_t dim, std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, Loc loc = Loc::current()) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, Loc loc = Loc::current()) const;
+  std::tuple<Tensor, Tensor> topk(const SymInt& k, int64_t dim = -1, bool largest = true, bool sorted = true,
+                                  Loc loc = Loc::current()) const;
   // As torch.var(input, dim, correction, keepdim): correction defaults to 1 (Bessel's); an empty dim is every dim.
   Tensor var(const DimList& dim = {}, const std::optional<Scalar>& correction = {}, bool keepdim = false,
              Loc loc = Loc::current()) const;
   Tensor std(const DimList& dim = {}, const std::optional<Scalar>& correction = {}, bool keepdim = false,
              Loc loc = Loc::current()) const;
-  Tensor softmax(int64_t dim, Loc loc = Loc::current()) const;
-  Tensor log_softmax(int64_t dim, Loc loc = Loc::current()) const;
+  Tensor softmax(int64_t dim, std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
+  Tensor log_softmax(int64_t dim, std::optional<DType> dtype = {}, Loc loc = Loc::current()) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value, Loc loc = Loc::current()) const;
   Tensor index_select(int64_t dim, const Tensor& index, Loc loc = Loc::current()) const;
   Tensor gather(int64_t dim, const Tensor& index, Loc loc = Loc::current()) const;
@@ -301,8 +365,27 @@ class Tensor {
   Tensor all(Loc loc = Loc::current()) const;
   Tensor any(Loc loc = Loc::current()) const;
   Tensor nonzero(Loc loc = Loc::current()) const;
+  Tensor masked_select(const Tensor& mask, Loc loc = Loc::current()) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value, Loc loc = Loc::current()) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current()) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value, Loc loc = Loc::current()) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src, Loc loc = Loc::current()) const;
+  Tensor roll(const SymIntList& shifts, const DimList& dims = {}, Loc loc = Loc::current()) const;
+  Tensor movedim(const DimList& source, const DimList& destination, Loc loc = Loc::current()) const;
+  Tensor swapaxes(int64_t axis0, int64_t axis1, Loc loc = Loc::current()) const { return transpose(axis0, axis1, loc); }
+  Tensor swapdims(int64_t dim0, int64_t dim1, Loc loc = Loc::current()) const { return transpose(dim0, dim1, loc); }
+  // other's dtype (and device, for to(other)).
+  Tensor type_as(const Tensor& other, Loc loc = Loc::current()) const { return to(other.dtype(), loc); }
+  Tensor to(const Tensor& other, Loc loc = Loc::current()) const { return to(other.device(), other.dtype(), loc); }
+  // Factories of self's dtype and device unless options say otherwise, as LibTorch's new_* methods.
+  Tensor new_empty(const SymIntList& size, std::optional<TensorOptions> options = {}, Loc loc = Loc::current()) const;
+  Tensor new_zeros(const SymIntList& size, std::optional<TensorOptions> options = {}, Loc loc = Loc::current()) const;
+  Tensor new_ones(const SymIntList& size, std::optional<TensorOptions> options = {}, Loc loc = Loc::current()) const;
+  Tensor new_full(const SymIntList& size, const Scalar& fill_value, std::optional<TensorOptions> options = {},
+                  Loc loc = Loc::current()) const;
 
  private:
+  TensorOptions merged_options(const std::optional<TensorOptions>& options) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -59,8 +59,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // Runs an entry: the graph's inputs are the arguments' tensors, the integer symbols' carriers, then the
-// lifted tensors. `inputs` arrives holding the arguments' tensors.
+// lifted tensors. `inputs` arrives holding the arguments' tensors; an undefined one (a std::nullopt argument) is
+// no graph input (its guard is that it stays undefined).
 std::vector<Tensor> run_entry(const Entry& e, const std::vector<CallArg>& args, std::vector<Tensor>& inputs) {
+  std::erase_if(inputs, [](const Tensor& t) { return !t.defined(); });
   for (int a : e.int_args) inputs.push_back(size_carrier(std::get<SymInt>(args[a]).hint()));
   inputs.insert(inputs.end(), e.guards.lifted.begin(), e.guards.lifted.end());
   std::vector<Tensor> outs = run_program(e.program, inputs);

@@ -1,12 +1,16 @@
 // The public factory and random functions of ops.h. TensorOptions becomes the rows' dtype and device
 // arguments. The *_like functions, arange(end) and randint(high, size) have no row of their own and are
 // written over the factory rows; *_like keeps the input's memory layout as PyTorch's preserve_format does.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <numeric>
 
 #include "ops/dispatch.h"
 #include "ops/index_loop.h"  // strides_like_channels_last
 #include "sinter/ops.h"
+#include "support/check.h"
 
 namespace sinter {
 
@@ -175,6 +179,41 @@ Tensor randn_like(const Tensor& self, std::optional<DType> dtype, Loc loc) {
   return like(self, loc, [&](const SymIntList& s) {
     return dispatch1(OpId::randn, {s, dtype.value_or(self.dtype()), self.device()}, loc);
   });
+}
+
+TensorData::TensorData(std::initializer_list<TensorData> items) {
+  sizes_ = {static_cast<int64_t>(items.size())};
+  const TensorData* first = items.size() ? items.begin() : nullptr;
+  if (first) sizes_.insert(sizes_.end(), first->sizes_.begin(), first->sizes_.end());
+  kind_ = first ? 0 : 2;
+  int64_t index = 0;
+  for (const TensorData& item : items) {
+    if (error_.empty() && !item.error_.empty()) error_ = item.error_;
+    if (error_.empty() && item.sizes_ != first->sizes_)
+      error_ = fmt::format("expected every sub-list to have sizes [{}] (as the first), got [{}] at index {}",
+                           fmt::join(first->sizes_, ", "), fmt::join(item.sizes_, ", "), index);
+    values_.insert(values_.end(), item.values_.begin(), item.values_.end());
+    kind_ = std::max(kind_, item.kind_);
+    ++index;
+  }
+}
+
+Tensor tensor(const TensorData& data, const TensorOptions& options, Loc loc) {
+  SINTER_CHECK_AT(loc, data.error().empty(), "tensor(): {}", data.error());
+  SymIntList sizes(std::vector<int64_t>(data.sizes()));
+  Tensor t;
+  if (data.dtype() == kFloat32) {
+    std::vector<double> v;
+    for (const Scalar& s : data.values()) v.push_back(s.to_double());
+    t = from_vector(v, sizes);
+  } else {
+    std::vector<int64_t> v;
+    for (const Scalar& s : data.values()) v.push_back(s.to_int());
+    t = from_vector(v, sizes);
+  }
+  if (data.sizes().empty()) t = t.view(SymIntList(), loc);  // from_vector makes a 1-d tensor of no sizes
+  t = t.to(options.device(), options.has_dtype() ? options.dtype() : data.dtype(), loc);
+  return with_grad(t, options.requires_grad());
 }
 
 Tensor scalar_tensor(const Scalar& value, std::optional<DType> dtype, Device device) {

@@ -96,18 +96,11 @@ Tensor pow(const Scalar& self, const Tensor& exponent, Loc loc) {
   return dispatch1(OpId::pow_Scalar, {self, exponent}, loc);
 }
 
-#define SINTER_DEFINE_BINARY_T(name)                              \
+#define SINTER_DEFINE_BINARY_T(_, name)                           \
   Tensor name(const Tensor& self, const Tensor& other, Loc loc) { \
     return dispatch1(OpId::name, {self, other}, loc);             \
   }
-SINTER_DEFINE_BINARY_T(atan2)
-SINTER_DEFINE_BINARY_T(maximum)
-SINTER_DEFINE_BINARY_T(minimum)
-SINTER_DEFINE_BINARY_T(logical_and)
-SINTER_DEFINE_BINARY_T(logical_or)
-SINTER_DEFINE_BINARY_T(logical_xor)
-SINTER_DEFINE_BINARY_T(hypot)
-SINTER_DEFINE_BINARY_T(copysign)
+SINTER_BINARY_T_NAMES(SINTER_DEFINE_BINARY_T, _)
 #undef SINTER_DEFINE_BINARY_T
 
 // ---- ternary ----

@@ -7,18 +7,10 @@
 // Composite ops that are only a different spelling (reshape, flatten, t, narrow, contiguous, *_like, ...) are
 // C++ functions over these rows and have no row of their own, as in PyTorch's CompositeImplicit ops.
 
-#define SINTER_UNARY_OPS(X, U)                                                     \
-  U(X, abs) U(X, neg) U(X, sign) U(X, sqrt) U(X, rsqrt) U(X, exp) U(X, exp2) U(X, expm1) U(X, log) U(X, log2)    \
-  U(X, log10) U(X, log1p) U(X, sin) U(X, cos) U(X, tan) U(X, asin) U(X, acos) U(X, atan) U(X, sinh) U(X, cosh)  \
-  U(X, tanh) U(X, asinh) U(X, acosh) U(X, atanh) U(X, sigmoid) U(X, relu) U(X, silu) U(X, mish) U(X, erf)     \
-  U(X, erfc) U(X, erfinv) U(X, floor) U(X, ceil) U(X, round) U(X, trunc) U(X, frac) U(X, reciprocal)       \
-  U(X, square) U(X, logical_not) U(X, bitwise_not) U(X, isnan) U(X, isinf) U(X, isfinite)            \
-  U(X, hardsigmoid) U(X, hardswish) U(X, selu) U(X, lgamma) U(X, digamma) U(X, signbit)
+#include "sinter/op_names.h"
 
-// Binary ops with a Tensor and a Scalar overload.
-#define SINTER_BINARY_TS_OPS(X, B)                                                     \
-  B(X, mul) B(X, div) B(X, fmod) B(X, remainder) B(X, eq) B(X, ne) B(X, lt) B(X, le) B(X, gt) B(X, ge)             \
-  B(X, bitwise_and) B(X, bitwise_or) B(X, bitwise_xor) B(X, floor_divide)
+#define SINTER_UNARY_OPS(X, U) SINTER_UNARY_NAMES(U, X)
+#define SINTER_BINARY_TS_OPS(X, B) SINTER_BINARY_TS_NAMES(B, X)
 
 #define SINTER_OP_LIST(X)                                                                                        \
   /* ---- pointwise unary: name(Tensor self) -> Tensor ---- */                                                   \
@@ -76,11 +68,7 @@
   X(div__Scalar, 0, "div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")                                  \
   X(pow__Scalar, 0, "pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)")                               \
   X(clamp_, 0, "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)")                      \
-  X(relu_, 0, "relu_(Tensor(a!) self) -> Tensor(a!)")                                                            \
-  X(sigmoid_, 0, "sigmoid_(Tensor(a!) self) -> Tensor(a!)")                                                      \
-  X(tanh_, 0, "tanh_(Tensor(a!) self) -> Tensor(a!)")                                                            \
-  X(exp_, 0, "exp_(Tensor(a!) self) -> Tensor(a!)")                                                              \
-  X(neg_, 0, "neg_(Tensor(a!) self) -> Tensor(a!)")                                                              \
+  SINTER_UNARY_INPLACE_NAMES(SINTER_UNARY_INPLACE_ROW, X)                                                       \
   X(masked_fill__Scalar, 0, "masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)")     \
   X(fill__Scalar, 0, "fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)")                                \
   X(zero_, 0, "zero_(Tensor(a!) self) -> Tensor(a!)")                                                            \
@@ -254,6 +242,7 @@
   X(normal_, kRandom, "normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)")
 
 #define SINTER_UNARY_ROW(X, name) X(name, 0, #name "(Tensor self) -> Tensor")
+#define SINTER_UNARY_INPLACE_ROW(X, name) X(name##_, 0, #name "_(Tensor(a!) self) -> Tensor(a!)")
 #define SINTER_BINARY_TS_ROWS(X, name)                                       \
   X(name##_Tensor, 0, #name ".Tensor(Tensor self, Tensor other) -> Tensor") \
   X(name##_Scalar, 0, #name ".Scalar(Tensor self, Scalar other) -> Tensor")

@@ -46,11 +46,10 @@ OpId functional_of(OpId op) {
     case OpId::div__Scalar: return OpId::div_Scalar;
     case OpId::pow__Scalar: return OpId::pow_Tensor_Scalar;
     case OpId::clamp_: return OpId::clamp;
-    case OpId::relu_: return OpId::relu;
-    case OpId::sigmoid_: return OpId::sigmoid;
-    case OpId::tanh_: return OpId::tanh;
-    case OpId::exp_: return OpId::exp;
-    case OpId::neg_: return OpId::neg;
+#define SINTER_UNARY_INPLACE_CASE(X, name) \
+  case OpId::name##_: return OpId::name;
+    SINTER_UNARY_INPLACE_NAMES(SINTER_UNARY_INPLACE_CASE, _)
+#undef SINTER_UNARY_INPLACE_CASE
     case OpId::masked_fill__Scalar: return OpId::masked_fill_Scalar;
     default: return op;
   }

@@ -339,8 +339,9 @@ void register_pointwise_unary(OpTable& t) {
   for (OpId op : {OpId::gelu, OpId::softplus, OpId::leaky_relu, OpId::elu, OpId::celu, OpId::hardtanh,
                   OpId::threshold, OpId::logit, OpId::nan_to_num})
     t.set(op, unary_shape, unary_kernel);
-  for (OpId op : {OpId::relu_, OpId::sigmoid_, OpId::tanh_, OpId::exp_, OpId::neg_})
-    t.set(op, inplace_shape, inplace_kernel);
+#define SINTER_SET_UNARY_INPLACE(X, name) t.set(OpId::name##_, inplace_shape, inplace_kernel);
+  SINTER_UNARY_INPLACE_NAMES(SINTER_SET_UNARY_INPLACE, _)
+#undef SINTER_SET_UNARY_INPLACE
 }
 
 }  // namespace sinter::pointwise

@@ -1,4 +1,5 @@
-// Tensor's methods (views, conversions, in-place ops, common functional forms) and the free operators.
+// Tensor's methods (views, conversions, in-place ops) and the free operators; the functional op methods are in
+// tensor_op_methods.cpp.
 // Methods call the free functions of ops.h; in-place methods dispatch their `_` rows. Operators cannot take a
 // defaulted source location, so they pass an empty one and errors they raise say the location is unknown.
 #include "ops/dispatch.h"
@@ -27,9 +28,6 @@ Tensor to_impl(const Tensor& self, std::optional<DType> dtype, std::optional<Dev
   if (same_dtype && same_device && same_format) return self;
   return to_copy(self, dtype, device, format, loc);
 }
-
-// The method forms take plain dim lists, where an empty list means every dim.
-OptDims all_if_empty(const DimList& dims) { return dims.empty() ? OptDims() : OptDims(dims); }
 
 }  // namespace
 
@@ -172,16 +170,12 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Loc
   dispatch1(OpId::clamp_, {*this, min, max}, loc);
   return *this;
 }
-#define SINTER_DEFINE_UNARY_INPLACE(name) \
-  Tensor& Tensor::name(Loc loc) {         \
-    dispatch1(OpId::name, {*this}, loc);  \
-    return *this;                         \
+#define SINTER_DEFINE_UNARY_INPLACE(_, name)     \
+  Tensor& Tensor::name##_(Loc loc) {              \
+    dispatch1(OpId::name##_, {*this}, loc);       \
+    return *this;                                 \
   }
-SINTER_DEFINE_UNARY_INPLACE(relu_)
-SINTER_DEFINE_UNARY_INPLACE(sigmoid_)
-SINTER_DEFINE_UNARY_INPLACE(tanh_)
-SINTER_DEFINE_UNARY_INPLACE(exp_)
-SINTER_DEFINE_UNARY_INPLACE(neg_)
+SINTER_UNARY_INPLACE_NAMES(SINTER_DEFINE_UNARY_INPLACE, _)
 #undef SINTER_DEFINE_UNARY_INPLACE
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value, Loc loc) {
   dispatch1(OpId::masked_fill__Scalar, {*this, mask, value}, loc);
@@ -208,84 +202,6 @@ Tensor& Tensor::normal_(double mean, double std, Loc loc) {
   dispatch1(OpId::normal_, {*this, mean, std}, loc);
   return *this;
 }
-
-// ---- functional methods ----
-Tensor Tensor::add(const Tensor& other, const Scalar& alpha, Loc loc) const {
-  return sinter::add(*this, other, alpha, loc);
-}
-Tensor Tensor::sub(const Tensor& other, const Scalar& alpha, Loc loc) const {
-  return sinter::sub(*this, other, alpha, loc);
-}
-Tensor Tensor::mul(const Tensor& other, Loc loc) const { return sinter::mul(*this, other, loc); }
-Tensor Tensor::div(const Tensor& other, Loc loc) const { return sinter::div(*this, other, loc); }
-Tensor Tensor::pow(const Scalar& exponent, Loc loc) const { return sinter::pow(*this, exponent, loc); }
-Tensor Tensor::matmul(const Tensor& other, Loc loc) const { return sinter::matmul(*this, other, loc); }
-#define SINTER_DEFINE_UNARY_METHOD(name) \
-  Tensor Tensor::name(Loc loc) const { return sinter::name(*this, loc); }
-SINTER_DEFINE_UNARY_METHOD(abs)
-SINTER_DEFINE_UNARY_METHOD(neg)
-SINTER_DEFINE_UNARY_METHOD(exp)
-SINTER_DEFINE_UNARY_METHOD(log)
-SINTER_DEFINE_UNARY_METHOD(sqrt)
-SINTER_DEFINE_UNARY_METHOD(rsqrt)
-SINTER_DEFINE_UNARY_METHOD(tanh)
-SINTER_DEFINE_UNARY_METHOD(sigmoid)
-SINTER_DEFINE_UNARY_METHOD(relu)
-SINTER_DEFINE_UNARY_METHOD(max)
-SINTER_DEFINE_UNARY_METHOD(min)
-SINTER_DEFINE_UNARY_METHOD(all)
-SINTER_DEFINE_UNARY_METHOD(any)
-SINTER_DEFINE_UNARY_METHOD(nonzero)
-#undef SINTER_DEFINE_UNARY_METHOD
-Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max, Loc loc) const {
-  return sinter::clamp(*this, min, max, loc);
-}
-Tensor Tensor::sum(std::optional<DType> dtype, Loc loc) const { return sinter::sum(*this, dtype, loc); }
-Tensor Tensor::sum(const DimList& dim, bool keepdim, std::optional<DType> dtype, Loc loc) const {
-  return sinter::sum(*this, all_if_empty(dim), keepdim, dtype, loc);
-}
-Tensor Tensor::mean(std::optional<DType> dtype, Loc loc) const { return sinter::mean(*this, dtype, loc); }
-Tensor Tensor::mean(const DimList& dim, bool keepdim, std::optional<DType> dtype, Loc loc) const {
-  return sinter::mean(*this, all_if_empty(dim), keepdim, dtype, loc);
-}
-Tensor Tensor::prod(std::optional<DType> dtype, Loc loc) const { return sinter::prod(*this, dtype, loc); }
-Tensor Tensor::amax(const DimList& dim, bool keepdim, Loc loc) const {
-  return sinter::amax(*this, dim, keepdim, loc);
-}
-Tensor Tensor::amin(const DimList& dim, bool keepdim, Loc loc) const {
-  return sinter::amin(*this, dim, keepdim, loc);
-}
-Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim, Loc loc) const {
-  return sinter::argmax(*this, dim, keepdim, loc);
-}
-Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim, Loc loc) const {
-  return sinter::argmin(*this, dim, keepdim, loc);
-}
-Tensor Tensor::var(const DimList& dim, const std::optional<Scalar>& correction, bool keepdim, Loc loc) const {
-  return sinter::var(*this, all_if_empty(dim), correction, keepdim, loc);
-}
-Tensor Tensor::std(const DimList& dim, const std::optional<Scalar>& correction, bool keepdim, Loc loc) const {
-  return sinter::std(*this, all_if_empty(dim), correction, keepdim, loc);
-}
-Tensor Tensor::softmax(int64_t dim, Loc loc) const { return sinter::softmax(*this, dim, std::nullopt, loc); }
-Tensor Tensor::log_softmax(int64_t dim, Loc loc) const {
-  return sinter::log_softmax(*this, dim, std::nullopt, loc);
-}
-Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value, Loc loc) const {
-  return sinter::masked_fill(*this, mask, value, loc);
-}
-Tensor Tensor::index_select(int64_t dim, const Tensor& index, Loc loc) const {
-  return sinter::index_select(*this, dim, index, loc);
-}
-Tensor Tensor::gather(int64_t dim, const Tensor& index, Loc loc) const {
-  return sinter::gather(*this, dim, index, loc);
-}
-Tensor Tensor::repeat(const SymIntList& repeats, Loc loc) const {
-  return sinter::repeat(*this, repeats, loc);
-}
-Tensor Tensor::flip(const DimList& dims, Loc loc) const { return sinter::flip(*this, dims, loc); }
-Tensor Tensor::tril(int64_t diagonal, Loc loc) const { return sinter::tril(*this, diagonal, loc); }
-Tensor Tensor::triu(int64_t diagonal, Loc loc) const { return sinter::triu(*this, diagonal, loc); }
 
 // ---- operators: C++ numbers are weak scalars, as Python numbers are in PyTorch ----
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b, 1, kNoLoc); }
