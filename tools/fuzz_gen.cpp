@@ -588,7 +588,8 @@ bool Generator::draw_step(Step& s) {
       if (vals_[0][t].storage() == param.storage()) return false;
     }
     static const std::vector<std::string> ops = {"add_", "add_s_", "sub_", "mul_", "mul_s_", "div_s_", "fill_",
-                                                 "zero_", "masked_fill_", "copy_", "clamp_", "relu_", "neg_"};
+                                                 "zero_", "masked_fill_", "copy_", "clamp_", "relu_", "neg_",
+                                                 "sin_", "abs_", "sqrt_", "floor_", "sigmoid_", "logical_not_"};
     s.op = rng_.pick(ops);
     s.args = {t};
     if (s.op == "add_" || s.op == "sub_" || s.op == "mul_" || s.op == "copy_") s.args.push_back(pick_value());

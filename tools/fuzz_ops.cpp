@@ -406,6 +406,12 @@ std::unordered_map<std::string, OpImpl> build_ops() {
       [](N a, S) { return fmt::format("{}.relu_()", a[0]); });
   add("neg_", [](A a, S, C) { Tensor t = a[0]; return t.neg_(); },
       [](N a, S) { return fmt::format("{}.neg_()", a[0]); });
+#define SINTER_FUZZ_UNARY_INPLACE(name)                                  \
+  add(#name "_", [](A a, S, C) { Tensor t = a[0]; return t.name##_(); }, \
+      [](N a, S) { return fmt::format("{}." #name "_()", a[0]); });
+  SINTER_FUZZ_UNARY_INPLACE(sin) SINTER_FUZZ_UNARY_INPLACE(abs) SINTER_FUZZ_UNARY_INPLACE(sqrt)
+  SINTER_FUZZ_UNARY_INPLACE(floor) SINTER_FUZZ_UNARY_INPLACE(sigmoid) SINTER_FUZZ_UNARY_INPLACE(logical_not)
+#undef SINTER_FUZZ_UNARY_INPLACE
   // ---- joins: ints [dim] ----
   add("cat", [](A a, S s, C) { return cat(a, s.ints.at(0)); },
       [](N a, S s) { return fmt::format("cat({{{}}}, {})", fmt::join(a, ", "), s.ints.at(0)); });

@@ -26,6 +26,10 @@
 // - A tensor reached without being an argument (a parameter, a tensor captured by a lambda) is guarded by
 //   identity: the entry keeps using the tensor it captured. Change its values in place (copy_, an optimiser
 //   step); assigning a different tensor to the variable is hidden state (SINTER_VERIFY_CAPTURE catches it).
+// - Fields of a compiled module are hidden state too: compile(module) guards every module's training flag and
+//   its parameters and buffers, but a plain C++ member that forward reads (a flag, a head count) is a constant
+//   of the cached graph. After changing one, call reset() (SINTER_VERIFY_CAPTURE finds a forgotten one).
+// - A std::optional<Tensor> argument (or std::nullopt) is guarded on being set: each case has its own entry.
 // - Integer arguments follow the dynamic policy (symbolic under kAlways, or after they changed under kAuto);
 //   a plain integer parameter (int64_t) specialises the value with a guard, a SymInt parameter keeps it
 //   symbolic. Doubles and bools are specialised (one entry per value).
@@ -141,7 +145,7 @@ struct CompileContext {
   CompileOptions options;
   Target target;
   std::shared_ptr<sym::ShapeEnv> shape_env;  // null when every size is static
-  bool training = false;                     // the module ran in training mode (no pass depends on it yet)
+  bool training = false;  // compile(module) of a module in training mode (guarded; no pass depends on it yet)
   std::string debug_dir;                     // SINTER_DEBUG_DIR at compile time; empty: no dumps
   // The context capture builds for `graph`: these options, the host CPU (or, for CUDA inputs, an sm_90 GPU
   // description), the graph's ShapeEnv, SINTER_DEBUG_DIR.

@@ -196,6 +196,10 @@ class Tensor {
   Tensor view(const SymIntList& size, Loc loc = Loc::current()) const;
   Tensor reshape(const SymIntList& size, Loc loc = Loc::current()) const;
   Tensor view_as(const Tensor& other, Loc loc = Loc::current()) const;
+  // A view of the same elements that requires no gradient (autograd is a later step: today this only drops the
+  // requires_grad flag), as LibTorch's detach(); detach_() drops it in place.
+  Tensor detach(Loc loc = Loc::current()) const;
+  Tensor& detach_() { return requires_grad_(false); }
   Tensor reshape_as(const Tensor& other, Loc loc = Loc::current()) const;
   Tensor permute(const DimList& dims, Loc loc = Loc::current()) const;
   Tensor transpose(int64_t dim0, int64_t dim1, Loc loc = Loc::current()) const;

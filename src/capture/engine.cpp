@@ -269,7 +269,8 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
     entry->dynamic = dynamic;
     entry->output_plan = w.plan;
     entry->int_args = w.int_args;
-    entry->program = compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, &fell_back);
+    entry->program =
+        compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, s.training(), &fell_back);
     entry->guards = std::move(w.guards);
   } catch (...) {
     std::lock_guard<std::mutex> lock(s.mutex);

@@ -21,6 +21,7 @@
 #include "capture/segment_key.h"
 #include "capture/tracer.h"
 #include "sinter/compile.h"
+#include "sinter/nn.h"
 
 namespace sinter::capture {
 
@@ -62,6 +63,7 @@ struct Flight {
 struct Engine::State {
   CompileOptions options;
   nn::Module* module = nullptr;
+  bool training() const { return module && module->is_training(); }  // CompileContext::training
   bool verify = false;                                       // SINTER_VERIFY_CAPTURE=1
   std::unordered_map<const TensorImpl*, std::string> names;  // the module's parameters and buffers
 

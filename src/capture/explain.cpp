@@ -102,7 +102,7 @@ ExplainOutput Engine::explain(std::vector<CallArg> args, const Invoke& invoke) {
     out.graphs.push_back(print_graph(seg.graph));
     out.ops_per_graph.push_back(seg.graph.num_ops());
     if (seg.one_off) return interpret(seg.graph, seg.inputs);
-    Program p = compile_program(seg.graph.clone(), seg.inputs, s.options);
+    Program p = compile_program(seg.graph.clone(), seg.inputs, s.options, s.training());
     out.compile_seconds += p.compile_seconds;
     return run_program(p, seg.inputs);
   };
@@ -113,7 +113,7 @@ ExplainOutput Engine::explain(std::vector<CallArg> args, const Invoke& invoke) {
     out.graphs.push_back(print_graph(g));
     out.ops_per_graph.push_back(g.num_ops());
     out.guards = w.guards.describe();
-    compile_program(std::move(g), w.inputs, s.options);
+    compile_program(std::move(g), w.inputs, s.options, s.training());
     out.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } else {
     for (const BreakRecord& b : w.tracer->breaks()) out.breaks.push_back({b.reason, b.location});

@@ -113,7 +113,7 @@ Program run_as_recorded(Program p, Graph graph, const std::string& why, const Co
 }  // namespace
 
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
-                        bool* fell_back) {
+                        bool training, bool* fell_back) {
   auto start = std::chrono::steady_clock::now();
   Program p;
   p.text = print_graph(graph);
@@ -153,8 +153,10 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   p.output_views = plan_output_views(graph, p.num_outputs);
 
   p.backend = options.backend;
+  CompileContext context = CompileContext::for_graph(graph, options);
+  context.training = training;
   try {
-    p.fn = find_backend(options.backend)(graph, example_inputs, CompileContext::for_graph(graph, options));
+    p.fn = find_backend(options.backend)(graph, example_inputs, context);
     SINTER_CHECK(static_cast<bool>(p.fn),
                  "backend '{}' returned an empty CompiledGraph (a default-constructed one, or one made from an "
                  "empty function); a backend must return a callable that runs the graph",
@@ -168,7 +170,7 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
     SINTER_LOG(kPerfHints, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
     SINTER_LOG(kRecompiles, "backend '{}' failed, running aot_eager instead: {}", options.backend, e.what());
     p.fallback_reason = e.what();
-    p.fn = find_backend("aot_eager")(graph, example_inputs, CompileContext::for_graph(graph, options));
+    p.fn = find_backend("aot_eager")(graph, example_inputs, context);
     p.backend = "aot_eager";
     if (fell_back) *fell_back = true;
   }

@@ -93,6 +93,29 @@ TEST(CompileContext, AContextBackendSeesOptionsTargetAndShapeEnv) {
   EXPECT_TENSOR_EQ(compile(f, {.backend = "test_simple"})(x), f(x));
 }
 
+// CompileContext::training says whether the compiled module was in training mode (a guarded flag, so train()
+// and eval() each get their own entry and context).
+TEST(CompileContext, TrainingFollowsTheModulesMode) {
+  auto seen = std::make_shared<std::vector<bool>>();
+  register_backend(
+      "test_training",
+      [seen](const Graph& g, const std::vector<Tensor>& examples, const CompileContext& ctx) -> CompiledGraph {
+        seen->push_back(ctx.training);
+        return find_backend("aot_eager")(g, examples, ctx);
+      },
+      {.replace = true});
+  nn::Linear lin(4, 3);
+  auto c = compile(lin, {.backend = "test_training"});
+  Tensor x = testing::random({2, 4}, kFloat32, 1);
+  c(x);
+  lin.eval();
+  c(x);
+  EXPECT_EQ(*seen, (std::vector<bool>{true, false}));
+  auto f = compile([](const Tensor& t) { return t + 1; }, {.backend = "test_training"});
+  f(x);
+  EXPECT_FALSE(seen->back()) << "a plain function is not training";
+}
+
 // linear + relu: on the CPU target the relu runs as the GEMM's tile epilogue; a target whose GEMM takes only a
 // menu of epilogues inside the library call (the CUDA description) refuses it and says which capability.
 TEST(CompileContext, EpilogueFusionAsksTheTarget) {

@@ -134,6 +134,18 @@ TEST(LibTorchParity, OpsAsMethods) {
   EXPECT_ERROR(x.max(5), "max", "5");  // a clear error naming the dim, not an internal location
 }
 
+TEST(LibTorchParity, DetachIsAViewWithoutGrad) {
+  Tensor w = randn({3, 4}, requires_grad());
+  Tensor d = w.t().detach();
+  EXPECT_FALSE(d.requires_grad());
+  EXPECT_TRUE(w.requires_grad());
+  EXPECT_EQ(d.storage().get(), w.storage().get());
+  EXPECT_EQ(d.strides().vec(), w.t().strides().vec());
+  EXPECT_TENSOR_EQ(d, w.t());
+  EXPECT_TENSOR_EQ(w.expand({2, 3, 4}).detach(), w.expand({2, 3, 4}));
+  EXPECT_FALSE(w.detach_().requires_grad());
+}
+
 TEST(LibTorchParity, InPlaceUnaryMethods) {
   Tensor x = tensor({0.5, -1.0, 2.0});
   Tensor expect = sin(x);
