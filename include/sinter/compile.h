@@ -418,9 +418,14 @@ class Compiled {
   std::shared_ptr<capture::Engine> engine_;
 };
 
+// A SINTER_MODULE holder (nn.h), compiled as the module it holds.
+template <class T>
+concept ModuleHolderType =
+    requires { typename T::ContainedType; } && std::is_base_of_v<nn::ModuleHolder<typename T::ContainedType>, T>;
+
 // compile(fn): any callable (lambda, function, functor).
 template <class Fn>
-  requires(!std::is_base_of_v<nn::Module, std::decay_t<Fn>>)
+  requires(!std::is_base_of_v<nn::Module, std::decay_t<Fn>> && !ModuleHolderType<std::decay_t<Fn>>)
 auto compile(Fn fn, CompileOptions options = {}) {
   return Compiled<std::decay_t<Fn>>(std::move(fn), std::move(options));
 }
@@ -432,6 +437,13 @@ template <class M>
 auto compile(M& module, CompileOptions options = {}) {
   auto call = [m = &module](auto&&... args) { return m->forward(std::forward<decltype(args)>(args)...); };
   return Compiled<decltype(call)>(std::move(call), std::move(options), &module);
+}
+
+// compile(holder): as compile(*holder), and the result shares ownership of the module.
+template <ModuleHolderType H>
+auto compile(const H& holder, CompileOptions options = {}) {
+  auto call = [m = holder.ptr()](auto&&... args) { return m->forward(std::forward<decltype(args)>(args)...); };
+  return Compiled<decltype(call)>(std::move(call), std::move(options), holder.get());
 }
 
 // explain(fn, args...): capture once (no cache) and report what happened. A function without breaks is only

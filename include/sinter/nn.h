@@ -2,6 +2,7 @@
 // defaults and initialisation (so weights saved from PyTorch load by name), state dicts, and .safetensors
 // files. Layers only compose the public ops of ops.h; they hold no kernels of their own.
 #pragma once
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "sinter/nn_functional.h"  // nn::functional, as torch/nn.h brings torch::nn::functional
 #include "sinter/ops.h"
 
 namespace sinter::nn {
@@ -44,6 +46,15 @@ class StateDict {
   std::map<std::string, size_t> index_;
 };
 
+// `layer->member` on a module value, as on a LibTorch holder: torch::nn::Linear is a holder of LinearImpl, while
+// sinter's nn::Linear is the layer itself, so code written either way (`fc->weight`, `fc->forward(x)`) compiles.
+#define SINTER_NN_ARROW(Type)             \
+  Type* operator->() { return this; }     \
+  const Type* operator->() const { return this; }
+
+template <class Impl>
+class ModuleHolder;
+
 // What load_state_dict(strict = false) reports, as PyTorch's _IncompatibleKeys.
 struct LoadResult {
   std::vector<std::string> missing_keys, unexpected_keys;
@@ -53,15 +64,22 @@ struct LoadResult {
 // constructor, and define `Tensor forward(const Tensor&)` (it overrides the virtual one below, so operator()
 // and Sequential reach it). Modules are neither copyable nor movable: the tree keeps pointers to its members.
 //
-// Parameters are shared handles: the layer's member (`weight`) and the registry hold the same tensor, and
-// to() converts it in place, so both stay valid. Assigning a different tensor to the member does not
-// re-register it; change values with copy_ or load_state_dict.
+// Parameters are shared handles, and to() converts them in place, so every handle stays valid. The built-in
+// layers register a pointer to each member (`register_parameter("weight", &weight)`), so their registry reads
+// the member: assigning it another tensor re-registers that tensor, as it is (requires_grad unchanged). That
+// is how weights are tied: after `head->weight = wte->weight`, parameters() lists the shared tensor once,
+// forward uses it, state_dict() saves it under both names (as PyTorch does), and load_state_dict copies both
+// names' values into it. A tensor registered by value is the registry's own handle: assigning the member it
+// was copied into changes nothing there (change values with copy_ or load_state_dict).
 class Module {
  public:
   Module() = default;
   virtual ~Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
+  // Layers with members of their own return their own type (SINTER_NN_ARROW).
+  Module* operator->() { return this; }
+  const Module* operator->() const { return this; }
 
   // The one-tensor forward. The base throws: a module with another forward signature is called directly.
   virtual Tensor forward(const Tensor& input);
@@ -70,13 +88,19 @@ class Module {
 
   // ---- registration (names are plain identifiers: no '.', not empty, not used by another kind) ----
   // An undefined tensor registers the name with no value, as PyTorch's register_parameter(name, None).
+  // Registering a name again replaces its entry in place; when that entry reads a member, the member is
+  // assigned.
   Tensor register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
   // Non-persistent buffers are left out of state_dict().
   Tensor register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  // The registry reads `*member` from now on (see above). The member must live as long as this module: a
+  // field of it, or of a container it owns whose elements don't move.
+  Tensor& register_parameter(const std::string& name, Tensor* member, bool requires_grad = true);
+  Tensor& register_buffer(const std::string& name, Tensor* member, bool persistent = true);
   // A member module: the parent refers to it and does not own it.
   template <class M>
+    requires std::is_base_of_v<Module, M>
   M& register_module(const std::string& name, M& module) {
-    static_assert(std::is_base_of_v<Module, M>, "register_module takes an nn::Module");
     add_child(name, &module, nullptr);
     return module;
   }
@@ -86,6 +110,13 @@ class Module {
     static_assert(std::is_base_of_v<Module, M>, "register_module takes an nn::Module");
     add_child(name, module.get(), module);
     return module;
+  }
+  // A holder (SINTER_MODULE): the parent shares its module. Returns it, so `fc = register_module("fc",
+  // Fc(3, 4));` keeps the member holder and the child the same module.
+  template <class Impl>
+  std::shared_ptr<Impl> register_module(const std::string& name, const ModuleHolder<Impl>& holder) {
+    add_child(name, holder.ptr().get(), holder.ptr());
+    return holder.ptr();
   }
 
   // ---- traversal (pre-order: own entries, then children in registration order; shared tensors once) ----
@@ -133,9 +164,14 @@ class Module {
  private:
   struct Slot {
     std::string name;
-    Tensor tensor;
+    Tensor value;             // the registry's own handle, when registered by value
+    Tensor* member = nullptr;  // else the member it reads
     bool persistent = true;
+    const Tensor& tensor() const { return member ? *member : value; }
+    Tensor& tensor() { return member ? *member : value; }
   };
+  Tensor& add_slot(std::vector<Slot>& slots, const std::string& name, Tensor* member, Tensor value,
+                   bool persistent);
   struct Child {
     std::string name;
     Module* module;
@@ -152,6 +188,54 @@ class Module {
 };
 
 std::ostream& operator<<(std::ostream& os, const Module& module);
+
+// ---- holders: LibTorch's ModuleHolder and TORCH_MODULE ----
+// A shared-ownership handle to a module. `SINTER_MODULE(Net);` after `struct NetImpl : nn::Module {...}` defines
+// Net as a holder of NetImpl, as TORCH_MODULE does: `Net net(args...)` constructs a NetImpl (`Net net;` a
+// default-constructed one, `Net net{nullptr}` an empty holder to assign later); copies share the module;
+// `net->member`, `*net`, `net.get()`, `net.ptr()`; `net(x...)` calls NetImpl's forward with those arguments.
+template <class Impl>
+class ModuleHolder {
+ public:
+  using ContainedType = Impl;
+  ModuleHolder()
+    requires std::is_default_constructible_v<Impl>
+      : impl_(std::make_shared<Impl>()) {}
+  ModuleHolder(std::nullptr_t) {}  // NOLINT: Net net = nullptr, as in LibTorch
+  ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}  // NOLINT: from register_module
+  template <class Head, class... Tail>
+    requires(!std::is_same_v<std::decay_t<Head>, std::nullptr_t> &&
+             !std::is_base_of_v<ModuleHolder, std::decay_t<Head>> &&
+             !std::is_same_v<std::decay_t<Head>, std::shared_ptr<Impl>> &&
+             std::is_constructible_v<Impl, Head, Tail...>)
+  explicit ModuleHolder(Head&& head, Tail&&... tail)
+      : impl_(std::make_shared<Impl>(std::forward<Head>(head), std::forward<Tail>(tail)...)) {}
+
+  Impl* operator->() const { return checked(); }
+  Impl& operator*() const { return *checked(); }
+  Impl* get() const { return checked(); }
+  const std::shared_ptr<Impl>& ptr() const { return impl_; }
+  bool is_empty() const { return impl_ == nullptr; }
+  explicit operator bool() const { return impl_ != nullptr; }
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return checked()->forward(std::forward<Args>(args)...);
+  }
+
+ private:
+  Impl* checked() const {
+    if (!impl_) throw Error("empty module holder: it was made from nullptr and not assigned a module since");
+    return impl_.get();
+  }
+  std::shared_ptr<Impl> impl_;
+};
+
+#define SINTER_MODULE(Name)                                      \
+  class Name : public ::sinter::nn::ModuleHolder<Name##Impl> {   \
+   public:                                                       \
+    using ::sinter::nn::ModuleHolder<Name##Impl>::ModuleHolder;  \
+    using Impl = Name##Impl;                                     \
+  }
 
 // ---- initialisation (torch.nn.init): in place on the tensor, drawing from sinter's default generator ----
 namespace init {
@@ -175,6 +259,7 @@ Tensor& xavier_normal_(Tensor& t, double gain = 1);
 
 // ---- linear and convolution ----
 struct Linear : Module {
+  SINTER_NN_ARROW(Linear)
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -201,6 +286,7 @@ struct ConvPadding {
 // spatial dim. padding_mode: "zeros", "reflect", "replicate" or "circular" ("zeros" only for the transposed
 // form).
 struct ConvNd : Module {
+  SINTER_NN_ARROW(ConvNd)
   std::string extra_repr() const override;
   void reset_parameters();
   int64_t in_channels, out_channels, groups;
@@ -250,6 +336,7 @@ struct ConvTranspose2d : ConvNd {
 // Rows of `weight` [num_embeddings, embedding_dim] looked up by integer indices. The padding_idx row
 // (negative counts from the end) starts as zeros.
 struct Embedding : Module {
+  SINTER_NN_ARROW(Embedding)
   Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {});
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;
@@ -263,6 +350,7 @@ struct Embedding : Module {
 // normalise and the running ones are updated (momentum none: a cumulative average); in eval the running ones
 // are used (batch statistics when track_running_stats is off).
 struct BatchNormBase : Module {
+  SINTER_NN_ARROW(BatchNormBase)
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   int64_t num_features;
@@ -294,6 +382,7 @@ struct BatchNorm2d : BatchNormBase {
 // A multi-dim normalized_shape is written LayerNorm ln{{2, 3}} or LayerNorm({2, 3}, eps); C++ finds
 // LayerNorm({2, 3}) ambiguous (it could also mean a copy of LayerNorm(2, 3.0)).
 struct LayerNorm : Module {
+  SINTER_NN_ARROW(LayerNorm)
   LayerNorm(int64_t normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
   LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
             bool bias = true);
@@ -306,6 +395,7 @@ struct LayerNorm : Module {
 };
 
 struct GroupNorm : Module {
+  SINTER_NN_ARROW(GroupNorm)
   GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -317,6 +407,7 @@ struct GroupNorm : Module {
 
 // eps none: the input dtype's machine epsilon, as torch.nn.RMSNorm.
 struct RMSNorm : Module {
+  SINTER_NN_ARROW(RMSNorm)
   RMSNorm(int64_t normalized_shape, std::optional<double> eps = {}, bool elementwise_affine = true);
   RMSNorm(std::vector<int64_t> normalized_shape, std::optional<double> eps = {},
           bool elementwise_affine = true);
@@ -330,6 +421,7 @@ struct RMSNorm : Module {
 
 // ---- dropout, activations, reshaping ----
 struct Dropout : Module {
+  SINTER_NN_ARROW(Dropout)
   explicit Dropout(double p = 0.5);
   Tensor forward(const Tensor& input) override;  // identity in eval
   std::string extra_repr() const override;
@@ -343,6 +435,7 @@ struct ReLU : Module {
   Tensor forward(const Tensor& input) override;
 };
 struct GELU : Module {
+  SINTER_NN_ARROW(GELU)
   explicit GELU(std::string approximate = "none");  // "none" or "tanh"
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -364,36 +457,42 @@ struct Mish : Module {
   Tensor forward(const Tensor& input) override;
 };
 struct Softmax : Module {
+  SINTER_NN_ARROW(Softmax)
   explicit Softmax(int64_t dim);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   int64_t dim;
 };
 struct LogSoftmax : Module {
+  SINTER_NN_ARROW(LogSoftmax)
   explicit LogSoftmax(int64_t dim);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   int64_t dim;
 };
 struct LeakyReLU : Module {
+  SINTER_NN_ARROW(LeakyReLU)
   explicit LeakyReLU(double negative_slope = 0.01);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double negative_slope;
 };
 struct Softplus : Module {
+  SINTER_NN_ARROW(Softplus)
   explicit Softplus(double beta = 1.0, double threshold = 20.0);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double beta, threshold;
 };
 struct ELU : Module {
+  SINTER_NN_ARROW(ELU)
   explicit ELU(double alpha = 1.0);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   double alpha;
 };
 struct Flatten : Module {
+  SINTER_NN_ARROW(Flatten)
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -402,6 +501,7 @@ struct Flatten : Module {
 
 // ---- pooling (stride none: the kernel size, as PyTorch) ----
 struct MaxPool2d : Module {
+  SINTER_NN_ARROW(MaxPool2d)
   MaxPool2d(const DimList& kernel_size, std::optional<DimList> stride = {}, const DimList& padding = 0,
             const DimList& dilation = 1, bool ceil_mode = false);
   Tensor forward(const Tensor& input) override;
@@ -410,6 +510,7 @@ struct MaxPool2d : Module {
   bool ceil_mode;
 };
 struct AvgPool2d : Module {
+  SINTER_NN_ARROW(AvgPool2d)
   AvgPool2d(const DimList& kernel_size, std::optional<DimList> stride = {}, const DimList& padding = 0,
             bool ceil_mode = false, bool count_include_pad = true,
             std::optional<int64_t> divisor_override = {});
@@ -420,6 +521,7 @@ struct AvgPool2d : Module {
   std::optional<int64_t> divisor_override;
 };
 struct AdaptiveAvgPool2d : Module {
+  SINTER_NN_ARROW(AdaptiveAvgPool2d)
   explicit AdaptiveAvgPool2d(const DimList& output_size);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
@@ -430,10 +532,15 @@ struct AdaptiveAvgPool2d : Module {
 // Children named "0", "1", ... in order. Members may be owned (shared_ptr, emplace_back) or borrowed (a
 // module that lives elsewhere, e.g. a member of the parent).
 struct ModuleList : Module {
+  SINTER_NN_ARROW(ModuleList)
   ModuleList() = default;
   ModuleList(std::initializer_list<std::shared_ptr<Module>> modules);
   void push_back(std::shared_ptr<Module> module);
   void push_back(Module& module);
+  template <class Impl>
+  void push_back(const ModuleHolder<Impl>& module) {
+    push_back(std::shared_ptr<Module>(module.ptr()));
+  }
   template <class M, class... ArgTypes>
   M& emplace_back(ArgTypes&&... args) {
     auto m = std::make_shared<M>(std::forward<ArgTypes>(args)...);
@@ -464,6 +571,96 @@ struct Sequential : ModuleList {
   Tensor forward(const Tensor& input) override;
 };
 
+using NamedModules = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
+
+// Children named by key, in insertion order (torch.nn.ModuleDict). Inserting a key that is present replaces
+// its module and keeps its place. Members may be owned or borrowed, as in ModuleList. Keys are module names:
+// not empty, no '.'.
+struct ModuleDict : Module {
+  SINTER_NN_ARROW(ModuleDict)
+  using Items = std::vector<std::pair<std::string, Module*>>;
+  ModuleDict() = default;
+  ModuleDict(std::initializer_list<std::pair<std::string, std::shared_ptr<Module>>> modules);
+  explicit ModuleDict(const NamedModules& modules);
+  void insert(const std::string& key, std::shared_ptr<Module> module);
+  void insert(const std::string& key, Module& module);
+  template <class Impl>
+  void insert(const std::string& key, const ModuleHolder<Impl>& module) {
+    insert(key, std::shared_ptr<Module>(module.ptr()));
+  }
+  void update(const NamedModules& modules);  // insert, pair by pair
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  bool contains(const std::string& key) const;
+  std::vector<std::string> keys() const;
+  std::vector<Module*> values() const;
+  const Items& items() const { return items_; }
+  Module& operator[](const std::string& key) const;  // throws Error naming the key when absent
+  // The entry as its layer type; throws Error when it is another type.
+  template <class M>
+  M& at(const std::string& key) const {
+    M* m = dynamic_cast<M*>(&(*this)[key]);
+    if (!m) throw_wrong_type(key);
+    return *m;
+  }
+  Items::const_iterator begin() const { return items_.begin(); }
+  Items::const_iterator end() const { return items_.end(); }
+
+ private:
+  [[noreturn]] void throw_wrong_type(const std::string& key) const;
+  Items items_;
+};
+
+// Parameters named "0", "1", ... (torch.nn.ParameterList), each registered with requires_grad on. The registry
+// reads the entries, so `plist[0] = t` replaces parameter "0". Iterates over the tensors.
+struct ParameterList : Module {
+  SINTER_NN_ARROW(ParameterList)
+  ParameterList() = default;
+  ParameterList(std::initializer_list<Tensor> params);
+  explicit ParameterList(const std::vector<Tensor>& params);
+  void append(const Tensor& param);
+  void extend(const std::vector<Tensor>& params);
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  // Negative counts from the end; throws Error when out of range.
+  Tensor& operator[](int64_t index);
+  const Tensor& operator[](int64_t index) const;
+  std::deque<Tensor>::const_iterator begin() const { return entries_.begin(); }
+  std::deque<Tensor>::const_iterator end() const { return entries_.end(); }
+  std::string extra_repr() const override;  // as PyTorch: one "(i): Parameter containing: [...]" line each
+
+ private:
+  std::deque<Tensor> entries_;  // a deque, so the registry's pointers stay valid as it grows
+};
+
+// Parameters named by key, in insertion order (torch.nn.ParameterDict), each registered with requires_grad on.
+// Inserting a present key replaces its tensor and keeps its place; `pdict["w"] = t` does the same. Iterates
+// over (key, tensor) pairs.
+struct ParameterDict : Module {
+  SINTER_NN_ARROW(ParameterDict)
+  using Item = std::pair<const std::string, Tensor>;
+  ParameterDict() = default;
+  ParameterDict(std::initializer_list<std::pair<std::string, Tensor>> params);
+  explicit ParameterDict(const NamedTensors& params);
+  void insert(const std::string& key, const Tensor& param);
+  void update(const NamedTensors& params);  // insert, pair by pair
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  bool contains(const std::string& key) const;
+  std::vector<std::string> keys() const;
+  std::vector<Tensor> values() const;
+  NamedTensors items() const;
+  Tensor& operator[](const std::string& key);  // throws Error naming the key when absent (insert adds)
+  const Tensor& operator[](const std::string& key) const;
+  std::deque<Item>::const_iterator begin() const { return entries_.begin(); }
+  std::deque<Item>::const_iterator end() const { return entries_.end(); }
+  std::string extra_repr() const override;
+
+ private:
+  int64_t index_of(const std::string& key) const;  // -1 when absent
+  std::deque<Item> entries_;  // a deque, so the registry's pointers stay valid as it grows
+};
+
 // ---- attention ----
 // torch.nn.MultiheadAttention with packed input projections: in_proj_weight [3E, E], in_proj_bias [3E],
 // out_proj (a Linear E -> E). With kdim or vdim other than embed_dim (keys and values of other widths) the
@@ -475,6 +672,7 @@ struct Sequential : ModuleList {
 // attn_mask. Returns (output, weights); weights (averaged over heads unless average_attn_weights is off) only
 // when need_weights, else undefined. Without need_weights the output comes from scaled_dot_product_attention.
 struct MultiheadAttention : Module {
+  SINTER_NN_ARROW(MultiheadAttention)
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
                      bool batch_first = false, std::optional<int64_t> kdim = {}, std::optional<int64_t> vdim = {});
   using Module::forward;  // keeps the one-tensor form visible (it throws: attention takes query, key, value)
@@ -493,6 +691,64 @@ struct MultiheadAttention : Module {
   Tensor q_proj_weight, k_proj_weight, v_proj_weight;  // defined only when kdim or vdim differs from embed_dim
   bool same_embed_dims() const { return kdim == embed_dim && vdim == embed_dim; }
   Linear out_proj;
+};
+
+// ---- transformer ----
+// torch.nn.TransformerEncoderLayer: self-attention, then a feed-forward block linear2(dropout(activation(
+// linear1(x)))), each in a residual connection with a LayerNorm after it (norm_first off, the default) or
+// before it. activation: "relu" or "gelu". src is (S, N, E), (N, S, E) with batch_first, or unbatched (S, E);
+// src_mask and src_key_padding_mask are MultiheadAttention's attn_mask and key_padding_mask, and is_causal is
+// its hint (it needs src_mask). Submodules and parameters carry PyTorch's names, in its order.
+struct TransformerEncoderLayer : Module {
+  SINTER_NN_ARROW(TransformerEncoderLayer)
+  TransformerEncoderLayer(int64_t d_model, int64_t nhead, int64_t dim_feedforward = 2048, double dropout = 0.1,
+                          std::string activation = "relu", double layer_norm_eps = 1e-5, bool batch_first = false,
+                          bool norm_first = false, bool bias = true);
+  Tensor forward(const Tensor& src) override;
+  Tensor forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = {},
+                 bool is_causal = false);
+  using Module::operator();
+  Tensor operator()(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask = {},
+                    bool is_causal = false, Loc loc = Loc::current());
+  // The construction arguments (the dropout probability is dropout.p).
+  int64_t d_model, nhead, dim_feedforward;
+  std::string activation;
+  double layer_norm_eps;
+  bool batch_first, norm_first, bias;
+  MultiheadAttention self_attn;
+  Linear linear1;
+  Dropout dropout;
+  Linear linear2;
+  LayerNorm norm1, norm2;
+  Dropout dropout1, dropout2;
+
+ private:
+  Tensor self_attention_block(const Tensor& x, const Tensor& mask, const Tensor& key_padding_mask,
+                              bool is_causal);
+  Tensor feed_forward_block(const Tensor& x);
+};
+
+// torch.nn.TransformerEncoder: num_layers encoder layers (children "layers.0", "layers.1", ...) run in turn with
+// the same masks, then `norm` when given (child "norm"). The layers are either made by `make_layer`, or built
+// with `encoder_layer`'s construction arguments and given a copy of its weights and mode, as PyTorch's
+// deepcopy. is_causal is passed to every layer as given (PyTorch also guesses it from the mask's values; a
+// hint changes no result).
+struct TransformerEncoder : Module {
+  SINTER_NN_ARROW(TransformerEncoder)
+  using LayerFactory = std::function<std::shared_ptr<TransformerEncoderLayer>()>;
+  TransformerEncoder(const TransformerEncoderLayer& encoder_layer, int64_t num_layers,
+                     std::shared_ptr<Module> norm = nullptr);
+  TransformerEncoder(const LayerFactory& make_layer, int64_t num_layers, std::shared_ptr<Module> norm = nullptr);
+  Tensor forward(const Tensor& src) override;
+  Tensor forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = {},
+                 bool is_causal = false);
+  using Module::operator();
+  Tensor operator()(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = {},
+                    bool is_causal = false, Loc loc = Loc::current());
+  TransformerEncoderLayer& layer(int64_t index) const { return layers.at<TransformerEncoderLayer>(index); }
+  int64_t num_layers;
+  ModuleList layers;
+  std::shared_ptr<Module> norm;  // null when not given
 };
 
 // A float (sz, sz) mask with -inf above the diagonal and 0 elsewhere (nn.Transformer's helper).

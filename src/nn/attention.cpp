@@ -52,15 +52,20 @@ MultiheadAttention::MultiheadAttention(int64_t embed, int64_t heads, double drop
   head_dim = embed / heads;
   // Registration order is PyTorch's, so state_dict keys come in its order.
   if (same_embed_dims()) {
-    in_proj_weight = register_parameter("in_proj_weight", empty({3 * embed, embed}));
+    in_proj_weight = empty({3 * embed, embed});
+    register_parameter("in_proj_weight", &in_proj_weight);
     init::xavier_uniform_(in_proj_weight);
   } else {
-    q_proj_weight = register_parameter("q_proj_weight", empty({embed, embed}));
-    k_proj_weight = register_parameter("k_proj_weight", empty({embed, kdim}));
-    v_proj_weight = register_parameter("v_proj_weight", empty({embed, vdim}));
+    q_proj_weight = empty({embed, embed});
+    register_parameter("q_proj_weight", &q_proj_weight);
+    k_proj_weight = empty({embed, kdim});
+    register_parameter("k_proj_weight", &k_proj_weight);
+    v_proj_weight = empty({embed, vdim});
+    register_parameter("v_proj_weight", &v_proj_weight);
     for (Tensor* w : {&q_proj_weight, &k_proj_weight, &v_proj_weight}) init::xavier_uniform_(*w);
   }
-  in_proj_bias = register_parameter("in_proj_bias", has_bias ? zeros({3 * embed}) : Tensor());
+  in_proj_bias = has_bias ? zeros({3 * embed}) : Tensor();
+  register_parameter("in_proj_bias", &in_proj_bias);
   register_module("out_proj", out_proj);
   if (out_proj.bias.defined()) init::zeros_(out_proj.bias);
 }

@@ -23,8 +23,10 @@ void init_bias(Tensor& bias, int64_t fan_in) {
 Linear::Linear(int64_t in, int64_t out, bool has_bias) : in_features(in), out_features(out) {
   check_size(in, "in_features", "Linear", true);
   check_size(out, "out_features", "Linear", true);
-  weight = register_parameter("weight", empty({out, in}));
-  bias = register_parameter("bias", has_bias ? empty({out}) : Tensor());
+  weight = empty({out, in});
+  register_parameter("weight", &weight);
+  bias = has_bias ? empty({out}) : Tensor();
+  register_parameter("bias", &bias);
   reset_parameters();
 }
 void Linear::reset_parameters() {
@@ -82,8 +84,10 @@ ConvNd::ConvNd(int nd, bool is_transposed, int64_t in, int64_t out, const DimLis
   std::vector<int64_t> wshape =
       transposed ? std::vector<int64_t>{in, out / groups} : std::vector<int64_t>{out, in / groups};
   wshape.insert(wshape.end(), kernel_size.begin(), kernel_size.end());
-  weight = register_parameter("weight", sinter::empty(SymIntList(wshape)));
-  bias = register_parameter("bias", has_bias ? empty({out}) : Tensor());
+  weight = sinter::empty(SymIntList(wshape));
+  register_parameter("weight", &weight);
+  bias = has_bias ? empty({out}) : Tensor();
+  register_parameter("bias", &bias);
   reset_parameters();
 }
 
@@ -208,7 +212,8 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
                  *pad, num);
     padding_idx = *pad < 0 ? *pad + num : *pad;
   }
-  weight = register_parameter("weight", empty({num, dim}));
+  weight = empty({num, dim});
+  register_parameter("weight", &weight);
   init::normal_(weight);
   if (padding_idx) weight.select(0, *padding_idx).zero_();
 }

@@ -49,16 +49,16 @@ NamedTensors named_tensors(const Module& m, const std::string& prefix, bool recu
   std::set<const TensorImpl*> seen;
   for (const auto& [mod_prefix, mod] : mods)
     for (const auto& slot : get_slots(*mod))
-      if (slot.tensor.defined() && seen.insert(slot.tensor.impl()).second)
-        out.emplace_back(join_name(mod_prefix, slot.name), slot.tensor);
+      if (slot.tensor().defined() && seen.insert(slot.tensor().impl()).second)
+        out.emplace_back(join_name(mod_prefix, slot.name), slot.tensor());
   return out;
 }
 
 void collect_state(const Module& m, const std::string& prefix, StateDict& out) {
   for (const auto& slot : ModuleAccess::params(m))
-    if (slot.tensor.defined()) out.insert(join_name(prefix, slot.name), slot.tensor);
+    if (slot.tensor().defined()) out.insert(join_name(prefix, slot.name), slot.tensor());
   for (const auto& slot : ModuleAccess::buffers(m))
-    if (slot.tensor.defined() && slot.persistent) out.insert(join_name(prefix, slot.name), slot.tensor);
+    if (slot.tensor().defined() && slot.persistent) out.insert(join_name(prefix, slot.name), slot.tensor());
   for (const auto& child : ModuleAccess::children(m))
     collect_state(*child.module, join_name(prefix, child.name), out);
 }
@@ -148,24 +148,49 @@ void Module::check_new_name(const std::string& name, const char* kind) const {
                "{}: attribute \"{}\" already exists (as another kind than {})", this->name(), name, kind);
 }
 
+// A slot reads either its own handle (member null) or a member of the module. Registering a name again
+// replaces the entry in place; an entry that reads a member keeps reading one (the new member, or the old one
+// assigned the new value), so the layer's field and the registry never disagree.
+Tensor& Module::add_slot(std::vector<Slot>& slots, const std::string& name, Tensor* member, Tensor value,
+                         bool persistent) {
+  for (Slot& s : slots)
+    if (s.name == name) {
+      s.persistent = persistent;
+      if (member) {
+        s.member = member, s.value = Tensor();
+      } else if (s.member) {
+        *s.member = value;
+      } else {
+        s.value = value;
+      }
+      return s.tensor();
+    }
+  slots.push_back({name, member ? Tensor() : value, member, persistent});
+  return slots.back().tensor();
+}
+
 Tensor Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
   check_new_name(name, "parameter");
   if (tensor.defined()) tensor.requires_grad_(requires_grad);
-  for (Slot& s : params_)
-    if (s.name == name) return s.tensor = tensor;
-  params_.push_back({name, tensor, true});
-  return tensor;
+  return add_slot(params_, name, nullptr, tensor, true);
 }
 
 Tensor Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
   check_new_name(name, "buffer");
-  for (Slot& s : buffers_)
-    if (s.name == name) {
-      s.persistent = persistent;
-      return s.tensor = tensor;
-    }
-  buffers_.push_back({name, tensor, persistent});
-  return tensor;
+  return add_slot(buffers_, name, nullptr, tensor, persistent);
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor* member, bool requires_grad) {
+  check_new_name(name, "parameter");
+  SINTER_CHECK(member != nullptr, "register_parameter(\"{}\") got a null member pointer", name);
+  if (member->defined()) member->requires_grad_(requires_grad);
+  return add_slot(params_, name, member, Tensor(), true);
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor* member, bool persistent) {
+  check_new_name(name, "buffer");
+  SINTER_CHECK(member != nullptr, "register_buffer(\"{}\") got a null member pointer", name);
+  return add_slot(buffers_, name, member, Tensor(), persistent);
 }
 
 void Module::add_child(const std::string& name, Module* module, std::shared_ptr<Module> owner) {
@@ -242,7 +267,7 @@ Tensor find_slot(Module& root, const std::string& path, bool buffer) {
   Module& owner = dot == std::string::npos ? root : root.get_submodule(path.substr(0, dot));
   std::string leaf = dot == std::string::npos ? path : path.substr(dot + 1);
   for (const auto& slot : buffer ? ModuleAccess::buffers(owner) : ModuleAccess::params(owner))
-    if (slot.name == leaf) return slot.tensor;
+    if (slot.name == leaf) return slot.tensor();
   SINTER_CHECK(false, "{} has no {} \"{}\" (looking up \"{}\")", owner.name(),
                buffer ? "buffer" : "parameter", leaf, path);
   return {};
@@ -269,15 +294,16 @@ void Module::convert(std::optional<Device> device, std::optional<DType> dtype) {
   for (Module* m : modules())
     for (auto* slots : {&m->params_, &m->buffers_})
       for (Slot& s : *slots) {
-        if (!s.tensor.defined() || !done.insert(s.tensor.impl()).second) continue;
-        DType to_dtype = dtype && s.tensor.is_floating_point() ? *dtype : s.tensor.dtype();
-        Device to_device = device ? *device : s.tensor.device();
-        if (to_dtype == s.tensor.dtype() && to_device == s.tensor.device()) continue;
+        Tensor& t = s.tensor();
+        if (!t.defined() || !done.insert(t.impl()).second) continue;
+        DType to_dtype = dtype && t.is_floating_point() ? *dtype : t.dtype();
+        Device to_device = device ? *device : t.device();
+        if (to_dtype == t.dtype() && to_device == t.device()) continue;
         // Swap the converted data into the same TensorImpl, so every handle (the layer's member, the user's
         // copies) sees it, as PyTorch's `param.data = param.to(...)`.
-        Tensor converted = s.tensor.to(to_device, to_dtype);
-        s.tensor.impl()->storage = converted.impl()->storage;
-        s.tensor.impl()->meta = converted.impl()->meta;
+        Tensor converted = t.to(to_device, to_dtype);
+        t.impl()->storage = converted.impl()->storage;
+        t.impl()->meta = converted.impl()->meta;
       }
 }
 

@@ -17,12 +17,16 @@ BatchNormBase::BatchNormBase(int64_t num, double eps_, std::optional<double> mom
                              bool track)
     : num_features(num), eps(eps_), momentum(momentum_), affine(affine_), track_running_stats(track) {
   check_size(num, "num_features", "BatchNorm");
-  weight = register_parameter("weight", affine ? ones({num}) : Tensor());
-  bias = register_parameter("bias", affine ? zeros({num}) : Tensor());
-  running_mean = register_buffer("running_mean", track ? zeros({num}) : Tensor());
-  running_var = register_buffer("running_var", track ? ones({num}) : Tensor());
-  num_batches_tracked =
-      register_buffer("num_batches_tracked", track ? zeros({}, TensorOptions(kInt64)) : Tensor());
+  weight = affine ? ones({num}) : Tensor();
+  register_parameter("weight", &weight);
+  bias = affine ? zeros({num}) : Tensor();
+  register_parameter("bias", &bias);
+  running_mean = track ? zeros({num}) : Tensor();
+  register_buffer("running_mean", &running_mean);
+  running_var = track ? ones({num}) : Tensor();
+  register_buffer("running_var", &running_var);
+  num_batches_tracked = track ? zeros({}, TensorOptions(kInt64)) : Tensor();
+  register_buffer("num_batches_tracked", &num_batches_tracked);
 }
 
 Tensor BatchNormBase::forward(const Tensor& input) {
@@ -65,8 +69,10 @@ LayerNorm::LayerNorm(int64_t shape, double eps, bool affine, bool bias)
 LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool affine, bool has_bias)
     : normalized_shape(std::move(shape)), eps(eps_), elementwise_affine(affine) {
   for (int64_t s : normalized_shape) check_size(s, "normalized_shape", "LayerNorm", true);
-  weight = register_parameter("weight", affine ? ones(SymIntList(normalized_shape)) : Tensor());
-  bias = register_parameter("bias", affine && has_bias ? zeros(SymIntList(normalized_shape)) : Tensor());
+  weight = affine ? ones(SymIntList(normalized_shape)) : Tensor();
+  register_parameter("weight", &weight);
+  bias = affine && has_bias ? zeros(SymIntList(normalized_shape)) : Tensor();
+  register_parameter("bias", &bias);
 }
 Tensor LayerNorm::forward(const Tensor& input) {
   return layer_norm(input, normalized_shape, weight, bias, eps, call_site());
@@ -83,8 +89,10 @@ GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine_
   check_size(channels, "num_channels", "GroupNorm", true);
   SINTER_CHECK(channels % groups == 0, "GroupNorm: num_channels ({}) must be divisible by num_groups ({})",
                channels, groups);
-  weight = register_parameter("weight", affine ? ones({channels}) : Tensor());
-  bias = register_parameter("bias", affine ? zeros({channels}) : Tensor());
+  weight = affine ? ones({channels}) : Tensor();
+  register_parameter("weight", &weight);
+  bias = affine ? zeros({channels}) : Tensor();
+  register_parameter("bias", &bias);
 }
 Tensor GroupNorm::forward(const Tensor& input) {
   return group_norm(input, num_groups, weight, bias, eps, call_site());
@@ -99,7 +107,8 @@ RMSNorm::RMSNorm(int64_t shape, std::optional<double> eps, bool affine)
 RMSNorm::RMSNorm(std::vector<int64_t> shape, std::optional<double> eps_, bool affine)
     : normalized_shape(std::move(shape)), eps(eps_), elementwise_affine(affine) {
   for (int64_t s : normalized_shape) check_size(s, "normalized_shape", "RMSNorm", true);
-  weight = register_parameter("weight", affine ? ones(SymIntList(normalized_shape)) : Tensor());
+  weight = affine ? ones(SymIntList(normalized_shape)) : Tensor();
+  register_parameter("weight", &weight);
 }
 Tensor RMSNorm::forward(const Tensor& input) {
   return rms_norm(input, normalized_shape, weight, eps, call_site());

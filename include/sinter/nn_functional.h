@@ -1,0 +1,245 @@
+// sinter::nn::functional — torch.nn.functional / LibTorch's torch::nn::functional: the ops of ops.h under the
+// names and argument orders of F.*, plus LibTorch's option structs (`F::softmax(x, F::SoftmaxFuncOptions(1))`).
+// Use it as LibTorch code does: `namespace F = sinter::nn::functional;`. Nothing here computes on its own:
+// each function forwards to an op (normalize is composed of ops, as in PyTorch).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sinter/ops.h"
+
+namespace sinter::nn::functional {
+
+// ---- the ops whose F.* spelling is torch.*'s: the same functions ----
+using sinter::celu;
+using sinter::elu;
+using sinter::gelu;
+using sinter::hardsigmoid;
+using sinter::hardswish;
+using sinter::hardtanh;
+using sinter::leaky_relu;
+using sinter::mish;
+using sinter::relu;
+using sinter::relu6;
+using sinter::selu;
+using sinter::sigmoid;
+using sinter::silu;
+using sinter::softplus;
+using sinter::tanh;
+using sinter::threshold;
+
+using sinter::log_softmax;
+using sinter::softmax;
+
+using sinter::group_norm;
+using sinter::layer_norm;
+using sinter::rms_norm;
+
+using sinter::linear;
+using sinter::conv1d;
+using sinter::conv2d;
+using sinter::conv_transpose2d;
+using sinter::adaptive_avg_pool2d;
+using sinter::avg_pool2d;
+using sinter::max_pool2d;
+using sinter::interpolate;
+using sinter::pad;
+using sinter::scaled_dot_product_attention;
+
+using sinter::cross_entropy;
+using sinter::dropout;
+using sinter::mse_loss;
+using sinter::nll_loss;
+
+// ---- the ones whose argument order differs from torch.*'s ----
+// F.embedding(input, weight): indices first (torch::embedding takes the weight first). padding_idx only marks
+// a row for gradients; negative counts from the end.
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = {},
+                 Loc loc = Loc::current());
+// F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps).
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = {}, const Tensor& bias = {}, bool training = false, double momentum = 0.1,
+                  double eps = 1e-5, Loc loc = Loc::current());
+// input / max(||input||_p over dim, eps).
+Tensor normalize(const Tensor& input, double p = 2.0, int64_t dim = 1, double eps = 1e-12,
+                 Loc loc = Loc::current());
+
+// ---- LibTorch's option structs: `Options(required).name(value)...`; `options.name()` reads one ----
+// One option: a chainable setter and a getter, as LibTorch's TORCH_ARG. `= value` after it sets the default.
+#define SINTER_ARG(T, name)                \
+ public:                                   \
+  auto& name(T value) {                    \
+    name##_ = std::move(value);            \
+    return *this;                          \
+  }                                        \
+  const T& name() const { return name##_; } \
+                                           \
+ private:                                  \
+  T name##_
+
+struct SoftmaxFuncOptions {
+  explicit SoftmaxFuncOptions(int64_t dim) : dim_(dim) {}
+  SINTER_ARG(int64_t, dim);
+  SINTER_ARG(std::optional<DType>, dtype);
+};
+struct LogSoftmaxFuncOptions {
+  explicit LogSoftmaxFuncOptions(int64_t dim) : dim_(dim) {}
+  SINTER_ARG(int64_t, dim);
+  SINTER_ARG(std::optional<DType>, dtype);
+};
+struct GELUFuncOptions {
+  SINTER_ARG(std::string, approximate) = "none";
+};
+struct LeakyReLUFuncOptions {
+  SINTER_ARG(double, negative_slope) = 0.01;
+};
+struct ELUFuncOptions {
+  SINTER_ARG(double, alpha) = 1.0;
+};
+struct SoftplusFuncOptions {
+  SINTER_ARG(double, beta) = 1.0;
+  SINTER_ARG(double, threshold) = 20.0;
+};
+struct HardtanhFuncOptions {
+  SINTER_ARG(double, min_val) = -1.0;
+  SINTER_ARG(double, max_val) = 1.0;
+};
+struct LayerNormFuncOptions {
+  explicit LayerNormFuncOptions(std::vector<int64_t> normalized_shape)
+      : normalized_shape_(std::move(normalized_shape)) {}
+  SINTER_ARG(std::vector<int64_t>, normalized_shape);
+  SINTER_ARG(Tensor, weight);
+  SINTER_ARG(Tensor, bias);
+  SINTER_ARG(double, eps) = 1e-5;
+};
+struct GroupNormFuncOptions {
+  explicit GroupNormFuncOptions(int64_t num_groups) : num_groups_(num_groups) {}
+  SINTER_ARG(int64_t, num_groups);
+  SINTER_ARG(Tensor, weight);
+  SINTER_ARG(Tensor, bias);
+  SINTER_ARG(double, eps) = 1e-5;
+};
+struct BatchNormFuncOptions {
+  SINTER_ARG(Tensor, weight);
+  SINTER_ARG(Tensor, bias);
+  SINTER_ARG(bool, training) = false;
+  SINTER_ARG(double, momentum) = 0.1;
+  SINTER_ARG(double, eps) = 1e-5;
+};
+struct DropoutFuncOptions {
+  SINTER_ARG(double, p) = 0.5;
+  SINTER_ARG(bool, training) = true;
+};
+struct EmbeddingFuncOptions {
+  SINTER_ARG(std::optional<int64_t>, padding_idx);
+};
+// reduction: "mean", "sum" or "none" (LibTorch's torch::kMean, kSum, kNone).
+struct CrossEntropyFuncOptions {
+  SINTER_ARG(Tensor, weight);
+  SINTER_ARG(int64_t, ignore_index) = -100;
+  SINTER_ARG(std::string, reduction) = "mean";
+  SINTER_ARG(double, label_smoothing) = 0.0;
+};
+struct NLLLossFuncOptions {
+  SINTER_ARG(Tensor, weight);
+  SINTER_ARG(int64_t, ignore_index) = -100;
+  SINTER_ARG(std::string, reduction) = "mean";
+};
+struct MSELossFuncOptions {
+  SINTER_ARG(std::string, reduction) = "mean";
+};
+struct NormalizeFuncOptions {
+  SINTER_ARG(double, p) = 2.0;
+  SINTER_ARG(int64_t, dim) = 1;
+  SINTER_ARG(double, eps) = 1e-12;
+};
+// mode: "constant", "reflect" or "replicate"; value fills for "constant".
+struct PadFuncOptions {
+  explicit PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}
+  SINTER_ARG(std::vector<int64_t>, pad);
+  SINTER_ARG(std::string, mode) = "constant";
+  SINTER_ARG(double, value) = 0.0;
+};
+// padding: numbers, or kSame / kValid (as torch::kSame).
+struct Conv2dFuncOptions {
+  SINTER_ARG(Tensor, bias);
+  SINTER_ARG(DimList, stride) = 1;
+  SINTER_ARG(DimList, dilation) = 1;
+  SINTER_ARG(int64_t, groups) = 1;
+
+ public:
+  auto& padding(DimList value) {
+    padding_ = std::move(value);
+    padding_mode_.reset();
+    return *this;
+  }
+  auto& padding(sinter::Padding mode) {
+    padding_mode_ = mode;
+    return *this;
+  }
+  const DimList& padding() const { return padding_; }
+  const std::optional<sinter::Padding>& padding_mode() const { return padding_mode_; }
+
+ private:
+  DimList padding_ = 0;
+  std::optional<sinter::Padding> padding_mode_;
+};
+// stride empty: the kernel size, as PyTorch. A single number stands for both spatial dims.
+struct MaxPool2dFuncOptions {
+  explicit MaxPool2dFuncOptions(DimList kernel_size) : kernel_size_(std::move(kernel_size)) {}
+  SINTER_ARG(DimList, kernel_size);
+  SINTER_ARG(DimList, stride);
+  SINTER_ARG(DimList, padding) = 0;
+  SINTER_ARG(DimList, dilation) = 1;
+  SINTER_ARG(bool, ceil_mode) = false;
+};
+struct AvgPool2dFuncOptions {
+  explicit AvgPool2dFuncOptions(DimList kernel_size) : kernel_size_(std::move(kernel_size)) {}
+  SINTER_ARG(DimList, kernel_size);
+  SINTER_ARG(DimList, stride);
+  SINTER_ARG(DimList, padding) = 0;
+  SINTER_ARG(bool, ceil_mode) = false;
+  SINTER_ARG(bool, count_include_pad) = true;
+  SINTER_ARG(std::optional<int64_t>, divisor_override);
+};
+// Give size or scale_factor. mode: "nearest" or "bilinear".
+struct InterpolateFuncOptions {
+  SINTER_ARG(std::optional<std::vector<int64_t>>, size);
+  SINTER_ARG(std::optional<std::vector<double>>, scale_factor);
+  SINTER_ARG(std::string, mode) = "nearest";
+  SINTER_ARG(std::optional<bool>, align_corners);
+};
+#undef SINTER_ARG
+
+Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options, Loc loc = Loc::current());
+Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options, Loc loc = Loc::current());
+Tensor gelu(const Tensor& input, const GELUFuncOptions& options, Loc loc = Loc::current());
+Tensor leaky_relu(const Tensor& input, const LeakyReLUFuncOptions& options, Loc loc = Loc::current());
+Tensor elu(const Tensor& input, const ELUFuncOptions& options, Loc loc = Loc::current());
+Tensor softplus(const Tensor& input, const SoftplusFuncOptions& options, Loc loc = Loc::current());
+Tensor hardtanh(const Tensor& input, const HardtanhFuncOptions& options, Loc loc = Loc::current());
+Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options, Loc loc = Loc::current());
+Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& options, Loc loc = Loc::current());
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& options, Loc loc = Loc::current());
+Tensor dropout(const Tensor& input, const DropoutFuncOptions& options, Loc loc = Loc::current());
+Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options,
+                 Loc loc = Loc::current());
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options,
+                     Loc loc = Loc::current());
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options,
+                Loc loc = Loc::current());
+Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options,
+                Loc loc = Loc::current());
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options, Loc loc = Loc::current());
+Tensor pad(const Tensor& input, const PadFuncOptions& options, Loc loc = Loc::current());
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options,
+              Loc loc = Loc::current());
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options, Loc loc = Loc::current());
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options, Loc loc = Loc::current());
+Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options, Loc loc = Loc::current());
+
+}  // namespace sinter::nn::functional
