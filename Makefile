@@ -41,6 +41,7 @@ demo: configure
 	@$(BUILD)/sinter demo
 
 test: configure onnx-data
+	@bash scripts/check_layers.sh
 	@start=$$(date +%s); ninja -C $(BUILD) -j$(JOBS) sinter_cli sinter_tests; \
 	  echo "build took $$(( $$(date +%s) - start )) s"
 	@start=$$(date +%s); \

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/kernel_cache.h"
+#include "codegen/cpp/kernel_cache.h"
 #include "scoped_env.h"
 
 namespace sinter::testing {
@@ -24,11 +24,11 @@ class CacheDirFixture : public ::testing::Test {
     dir_ = templ;
     cache_ = dir_ + "/cache";
     cache_env_.emplace("SINTER_CACHE_DIR", cache_);
-    runtime::clear_memory_cache();
-    before_ = runtime::kernel_cache_stats();
+    codegen::cpp::clear_memory_cache();
+    before_ = codegen::cpp::kernel_cache_stats();
   }
   void TearDown() override {
-    runtime::clear_memory_cache();
+    codegen::cpp::clear_memory_cache();
     cache_env_.reset();
     std::error_code ignored;
     std::filesystem::permissions(cache_, std::filesystem::perms::owner_all, ignored);
@@ -36,15 +36,15 @@ class CacheDirFixture : public ::testing::Test {
   }
 
   // The cache's counters since SetUp.
-  runtime::KernelCacheStats delta() const {
-    runtime::KernelCacheStats now = runtime::kernel_cache_stats();
+  codegen::cpp::KernelCacheStats delta() const {
+    codegen::cpp::KernelCacheStats now = codegen::cpp::kernel_cache_stats();
     return {now.compiled - before_.compiled,   now.memory_hits - before_.memory_hits,
             now.disk_hits - before_.disk_hits, now.rejected - before_.rejected,
             now.corrupt - before_.corrupt,     now.failures - before_.failures};
   }
 
   std::string dir_, cache_;
-  runtime::KernelCacheStats before_;
+  codegen::cpp::KernelCacheStats before_;
 
  private:
   std::string name_;

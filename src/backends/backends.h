@@ -5,7 +5,7 @@
 #include <string>
 
 #include "passes/pipeline.h"
-#include "runtime/compiled_program.h"
+#include "runtime/executor.h"
 #include "sinter/compile.h"
 
 namespace sinter::backends {
@@ -20,6 +20,6 @@ Backend aot_eager_backend();
 ContextBackend inductor_backend();
 // The inductor's CPU path on one graph, for the context's options and target (tests use it to see the schedule:
 // launches per call).
-std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, const CompileContext& ctx);
+std::shared_ptr<runtime::Executor> compile_for_cpu(const Graph& graph, const CompileContext& ctx);
 
 }  // namespace sinter::backends

@@ -1,5 +1,6 @@
-// The "inductor" backend (CPU): the pass pipeline, lowering to the loop IR, the fusion scheduler, C++ codegen,
-// the kernel cache (compile once, load from disk in later processes) and the runtime that runs the result.
+// The "inductor" backend (CPU): the pass pipeline, lowering to the loop IR, the fusion scheduler, the kernel
+// planner, C++ codegen, the kernel cache (compile once, load from disk in later processes), and the executor with
+// the CPU launcher that runs the result.
 // The first call blocks until the graph's code is compiled.
 #include <fmt/format.h>
 
@@ -12,11 +13,13 @@
 
 #include "backends/backends.h"
 #include "codegen/cpp/cpp_codegen.h"
+#include "codegen/cpp/kernel_cache.h"
+#include "inductor/kernel_plan.h"
 #include "inductor/lower.h"
 #include "inductor/scheduler.h"
 #include "passes/pipeline.h"
-#include "runtime/compiled_program.h"
-#include "runtime/debug_dump.h"
+#include "runtime/cpu_launcher.h"
+#include "support/debug_dump.h"
 #include "support/check.h"
 #include "support/log.h"
 
@@ -41,10 +44,10 @@ std::string schedule_text(const inductor::LoopProgram& program, const inductor::
 
 }  // namespace
 
-std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, const CompileContext& ctx) {
+std::shared_ptr<runtime::Executor> compile_for_cpu(const Graph& graph, const CompileContext& ctx) {
   static std::atomic<int> serial{0};
   std::string name = fmt::format("graph_{}", serial++);
-  runtime::DebugDump dump(ctx.debug_dir, name);
+  support::DebugDump dump(ctx.debug_dir, name);
   dump.stage("captured", print_graph(graph));
   SINTER_LOG(kSchedule, "{}: {}", name, ctx.target.str());
   Graph g = graph.clone();
@@ -59,31 +62,40 @@ std::shared_ptr<runtime::CompiledProgram> compile_for_cpu(const Graph& graph, co
   passes::run_inductor_passes(g, pass_ctx);
   dump.file("passes.txt", pass_log);
   dump.stage("before-lowering", print_graph(g));
-  inductor::LoopProgram program = inductor::lower(g, {.target = &ctx.target});
+  auto parts = std::make_shared<runtime::CompiledGraphParts>();
+  parts->program = std::make_shared<const inductor::LoopProgram>(inductor::lower(g, {.target = &ctx.target}));
+  const inductor::LoopProgram& program = *parts->program;
   dump.stage("loop-program", program.str());
-  inductor::Schedule schedule = inductor::schedule(program, ctx.target);
-  dump.stage("schedule", schedule_text(program, schedule));
-  SINTER_LOG(kSchedule, "{} kernels:\n{}", name, schedule_text(program, schedule));
+  parts->schedule = inductor::schedule(program, ctx.target);
+  parts->plan = inductor::plan_kernels(program, parts->schedule);
+  std::string text = schedule_text(program, parts->schedule) + "\nkernel plans:\n" + parts->plan.str(program);
+  dump.stage("schedule", text);
+  SINTER_LOG(kSchedule, "{} kernels:\n{}", name, text);
   // One translation unit per core the target has: units compile in parallel.
-  codegen::cpp::GeneratedCode code = codegen::cpp::generate(program, schedule, std::max(1, ctx.target.cores));
-  std::shared_ptr<runtime::SharedLibrary> library;
+  codegen::cpp::GeneratedCode code = codegen::cpp::generate(program, parts->plan, std::max(1, ctx.target.cores));
+  std::shared_ptr<codegen::cpp::SharedLibrary> library;
+  std::vector<runtime::KernelFn> fns(parts->plan.kernels.size(), nullptr);
   if (!code.units.empty()) {
     // SINTER_CXXFLAGS: extra compiler flags for generated code (part of the cache key), e.g. to compare with
     // the vectorisers off.
-    runtime::CompileOptions flags;
+    codegen::cpp::CompileOptions flags;
     if (const char* extra = std::getenv("SINTER_CXXFLAGS")) {
       std::istringstream words(extra);
       for (std::string w; words >> w;) flags.extra_flags.push_back(w);
     }
     flags.debug_dir = dump.dir();
-    runtime::CompiledObject obj = runtime::compile_and_load(code.units, name, flags);
+    codegen::cpp::CompiledObject obj = codegen::cpp::compile_and_load(code.units, name, flags);
     library = obj.library;
+    for (size_t k = 0; k < fns.size(); ++k)
+      if (!parts->plan.kernels[k].name.empty())
+        fns[k] = reinterpret_cast<runtime::KernelFn>(library->symbol(parts->plan.kernels[k].name));
     SINTER_LOG(kPerfHints, "inductor: {} kernel(s), {} launch(es) per call, code {} in {:.3f} s ({})",
-        schedule.kernels.size(), schedule.launches(), obj.from == runtime::CompiledObject::From::kCompiled ? "compiled" : "loaded from cache",
-        obj.seconds, obj.source_path);
+        parts->schedule.kernels.size(), parts->schedule.launches(),
+        obj.from == codegen::cpp::CompiledObject::From::kCompiled ? "compiled" : "loaded from cache", obj.seconds,
+        obj.source_path);
   }
-  return std::make_shared<runtime::CompiledProgram>(std::move(program), std::move(schedule), std::move(code),
-                                                    std::move(library));
+  auto launcher = std::make_unique<runtime::CpuLauncher>(parts, std::move(fns), library);
+  return std::make_shared<runtime::Executor>(parts, std::move(launcher));
 }
 
 ContextBackend inductor_backend() {

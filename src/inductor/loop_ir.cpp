@@ -61,20 +61,27 @@ static bool same(const SNode& a, const SNode& b) {
 
 SExpr SPool::intern(SNode n) {
   size_t h = mix(static_cast<size_t>(n.kind), static_cast<size_t>(n.type));
-  h = mix(h, std::hash<std::string>()(n.op));
+  h = mix(h, static_cast<size_t>(n.op));
   for (SExpr a : n.args) h = mix(h, std::hash<const void*>()(a));
   h = mix(h, static_cast<size_t>(n.buffer + 1));
   h = mix(h, std::hash<const void*>()(n.offset.get()));
   h = mix(h, value_hash(n.value));
   h = mix(h, std::hash<int64_t>()(n.ivalue));
   n.hash = h;
-  auto [lo, hi] = table_.equal_range(h);
-  for (auto it = lo; it != hi; ++it)
-    if (same(*it->second, n)) return it->second;
+  if (SExpr found = find(n)) return found;
   nodes_.push_back(std::move(n));
   const SNode* p = &nodes_.back();
   table_.emplace(h, p);
   return p;
+}
+
+SExpr SPool::find(const SNode& n) const {
+  if (base_ != nullptr)
+    if (SExpr found = base_->find(n)) return found;
+  auto [lo, hi] = table_.equal_range(n.hash);
+  for (auto it = lo; it != hi; ++it)
+    if (same(*it->second, n)) return it->second;
+  return nullptr;
 }
 
 SExpr SPool::load(int buffer, ExprPtr offset, CType type) {
@@ -120,11 +127,13 @@ SExpr SPool::iconstant(int64_t v, CType type) {
   return intern(std::move(n));
 }
 
-SExpr SPool::op(std::string name, std::vector<SExpr> args, CType type) {
+SExpr SPool::op(SOp op, std::vector<SExpr> args, CType type) {
+  SINTER_INTERNAL_ASSERT(static_cast<int>(args.size()) == scalar_op_arity(op), "loop IR: {} takes {} operand(s), got {}",
+                         scalar_op_name(op), scalar_op_arity(op), args.size());
   SNode n;
   n.kind = SKind::kOp;
   n.type = type;
-  n.op = std::move(name);
+  n.op = op;
   n.args = std::move(args);
   return intern(std::move(n));
 }
@@ -134,7 +143,7 @@ SExpr SPool::convert(SExpr a, DType from, DType to) {
   if (from == to || (to != kFloat16 && to != kBFloat16)) return v;
   // Integers of at most 8 bits (and bools) are exact in both half types.
   if (from == kBool || from == kInt8 || from == kUInt8) return v;
-  return op(to == kFloat16 ? "round_f16" : "round_bf16", {v}, CType::kF32);
+  return op(to == kFloat16 ? SOp::round_f16 : SOp::round_bf16, {v}, CType::kF32);
 }
 
 static void walk(SExpr root, std::unordered_set<SExpr>& seen, const std::function<void(SExpr)>& f) {
@@ -190,83 +199,16 @@ std::string LoopProgram::str() const {
       s += fmt::format("node {}: extern {}{} -> {}  # {}\n", n.id, op_name(n.op), n.gemm ? " (gemm)" : "", outs, n.origin);
     } else {
       s += fmt::format("node {}: {} {} outer {} {} -> {} (dag {})  # {}\n", n.id, kind, dims_str(n.domain),
-                       n.num_outer, n.reduce_op, buffers[n.out].name, dag_size(n.body), n.origin);
+                       n.num_outer, n.kind == LoopKind::kReduction ? reduce_op_name(n.reduce_op) : "", buffers[n.out].name, dag_size(n.body), n.origin);
     }
   }
   return s;
 }
 
-namespace {
-
-// Whether e is >= 0 for all values of its symbols, by signs alone: every symbol is (sizes and integer arguments
-// are at least 2, loop variables at least 0).
-bool non_negative(const ExprPtr& e) {
-  using sym::Kind;
-  switch (e->kind()) {
-    case Kind::kConst: return e->value() >= 0;
-    case Kind::kSymbol: return true;
-    case Kind::kAdd:
-    case Kind::kMul:
-      if (e->value() < 0) return false;
-      [[fallthrough]];
-    case Kind::kMin:
-    case Kind::kMax:
-      for (const ExprPtr& a : e->args())
-        if (!non_negative(a)) return false;
-      return true;
-    case Kind::kFloorDiv:
-    case Kind::kMod: return non_negative(e->args()[0]) && non_negative(e->args()[1]);
-  }
-  return false;
-}
-
-}  // namespace
-
-std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_names, bool wide) {
-  using sym::Kind;
-  switch (e->kind()) {
-    case Kind::kConst: return std::to_string(e->value()) + (wide ? "LL" : "");
-    case Kind::kSymbol: {
-      int64_t id = e->symbol_id();
-      if (is_loop_var(id)) {
-        int k = loop_var_index(id);
-        SINTER_INTERNAL_ASSERT(k < static_cast<int>(var_names.size()), "index_str: loop variable {} unnamed", k);
-        return var_names[k];
-      }
-      return fmt::format("s{}", id);
-    }
-    case Kind::kAdd: {
-      std::string s = "(";
-      for (size_t i = 0; i < e->args().size(); ++i) s += (i ? " + " : "") + index_str(e->args()[i], var_names);
-      if (e->value() != 0) s += " + " + std::to_string(e->value()) + (wide ? "LL" : "");
-      return s + ")";
-    }
-    case Kind::kMul: {
-      std::string s = e->value() == 1 ? "(" : "(" + std::to_string(e->value()) + (wide ? "LL" : "");
-      for (size_t i = 0; i < e->args().size(); ++i)
-        s += (i || e->value() != 1 ? " * " : "") + index_str(e->args()[i], var_names);
-      return s + ")";
-    }
-    // C's / and % agree with Python's // and % for non-negative operands (indices); a size such as
-    // (2*s0//3 - 2)//3 + 1, an empty slice's length, divides a negative value for some sizes and takes the
-    // prelude's floor forms.
-    case Kind::kFloorDiv:
-    case Kind::kMod: {
-      std::string a = index_str(e->args()[0], var_names), b = index_str(e->args()[1], var_names);
-      bool floor = e->kind() == Kind::kFloorDiv;
-      if (non_negative(e->args()[0]) && non_negative(e->args()[1]))
-        return fmt::format("({} {} {})", a, floor ? "/" : "%", b);
-      return fmt::format("{}({}, {})", floor ? "sn_ifloordiv" : "sn_imod", a, b);
-    }
-    case Kind::kMin:
-    case Kind::kMax: {
-      std::string s = index_str(e->args()[0], var_names);
-      const char* f = e->kind() == Kind::kMin ? "sn_imin" : "sn_imax";
-      for (size_t i = 1; i < e->args().size(); ++i) s = fmt::format("{}({}, {})", f, s, index_str(e->args()[i], var_names));
-      return s;
-    }
-  }
-  return "?";
+std::string index_text(const ExprPtr& e) {
+  return sym::to_string(e, [](int64_t id) {
+    return is_loop_var(id) ? fmt::format("v{}", loop_var_index(id)) : fmt::format("s{}", id);
+  });
 }
 
 static bool has_loop_var(const ExprPtr& e) {

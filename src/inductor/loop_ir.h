@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "inductor/scalar_ops.h"
 #include "sinter/graph.h"
 #include "symbolic/expr.h"
 
@@ -39,7 +40,7 @@ using SExpr = const SNode*;
 struct SNode {
   SKind kind = SKind::kOp;
   CType type = CType::kF32;
-  std::string op;             // kOp: scalar op name ("add", "exp", "where", "cast", "gt", ...)
+  SOp op = SOp::add;          // kOp
   std::vector<SExpr> args;    // kOp
   int buffer = -1;            // kLoad
   ExprPtr offset;             // kLoad: element offset from the buffer's base
@@ -48,24 +49,34 @@ struct SNode {
   size_t hash = 0;
 };
 
-// Interns scalar nodes: building the same expression twice gives the same pointer.
+// Interns scalar nodes: building the same expression twice gives the same pointer. A pool made over a `base`
+// pool (the kernel planner's, over the program's) returns the base's node where one is equal and keeps only the
+// new ones, so the base stays unchanged and pointer equality still means equal expressions.
 class SPool {
  public:
+  SPool() = default;
+  explicit SPool(const SPool* base) : base_(base) {}
+  SPool(const SPool&) = delete;
+  SPool& operator=(const SPool&) = delete;
+  SPool(SPool&&) = default;
+  SPool& operator=(SPool&&) = default;
   SExpr load(int buffer, ExprPtr offset, CType type);
   SExpr constant(double v, CType type);
   SExpr iconstant(int64_t v, CType type);
-  SExpr op(std::string name, std::vector<SExpr> args, CType type);
-  // An implicit type change between compute types (operand promotion): a "cast" op, or `a` itself.
-  SExpr cast(SExpr a, CType type) { return a->type == type ? a : op("cast", {a}, type); }
+  SExpr op(SOp op, std::vector<SExpr> args, CType type);  // checks the op's arity
+  // An implicit type change between compute types (operand promotion): a cast op, or `a` itself.
+  SExpr cast(SExpr a, CType type) { return a->type == type ? a : op(SOp::cast, {a}, type); }
   // An explicit dtype conversion the program asks for (`to`, `_to_copy`, ONNX Cast) of `a`, a value of dtype
   // `from` in its compute type: the result in `to`'s compute type, rounded as a `to` buffer would hold it
-  // (float16/bfloat16: a "round_f16"/"round_bf16" op, round to nearest even, overflow to inf). Unlike the
+  // (float16/bfloat16: a round_f16/round_bf16 op, round to nearest even, overflow to inf). Unlike the
   // rounding of half arithmetic, which a fused kernel skips, a conversion is never dropped.
   SExpr convert(SExpr a, DType from, DType to);
   size_t size() const { return nodes_.size(); }
 
  private:
   SExpr intern(SNode node);
+  SExpr find(const SNode& node) const;  // an equal node of this pool or its base, else null
+  const SPool* base_ = nullptr;
   std::deque<SNode> nodes_;
   std::unordered_multimap<size_t, const SNode*> table_;
 };
@@ -107,7 +118,7 @@ struct LoopNode {
   SExpr body = nullptr;   // the value computed per point
   int out = -1;           // the buffer written
   ExprPtr store_offset;   // where (a function of the outer variables for a reduction, of all for pointwise)
-  std::string reduce_op;  // "sum", "mean", "prod", "amax", "amin"
+  ReduceOp reduce_op = ReduceOp::sum;  // Reduction
   // Extern: `op` run on `args` whose tensors are views of buffers (tensor_args[i] for the i-th tensor met while
   // walking args in order, lists included); `gemm` marks the row-blocked GEMM form whose epilogue can fuse.
   OpId op{};
@@ -120,6 +131,9 @@ struct LoopNode {
                           // output, one group): a flat epilogue over its memory order runs per finished tile
 };
 
+// Built by lowering, node by node (each node whole before it is appended), and read-only from then on: the
+// scheduler, the kernel planner, the code generators and the runtime take it const. The planner's rewritten
+// bodies live in its own pool over `pool`.
 struct LoopProgram {
   std::vector<Buffer> buffers;
   std::vector<LoopNode> nodes;
@@ -132,9 +146,8 @@ struct LoopProgram {
   std::string str() const;  // a readable dump (tests, logs)
 };
 
-// The C-like text of an index expression: loop variables print via `var_name`, symbols as s<id>.
-// `wide`: constants carry LL (64-bit index arithmetic); off when the kernel's indices all fit in 32 bits.
-std::string index_str(const ExprPtr& e, const std::vector<std::string>& var_names, bool wide = true);
+// An index expression as the dumps print it: loop variable k as v<k>, sizes as s<id> (Python's operators).
+std::string index_text(const ExprPtr& e);
 
 // Splits an index expression into coefficients of the loop variables [0, nvars) and a rest without them.
 // False when a loop variable appears other than linearly (inside //, %, Min, Max or a product of two).

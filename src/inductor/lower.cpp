@@ -120,7 +120,7 @@ class Lowerer final : public PointwiseContext {
     if (it != L.memo.end()) return it->second;
     if (evaluating_) {  // inside another value's function: that one is evaluated again once this one is known
       needs_.emplace_back(v, idx);
-      return p_.pool.op("pending", {}, compute_type(L.dtype));
+      return p_.pool.op(SOp::pending, {}, compute_type(L.dtype));
     }
     evaluate(v, idx);
     return values_[v].memo.at(idx);
@@ -276,7 +276,7 @@ class Lowerer final : public PointwiseContext {
 
   // Appends a pointwise or reduction node computing `body` over `domain` into buffer `out` at `store_offset`.
   void add_loop_node(LoopKind kind, std::vector<ExprPtr> domain, int num_outer, SExpr body, int out,
-                     ExprPtr store_offset, std::string reduce_op = "") {
+                     ExprPtr store_offset, ReduceOp reduce_op = ReduceOp::sum) {
     LoopNode n;
     n.id = static_cast<int>(p_.nodes.size());
     n.kind = kind;
@@ -286,7 +286,7 @@ class Lowerer final : public PointwiseContext {
     n.body = body;
     n.out = out;
     n.store_offset = std::move(store_offset);
-    n.reduce_op = std::move(reduce_op);
+    n.reduce_op = reduce_op;
     p_.nodes.push_back(std::move(n));
   }
 
@@ -678,12 +678,12 @@ bool Lowerer::merge_map(const std::vector<ExprPtr>& isz, const std::vector<ExprP
 
 bool Lowerer::lower_reduction(const Node& n) {
   std::string_view name = n.op_name();
-  std::string op;
-  if (name == "sum" || name == "sum.dim_IntList") op = "sum";
-  else if (name == "mean" || name == "mean.dim") op = "mean";
-  else if (name == "amax") op = "amax";
-  else if (name == "amin") op = "amin";
-  else if (name == "prod" || name == "prod.dim_int") op = "prod";
+  ReduceOp op;
+  if (name == "sum" || name == "sum.dim_IntList") op = ReduceOp::sum;
+  else if (name == "mean" || name == "mean.dim") op = ReduceOp::mean;
+  else if (name == "amax") op = ReduceOp::amax;
+  else if (name == "amin") op = ReduceOp::amin;
+  else if (name == "prod" || name == "prod.dim_int") op = ReduceOp::prod;
   else return false;
   const Tensor& x = n.args[0].tensor();
   int64_t r = x.dim();
@@ -801,7 +801,7 @@ bool Lowerer::lower_gemm(const Node& n) {
     const Tensor bias = n.args[2].tensor();
     std::vector<ExprPtr> osz = exs(n.meta().sizes);
     define_lazy(n, [this, vp, bias, osz, t](const std::vector<ExprPtr>& idx) {
-      return p_.pool.op("add", {load(vp, idx), p_.pool.cast(load_arg(bias, osz, idx), t)}, t);
+      return p_.pool.op(SOp::add, {load(vp, idx), p_.pool.cast(load_arg(bias, osz, idx), t)}, t);
     });
   } else if (addmm) {
     const Tensor self = n.args[0].tensor();
@@ -809,11 +809,11 @@ bool Lowerer::lower_gemm(const Node& n) {
     std::vector<ExprPtr> osz = exs(n.meta().sizes);
     define_lazy(n, [this, vp, self, osz, t, beta, alpha](const std::vector<ExprPtr>& idx) {
       SExpr prod = load(vp, idx);
-      if (alpha != 1) prod = p_.pool.op("mul", {prod, p_.pool.constant(alpha, t)}, t);
+      if (alpha != 1) prod = p_.pool.op(SOp::mul, {prod, p_.pool.constant(alpha, t)}, t);
       if (beta == 0) return prod;
       SExpr s = p_.pool.cast(load_arg(self, osz, idx), t);
-      if (beta != 1) s = p_.pool.op("mul", {s, p_.pool.constant(beta, t)}, t);
-      return p_.pool.op("add", {s, prod}, t);
+      if (beta != 1) s = p_.pool.op(SOp::mul, {s, p_.pool.constant(beta, t)}, t);
+      return p_.pool.op(SOp::add, {s, prod}, t);
     });
   } else {
     value_of_[n.output().impl()] = vp;

@@ -1,6 +1,7 @@
 // Pointwise ops as scalar expressions. Each op computes in the C type of its output dtype (float for f16/bf16)
 // after casting its operands, as PyTorch's kernels do; comparisons compute in the promoted operand type; weak
 // scalars take the type of the tensor they meet.
+#include <optional>
 #include <set>
 #include <string>
 
@@ -61,14 +62,22 @@ struct Builder {
     return p().iconstant(s.to_int(), t);
   }
   SExpr k(double v) { return p().constant(v, out); }
-  SExpr op(const char* name, std::vector<SExpr> a) { return p().op(name, std::move(a), out); }
-  SExpr op(const char* name, std::vector<SExpr> a, CType t) { return p().op(name, std::move(a), t); }
+  SExpr op(SOp o, std::vector<SExpr> a) { return p().op(o, std::move(a), out); }
+  SExpr op(SOp o, std::vector<SExpr> a, CType t) { return p().op(o, std::move(a), t); }
+  // The scalar op spelled as the graph op `name` (the tables above list only such names).
+  SExpr op(std::string_view name, std::vector<SExpr> a, CType t) { return op(named(name), std::move(a), t); }
+  SExpr op(std::string_view name, std::vector<SExpr> a) { return op(named(name), std::move(a), out); }
+  static SOp named(std::string_view name) {
+    std::optional<SOp> o = scalar_op_named(name);
+    SINTER_INTERNAL_ASSERT(o.has_value(), "inductor: no scalar op named {}", name);
+    return *o;
+  }
   // x * alpha, leaving it alone when alpha is 1.
   SExpr scaled(SExpr x, std::string_view alpha_name) {
     const Value& a = n.arg(alpha_name);
     Scalar s = a.scalar();
     if (s.to_double() == 1) return x;
-    return op("mul", {x, s.is_floating() ? k(s.to_double()) : p().iconstant(s.to_int(), out)});
+    return op(SOp::mul, {x, s.is_floating() ? k(s.to_double()) : p().iconstant(s.to_int(), out)});
   }
 };
 
@@ -93,56 +102,56 @@ SExpr lower_pointwise(PointwiseContext& cx, const Node& n, const std::vector<Exp
   if (unary_ops().count(name)) {
     if (bool_result(name)) {
       CType at = name == "logical_not" ? CType::kBool : b.arg_type(0);
-      return b.op(name.c_str(), {b.arg(0, at)}, CType::kBool);
+      return b.op(name, {b.arg(0, at)}, CType::kBool);
     }
-    return b.op(name.c_str(), {b.arg(0, t)});
+    return b.op(name, {b.arg(0, t)});
   }
   if (name == "threshold") {  // x <= threshold ? value : x (so NaN stays NaN)
     SExpr x = b.arg(0, t);
-    return b.op("where", {b.op("le", {x, b.arg(1, t)}, CType::kBool), b.arg(2, t), x});
+    return b.op(SOp::where, {b.op(SOp::le, {x, b.arg(1, t)}, CType::kBool), b.arg(2, t), x});
   }
-  if (name == "add" || name == "sub") return b.op(name.c_str(), {b.arg(0, t), b.scaled(b.arg(1, t), "alpha")});
-  if (name == "rsub") return b.op("sub", {b.arg(1, t), b.scaled(b.arg(0, t), "alpha")});
+  if (name == "add" || name == "sub") return b.op(name, {b.arg(0, t), b.scaled(b.arg(1, t), "alpha")});
+  if (name == "rsub") return b.op(SOp::sub, {b.arg(1, t), b.scaled(b.arg(0, t), "alpha")});
   if (name == "mul" || name == "atan2" || name == "maximum" || name == "minimum" || name == "hypot" ||
       name == "copysign" || name == "fmod" || name == "remainder" || name == "bitwise_and" ||
       name == "bitwise_or" || name == "bitwise_xor")
-    return b.op(name.c_str(), {b.arg(0, t), b.arg(1, t)});
-  if (name == "floor_divide") return b.op("div_floor", {b.arg(0, t), b.arg(1, t)});
+    return b.op(name, {b.arg(0, t), b.arg(1, t)});
+  if (name == "floor_divide") return b.op(SOp::div_floor, {b.arg(0, t), b.arg(1, t)});
   if (name == "div") {
     int mi = s.find_arg("rounding_mode");
     std::string mode = mi >= 0 && !n.args[mi].is_none() ? n.args[mi].str_value() : "";
-    const char* o = mode == "trunc" ? "div_trunc" : mode == "floor" ? "div_floor" : "div";
+    SOp o = mode == "trunc" ? SOp::div_trunc : mode == "floor" ? SOp::div_floor : SOp::div;
     return b.op(o, {b.arg(0, t), b.arg(1, t)});
   }
   if (name == "eq" || name == "ne" || name == "lt" || name == "le" || name == "gt" || name == "ge") {
     CType ct = compute_type(result_type_of(n.args, {0, 1}));
-    return b.op(name.c_str(), {b.arg(0, ct), b.arg(1, ct)}, CType::kBool);
+    return b.op(name, {b.arg(0, ct), b.arg(1, ct)}, CType::kBool);
   }
   if (name == "logical_and" || name == "logical_or" || name == "logical_xor")
-    return b.op(name.c_str(), {b.arg(0, CType::kBool), b.arg(1, CType::kBool)}, CType::kBool);
+    return b.op(name, {b.arg(0, CType::kBool), b.arg(1, CType::kBool)}, CType::kBool);
   if (name == "pow") {
     const Value& e = n.args[1];
     if (!e.is_tensor() && is_float(t)) {
       double v = e.to_double();
       SExpr x = b.arg(0, t);
-      if (v == 2) return b.op("mul", {x, x});
+      if (v == 2) return b.op(SOp::mul, {x, x});
       if (v == 1) return x;
-      if (v == 0.5) return b.op("sqrt", {x});
-      if (v == -1) return b.op("reciprocal", {x});
-      if (v == 3) return b.op("mul", {b.op("mul", {x, x}), x});
+      if (v == 0.5) return b.op(SOp::sqrt, {x});
+      if (v == -1) return b.op(SOp::reciprocal, {x});
+      if (v == 3) return b.op(SOp::mul, {b.op(SOp::mul, {x, x}), x});
       // The same special exponents as eager's pow_tensor_scalar (src/ops/pointwise_binary.cpp), in the same
       // form: pow(-0.0, -0.5) is 1 / sqrt(-0.0) = -inf there, as in PyTorch, where std::pow gives +inf.
-      if (v == -0.5) return b.op("reciprocal", {b.op("sqrt", {x})});
-      if (v == -2) return b.op("reciprocal", {b.op("mul", {x, x})});
+      if (v == -0.5) return b.op(SOp::reciprocal, {b.op(SOp::sqrt, {x})});
+      if (v == -2) return b.op(SOp::reciprocal, {b.op(SOp::mul, {x, x})});
     }
-    return b.op("pow", {b.arg(0, t), b.arg(1, t)});
+    return b.op(SOp::pow, {b.arg(0, t), b.arg(1, t)});
   }
-  if (name == "where") return b.op("where", {b.arg(0, CType::kBool), b.arg(1, t), b.arg(2, t)});
-  if (name == "masked_fill") return b.op("where", {b.arg(1, CType::kBool), b.arg(2, t), b.arg(0, t)});
+  if (name == "where") return b.op(SOp::where, {b.arg(0, CType::kBool), b.arg(1, t), b.arg(2, t)});
+  if (name == "masked_fill") return b.op(SOp::where, {b.arg(1, CType::kBool), b.arg(2, t), b.arg(0, t)});
   if (name == "clamp") {
     SExpr x = b.arg(0, t);
-    if (!n.args[1].is_none()) x = b.op("clamp_lo", {x, b.arg(1, t)});
-    if (!n.args[2].is_none()) x = b.op("clamp_hi", {x, b.arg(2, t)});
+    if (!n.args[1].is_none()) x = b.op(SOp::clamp_lo, {x, b.arg(1, t)});
+    if (!n.args[2].is_none()) x = b.op(SOp::clamp_hi, {x, b.arg(2, t)});
     return x;
   }
   if (name == "_to_copy") {

@@ -344,19 +344,20 @@ int compare(const Expr& a, const Expr& b) {
 
 namespace {
 
-void print(const Expr& e, std::string& out);
+void print(const Expr& e, std::string& out, const SymbolNamer* namer);
 
-void print_operand(const Expr& e, std::string& out) {
+void print_operand(const Expr& e, std::string& out, const SymbolNamer* namer) {
   bool plain =
       e.is_symbol() || (e.is_const() && e.value() >= 0) || e.kind() == Kind::kMin || e.kind() == Kind::kMax;
   if (!plain) out += '(';
-  print(e, out);
+  print(e, out, namer);
   if (!plain) out += ')';
 }
 
 uint64_t magnitude(int64_t v) { return v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v); }
 
-void print_product(bool negative, uint64_t coeff, const std::vector<ExprPtr>& factors, std::string& out) {
+void print_product(bool negative, uint64_t coeff, const std::vector<ExprPtr>& factors, std::string& out,
+                   const SymbolNamer* namer) {
   if (negative) out += '-';
   if (coeff != 1) out += fmt::format("{}*", coeff);
   for (size_t i = 0; i < factors.size(); ++i) {
@@ -366,49 +367,49 @@ void print_product(bool negative, uint64_t coeff, const std::vector<ExprPtr>& fa
     bool alone = !negative && coeff == 1 && factors.size() == 1;
     bool paren = k == Kind::kAdd || ((k == Kind::kFloorDiv || k == Kind::kMod) && !alone);
     if (paren) out += '(';
-    print(*factors[i], out);
+    print(*factors[i], out, namer);
     if (paren) out += ')';
   }
 }
 
 // A term of a sum without its sign.
-void print_magnitude(const Expr& t, std::string& out) {
+void print_magnitude(const Expr& t, std::string& out, const SymbolNamer* namer) {
   if (t.kind() == Kind::kMul)
-    print_product(false, magnitude(t.value()), t.args(), out);
+    print_product(false, magnitude(t.value()), t.args(), out, namer);
   else
-    print(t, out);
+    print(t, out, namer);
 }
 
-void print(const Expr& e, std::string& out) {
+void print(const Expr& e, std::string& out, const SymbolNamer* namer) {
   switch (e.kind()) {
     case Kind::kConst: out += fmt::format("{}", e.value()); return;
-    case Kind::kSymbol: out += fmt::format("s{}", e.value()); return;
+    case Kind::kSymbol: out += namer != nullptr ? (*namer)(e.value()) : fmt::format("s{}", e.value()); return;
     case Kind::kAdd:
       for (size_t i = 0; i < e.args().size(); ++i) {
         const Expr& t = *e.args()[i];
         bool negative = t.kind() == Kind::kMul && t.value() < 0;
         if (i == 0) {
-          print(t, out);  // a leading minus binds tighter than //, which print_product handles
+          print(t, out, namer);  // a leading minus binds tighter than //, which print_product handles
         } else {
           out += negative ? " - " : " + ";
-          print_magnitude(t, out);
+          print_magnitude(t, out, namer);
         }
       }
       if (e.value() != 0) out += fmt::format(" {} {}", e.value() < 0 ? '-' : '+', magnitude(e.value()));
       return;
-    case Kind::kMul: print_product(e.value() < 0, magnitude(e.value()), e.args(), out); return;
+    case Kind::kMul: print_product(e.value() < 0, magnitude(e.value()), e.args(), out, namer); return;
     case Kind::kFloorDiv:
     case Kind::kMod:
-      print_operand(*e.args()[0], out);
+      print_operand(*e.args()[0], out, namer);
       out += e.kind() == Kind::kFloorDiv ? "//" : " % ";
-      print_operand(*e.args()[1], out);
+      print_operand(*e.args()[1], out, namer);
       return;
     case Kind::kMin:
     case Kind::kMax:
       out += e.kind() == Kind::kMin ? "Min(" : "Max(";
       for (size_t i = 0; i < e.args().size(); ++i) {
         if (i) out += ", ";
-        print(*e.args()[i], out);
+        print(*e.args()[i], out, namer);
       }
       out += ')';
       return;
@@ -528,11 +529,18 @@ class Parser {
 
 std::string Expr::str() const {
   std::string out;
-  print(*this, out);
+  print(*this, out, nullptr);
   return out;
 }
 
 std::string to_string(const ExprPtr& e) { return e ? e->str() : "<null>"; }
+
+std::string to_string(const ExprPtr& e, const SymbolNamer& namer) {
+  if (!e) return "<null>";
+  std::string out;
+  print(*e, out, &namer);
+  return out;
+}
 
 ExprPtr parse_expr(std::string_view text) { return Parser(text).parse(); }
 

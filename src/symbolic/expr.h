@@ -3,6 +3,7 @@
 // by the loop IR's index arithmetic. The text form ("2*s0 + 3", "(s0 + 1)//2", "Min(s0, s1)") parses back.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -81,6 +82,9 @@ int compare(const Expr& a, const Expr& b);
 // Text. parse_expr accepts what str() prints (and ordinary spacing variants) and throws sinter::Error on
 // anything else; parse_expr(e->str()) == e.
 std::string to_string(const ExprPtr& e);
+// The same text with each symbol spelled by `namer` (given its id) instead of s<id>.
+using SymbolNamer = std::function<std::string(int64_t)>;
+std::string to_string(const ExprPtr& e, const SymbolNamer& namer);
 ExprPtr parse_expr(std::string_view text);
 
 // Values of symbols, indexed by symbol id (s3's value is values[3]).

@@ -16,13 +16,13 @@
 
 #include "codegen/cpp/prelude.h"
 #include "codegen/cpp/toolchain.h"
-#include "runtime/cache_files.h"
-#include "runtime/kernel_cache.h"
+#include "support/cache_files.h"
+#include "codegen/cpp/kernel_cache.h"
 
 namespace sinter::codegen::cpp {
 namespace {
 
-using runtime::CompiledObject;
+using codegen::cpp::CompiledObject;
 using UnaryFn = void (*)(const float*, float*, long long);
 using BinaryFn = void (*)(const float*, const float*, float*, long long);
 using ToHalfFn = void (*)(const float*, uint16_t*, long long);
@@ -60,12 +60,12 @@ class Prelude : public ::testing::Test {
     ASSERT_NE(mkdtemp(templ), nullptr);
     dir_ = new std::string(templ);
     setenv("SINTER_CACHE_DIR", dir_->c_str(), 1);
-    obj_ = new CompiledObject(runtime::compile_and_load({test_unit()}, "prelude_test"));
+    obj_ = new CompiledObject(codegen::cpp::compile_and_load({test_unit()}, "prelude_test"));
   }
   static void TearDownTestSuite() {
     delete obj_;
-    runtime::clear_memory_cache();
-    runtime::remove_tree(*dir_);
+    codegen::cpp::clear_memory_cache();
+    support::remove_tree(*dir_);
     unsetenv("SINTER_CACHE_DIR");
     delete dir_;
   }
@@ -172,7 +172,7 @@ TEST_F(Prelude, ClangBuildIsAsAccurate) {
   setenv("SINTER_CXX", "clang++", 1);
   CompiledObject clang;
   try {
-    clang = runtime::compile_and_load({test_unit()}, "prelude_clang");
+    clang = codegen::cpp::compile_and_load({test_unit()}, "prelude_clang");
   } catch (...) {
     unsetenv("SINTER_CXX");
     throw;
@@ -324,12 +324,12 @@ double time_per_element_ns(UnaryFn f, const std::vector<float>& x, std::vector<f
 
 TEST_F(Prelude, LoopsVectorise) {
   // The same unit without vectorisation (and, on AVX-512 hosts, with 256-bit vectors) for comparison.
-  CompiledObject scalar = runtime::compile_and_load({test_unit()}, "prelude_scalar",
+  CompiledObject scalar = codegen::cpp::compile_and_load({test_unit()}, "prelude_scalar",
                                                     {.extra_flags = {"-fno-tree-vectorize", "-fno-openmp-simd"}});
   bool avx512 = host_cpu_features().avx512;
   CompiledObject wide;
   if (avx512)
-    wide = runtime::compile_and_load({test_unit()}, "prelude_256", {.extra_flags = {"-mprefer-vector-width=256"}});
+    wide = codegen::cpp::compile_and_load({test_unit()}, "prelude_256", {.extra_flags = {"-mprefer-vector-width=256"}});
   std::vector<float> x(4096), y(4096);
   std::mt19937 rng(7);
   for (float& v : x) v = std::uniform_real_distribution<float>(-8, 8)(rng);

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "cache_dir_fixture.h"
-#include "runtime/kernel_cache.h"
+#include "codegen/cpp/kernel_cache.h"
 #include "sinter/compile.h"
 #include "sinter/ops.h"
 #include "support/log.h"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cache_dir_fixture.h"
-#include "runtime/kernel_cache.h"
+#include "codegen/cpp/kernel_cache.h"
 #include "sinter/compile.h"
 #include "sinter/ops.h"
 #include "testing.h"
@@ -29,8 +29,8 @@ namespace sinter {
 namespace {
 
 namespace fs = std::filesystem;
-using runtime::kernel_cache_stats;
-using runtime::KernelCacheStats;
+using codegen::cpp::kernel_cache_stats;
+using codegen::cpp::KernelCacheStats;
 
 // The graph the processes share: a row reduction with its prologue and epilogue, and a broadcast add.
 Tensor shared_graph(const Tensor& x) { return softmax(x * 1.25 + 0.5, -1) + x.sum(DimList{1}, true); }
@@ -114,7 +114,7 @@ class InductorCache : public testing::CacheDirFixture {
 TEST_F(InductorCache, SecondProcessCompilesNothing) {
   compile_and_check();
   ASSERT_GE(delta().compiled, 1);
-  runtime::clear_memory_cache();
+  codegen::cpp::clear_memory_cache();
   EXPECT_EQ(wait_child(spawn_child("warm")), 0) << "the child compiled again or failed (its output is above)";
 }
 
@@ -133,7 +133,7 @@ std::string read_all(const fs::path& path) {
 
 TEST_F(InductorCache, CorruptOrTruncatedEntryIsDetectedAndRebuilt) {
   compile_and_check();
-  runtime::clear_memory_cache();
+  codegen::cpp::clear_memory_cache();
   std::vector<fs::path> objs = objects();
   ASSERT_EQ(objs.size(), 1u);
   std::string good = read_all(objs[0]);
@@ -143,7 +143,7 @@ TEST_F(InductorCache, CorruptOrTruncatedEntryIsDetectedAndRebuilt) {
   compile_and_check();
   EXPECT_EQ(delta().corrupt, 1);
   EXPECT_EQ(delta().compiled, 2);
-  runtime::clear_memory_cache();
+  codegen::cpp::clear_memory_cache();
 
   objs = objects();
   ASSERT_EQ(objs.size(), 1u);
@@ -153,7 +153,7 @@ TEST_F(InductorCache, CorruptOrTruncatedEntryIsDetectedAndRebuilt) {
   compile_and_check();
   EXPECT_EQ(delta().corrupt, 2);
   EXPECT_EQ(delta().compiled, 3);
-  runtime::clear_memory_cache();
+  codegen::cpp::clear_memory_cache();
 
   compile_and_check();  // the rebuilt entry is good
   EXPECT_EQ(delta().compiled, 3);

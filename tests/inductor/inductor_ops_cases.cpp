@@ -4,7 +4,7 @@
 
 #include "backends/backends.h"
 #include "passes/pipeline.h"
-#include "runtime/compiled_program.h"
+#include "runtime/executor.h"
 #include "testing.h"
 
 namespace sinter::inductor_ops {

@@ -85,7 +85,8 @@ TEST(LongChain, TwentyThousandOpsThroughCaptureLoweringAndCodegen) {
     passes::run_inductor_passes(g, passes::PassContext{});
     inductor::LoopProgram program = inductor::lower(g);
     inductor::Schedule schedule = inductor::schedule(program);
-    codegen::cpp::GeneratedCode code = codegen::cpp::generate(program, schedule, 4);
+    inductor::ProgramPlan plan = inductor::plan_kernels(program, schedule);
+    codegen::cpp::GeneratedCode code = codegen::cpp::generate(program, plan, 4);
     generated->loop_nodes = static_cast<int>(program.nodes.size());
     generated->kernels = schedule.launches();
     for (const std::string& u : code.units) generated->largest_unit = std::max(generated->largest_unit, u.size());

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/debug_dump.h"
+#include "support/debug_dump.h"
 #include "support/log.h"
 #include "support/warning.h"
 #include "scoped_env.h"
@@ -60,7 +60,7 @@ TEST(SettingsWarning, UnusableDebugDirIsReportedOnce) {
   {
     ScopedEnv debug("SINTER_DEBUG_DIR", file + "/sub");
     ::testing::internal::CaptureStderr();
-    runtime::DebugDump a(file + "/sub", "graph_a"), b(file + "/sub", "graph_b");
+    support::DebugDump a(file + "/sub", "graph_a"), b(file + "/sub", "graph_b");
     std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_FALSE(a.active());
     EXPECT_FALSE(b.active());

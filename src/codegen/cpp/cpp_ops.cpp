@@ -82,10 +82,16 @@ std::string store_str(DType dt, const std::string& v) {
   return fmt::format("({})({})", storage_type(dt), v);
 }
 
-std::string reduce_init(const std::string& op, CType t) {
-  if (op == "sum" || op == "mean") return flt(t) ? lit(0, t) : "0";
-  if (op == "prod") return flt(t) ? lit(1, t) : "1";
-  bool max = op == "amax";
+std::string reduce_init(inductor::ReduceOp op, CType t) {
+  using inductor::ReduceOp;
+  bool max = op == ReduceOp::amax;
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean: return flt(t) ? lit(0, t) : "0";
+    case ReduceOp::prod: return flt(t) ? lit(1, t) : "1";
+    case ReduceOp::amax:
+    case ReduceOp::amin: break;
+  }
   if (flt(t)) return lit(max ? -INFINITY : INFINITY, t);
   switch (t) {
     case CType::kBool: return max ? "false" : "true";
@@ -96,124 +102,242 @@ std::string reduce_init(const std::string& op, CType t) {
   }
 }
 
-std::string reduce_combine(const std::string& op, const std::string& acc, const std::string& v) {
-  if (op == "sum" || op == "mean") return fmt::format("{} + {}", acc, v);
-  if (op == "prod") return fmt::format("{} * {}", acc, v);
-  // NaN propagates: once the accumulator is NaN no comparison replaces it.
-  if (op == "amax") return fmt::format("(({1} > {0} || {1} != {1}) ? {1} : {0})", acc, v);
-  if (op == "amin") return fmt::format("(({1} < {0} || {1} != {1}) ? {1} : {0})", acc, v);
-  SINTER_INTERNAL_ASSERT(false, "codegen: unknown reduction {}", op);
+std::string reduce_combine(inductor::ReduceOp op, const std::string& acc, const std::string& v) {
+  using inductor::ReduceOp;
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::mean: return fmt::format("{} + {}", acc, v);
+    case ReduceOp::prod: return fmt::format("{} * {}", acc, v);
+    // NaN propagates: once the accumulator is NaN no comparison replaces it.
+    case ReduceOp::amax: return fmt::format("(({1} > {0} || {1} != {1}) ? {1} : {0})", acc, v);
+    case ReduceOp::amin: return fmt::format("(({1} < {0} || {1} != {1}) ? {1} : {0})", acc, v);
+  }
   return "";
 }
 
-std::string op_str(const std::string& op, CType t, const std::vector<std::string>& a,
-                   const std::vector<CType>& at) {
+namespace {
+
+// Integer division and remainder: a divisor of -1 is split off because INT_MIN / -1 (and INT_MIN % -1) traps on
+// x86 for 32- and 64-bit operands, while PyTorch wraps (the negation is done in unsigned arithmetic to wrap
+// without UB). A zero divisor raises the kernel's error flag (the runtime throws ZeroDivisionError, as eager
+// does) instead of executing a trapping division.
+std::string integer_division(inductor::SOp op, const char* T, const std::vector<std::string>& a) {
+  using inductor::SOp;
+  std::string neg = fmt::format("({})(0ULL - (sn_u64)({}))", T, a[0]);
+  std::string q = op == SOp::div_trunc   ? fmt::format("{} / {}", a[0], a[1])
+                  : op == SOp::div_floor ? fmt::format("({})sn_ifloordiv({}, {})", T, a[0], a[1])
+                  : op == SOp::fmod      ? fmt::format("{} % {}", a[0], a[1])
+                                         : fmt::format("({})sn_imod({}, {})", T, a[0], a[1]);
+  bool quotient = op == SOp::div_trunc || op == SOp::div_floor;
+  return fmt::format("({1} == 0 ? (a_->error[0] = 1, ({0})0) : ({1} == -1 ? {2} : {3}))", T, a[1],
+                     quotient ? neg : fmt::format("({})0", T), q);
+}
+
+}  // namespace
+
+std::string op_str(inductor::SOp op, CType t, const std::vector<std::string>& a, const std::vector<CType>& at) {
+  using inductor::SOp;
   const char* T = inductor::ctype_name(t);
   auto k = [&](double v) { return lit(v, t); };
-  if (op == "cast") {
-    if (t == CType::kBool) return fmt::format("({} != 0)", a[0]);
-    // Float to integer as eager's conversion: NaN -> 0, beyond int64's range saturated, then truncated toward
-    // zero to int64 and wrapped to the target width (a plain C cast is undefined for these values).
-    if (!flt(t) && flt(at[0])) return fmt::format("({})sn_f2i({})", T, a[0]);
-    return fmt::format("({})({})", T, a[0]);
+  const std::string x = a.empty() ? std::string() : a[0];
+  const std::string name(inductor::scalar_op_name(op));
+  switch (op) {
+    case SOp::cast:
+      if (t == CType::kBool) return fmt::format("({} != 0)", x);
+      // Float to integer as eager's conversion: NaN -> 0, beyond int64's range saturated, then truncated toward
+      // zero to int64 and wrapped to the target width (a plain C cast is undefined for these values).
+      if (!flt(t) && flt(at[0])) return fmt::format("({})sn_f2i({})", T, x);
+      return fmt::format("({})({})", T, x);
+    case SOp::round_f16: return fmt::format("sn_f16_to_f32(sn_f32_to_f16({}))", x);
+    case SOp::round_bf16: return fmt::format("sn_bf16_to_f32(sn_f32_to_bf16({}))", x);
+    case SOp::add: return fmt::format("{} + {}", a[0], a[1]);
+    case SOp::sub: return fmt::format("{} - {}", a[0], a[1]);
+    case SOp::mul: return t == CType::kBool ? fmt::format("{} && {}", a[0], a[1]) : fmt::format("{} * {}", a[0], a[1]);
+    case SOp::div: return fmt::format("{} / {}", a[0], a[1]);
+    case SOp::div_trunc:
+      if (!flt(t)) return integer_division(op, T, a);
+      return math("trunc", t, a[0] + " / " + a[1]);
+    case SOp::fmod:
+      if (!flt(t)) return integer_division(op, T, a);
+      return fmt::format("__builtin_fmod{}({}, {})", f32(t) ? "f" : "", a[0], a[1]);
+    // Floating remainder and floor division as PyTorch computes them (from fmod, so 1 // 0.1 == 9 and -1 % inf ==
+    // inf, where floor(a / b) would round the quotient first). GNU statement expressions (g++ and clang++) keep
+    // the temporaries local to the one SSA value they define.
+    case SOp::remainder:
+      if (!flt(t)) return integer_division(op, T, a);
+      return fmt::format("({{ const {0} m_ = {1}; (m_ != 0 && (({2} < 0) != (m_ < 0))) ? m_ + {2} : m_; }})", T,
+                         op_str(SOp::fmod, t, a, at), a[1]);
+    case SOp::div_floor: {
+      if (!flt(t)) return integer_division(op, T, a);
+      std::string fl = f32(t) ? "__builtin_floorf" : "__builtin_floor", cs = f32(t) ? "__builtin_copysignf" : "__builtin_copysign";
+      return fmt::format(
+          "({{ const {0} m_ = {1}; {0} d_ = ({2} - m_) / {3}; if (m_ != 0 && (({3} < 0) != (m_ < 0))) d_ -= 1; "
+          "const {0} f_ = {4}(d_); {3} == 0 ? {2} / {3} : (d_ == 0 ? {5}(0, {2} / {3}) : (d_ - f_ > {6} ? f_ + 1 : f_)); }})",
+          T, op_str(SOp::fmod, t, a, at), a[0], a[1], fl, cs, k(0.5));
+    }
+    case SOp::pow:
+      // Integer power by squaring in wrapping 64-bit arithmetic; negative exponents give 0 except for bases 1 and
+      // -1 (PyTorch's integer pow), where a double pow would lose precision above 2^53 and overflow undefinedly.
+      if (!flt(t))
+        return fmt::format(
+            "({{ sn_u64 b_ = (sn_u64)(sn_i64)({1}), a_ = (sn_u64)(sn_i64)({0}), r_ = 1; "
+            "if ((sn_i64)b_ < 0) r_ = a_ == 1 ? 1 : (a_ == (sn_u64)-1 ? ((b_ & 1) ? (sn_u64)-1 : 1) : 0); "
+            "else for (; b_; b_ >>= 1) {{ if (b_ & 1) r_ *= a_; a_ *= a_; }} ({2})(sn_i64)r_; }})",
+            a[0], a[1], T);
+      return f32(t) ? fmt::format("sn_pow({}, {})", a[0], a[1]) : fmt::format("__builtin_pow({}, {})", a[0], a[1]);
+    case SOp::atan2:
+    case SOp::hypot:
+    case SOp::copysign: return fmt::format("__builtin_{}{}({}, {})", name, f32(t) ? "f" : "", a[0], a[1]);
+    case SOp::maximum:
+    case SOp::minimum: {
+      if (f32(t)) return fmt::format("{}({}, {})", op == SOp::maximum ? "sn_max" : "sn_min", a[0], a[1]);
+      const char* cmp = op == SOp::maximum ? ">" : "<";
+      if (flt(t)) return fmt::format("(({0} {2} {1} || {0} != {0}) ? {0} : {1})", a[0], a[1], cmp);
+      return fmt::format("({0} {2} {1} ? {0} : {1})", a[0], a[1], cmp);
+    }
+    // A NaN bound gives NaN, as PyTorch's clamp (a NaN x stays NaN because both comparisons are false).
+    case SOp::clamp_lo:
+      return flt(t) ? fmt::format("(({0} < {1} || {1} != {1}) ? {1} : {0})", a[0], a[1])
+                    : fmt::format("({0} < {1} ? {1} : {0})", a[0], a[1]);
+    case SOp::clamp_hi:
+      return flt(t) ? fmt::format("(({0} > {1} || {1} != {1}) ? {1} : {0})", a[0], a[1])
+                    : fmt::format("({0} > {1} ? {1} : {0})", a[0], a[1]);
+    case SOp::eq: return fmt::format("{} == {}", a[0], a[1]);
+    case SOp::ne: return fmt::format("{} != {}", a[0], a[1]);
+    case SOp::lt: return fmt::format("{} < {}", a[0], a[1]);
+    case SOp::le: return fmt::format("{} <= {}", a[0], a[1]);
+    case SOp::gt: return fmt::format("{} > {}", a[0], a[1]);
+    case SOp::ge: return fmt::format("{} >= {}", a[0], a[1]);
+    case SOp::logical_and: return fmt::format("{} && {}", a[0], a[1]);
+    case SOp::logical_or: return fmt::format("{} || {}", a[0], a[1]);
+    case SOp::logical_xor: return fmt::format("{} != {}", a[0], a[1]);
+    case SOp::logical_not: return "!" + x;
+    case SOp::bitwise_and: return fmt::format("({})({} & {})", T, a[0], a[1]);
+    case SOp::bitwise_or: return fmt::format("({})({} | {})", T, a[0], a[1]);
+    case SOp::bitwise_xor: return fmt::format("({})({} ^ {})", T, a[0], a[1]);
+    case SOp::bitwise_not: return t == CType::kBool ? "!" + x : fmt::format("({})~{}", T, x);
+    case SOp::where: return fmt::format("{} ? {} : {}", a[0], a[1], a[2]);
+    case SOp::isnan: return fmt::format("{0} != {0}", x);
+    case SOp::isinf: return flt(at[0]) ? fmt::format("({0} - {0} != 0 && {0} == {0})", x) : "false";
+    case SOp::isfinite: return flt(at[0]) ? fmt::format("({0} - {0} == 0)", x) : "true";
+    case SOp::signbit:
+      if (!flt(at[0])) return fmt::format("({} < 0)", x);
+      return fmt::format("{}({})", f32(at[0]) ? "sn_signbit" : "sn_signbit_d", x);
+    case SOp::neg: return "-(" + x + ")";
+    case SOp::abs: return flt(t) ? math("abs", t, x) : fmt::format("({0} < 0 ? ({1})-{0} : {0})", x, T);
+    case SOp::sign:
+      if (t == CType::kBool) return x;
+      return fmt::format("({})(({} > 0) - ({} < 0))", T, x, x);
+    case SOp::relu: return fmt::format("({0} < 0 ? ({1})0 : {0})", x, T);
+    case SOp::reciprocal: return fmt::format("{} / {}", k(1), x);
+    case SOp::round: return math("rint", t, x);
+    case SOp::frac: return fmt::format("{} - {}", x, math("trunc", t, x));
+    case SOp::log10: return fmt::format("{} * {}", math("log", t, x), k(0.43429448190325182765));
+    // Math functions: the prelude's vectorisable float version where there is one, else the builtin.
+    case SOp::floor:
+    case SOp::ceil:
+    case SOp::trunc:
+    case SOp::sqrt:
+    case SOp::rsqrt:
+    case SOp::exp:
+    case SOp::exp2:
+    case SOp::expm1:
+    case SOp::log:
+    case SOp::log2:
+    case SOp::log1p:
+    case SOp::sin:
+    case SOp::cos:
+    case SOp::tan:
+    case SOp::asin:
+    case SOp::acos:
+    case SOp::atan:
+    case SOp::sinh:
+    case SOp::cosh:
+    case SOp::tanh:
+    case SOp::asinh:
+    case SOp::acosh:
+    case SOp::atanh:
+    case SOp::sigmoid:
+    case SOp::erf:
+    case SOp::erfc: return math(name, t, x);
+    case SOp::pending: break;
   }
-  if (op == "round_f16") return fmt::format("sn_f16_to_f32(sn_f32_to_f16({}))", a[0]);
-  if (op == "round_bf16") return fmt::format("sn_bf16_to_f32(sn_f32_to_bf16({}))", a[0]);
-  // Binary arithmetic.
-  if (op == "add") return fmt::format("{} + {}", a[0], a[1]);
-  if (op == "sub") return fmt::format("{} - {}", a[0], a[1]);
-  if (op == "mul") return t == CType::kBool ? fmt::format("{} && {}", a[0], a[1]) : fmt::format("{} * {}", a[0], a[1]);
-  if (op == "div") return fmt::format("{} / {}", a[0], a[1]);
-  // Integer division: a divisor of -1 is split off because INT_MIN / -1 (and INT_MIN % -1) traps on x86 for 32-
-  // and 64-bit operands, while PyTorch wraps (the negation is done in unsigned arithmetic to wrap without UB).
-  if (!flt(t) && (op == "div_trunc" || op == "div_floor" || op == "fmod" || op == "remainder")) {
-    std::string neg = fmt::format("({})(0ULL - (sn_u64)({}))", T, a[0]);
-    std::string q = op == "div_trunc" ? fmt::format("{} / {}", a[0], a[1])
-                    : op == "div_floor" ? fmt::format("({})sn_ifloordiv({}, {})", T, a[0], a[1])
-                    : op == "fmod"      ? fmt::format("{} % {}", a[0], a[1])
-                                        : fmt::format("({})sn_imod({}, {})", T, a[0], a[1]);
-    bool quotient = op == "div_trunc" || op == "div_floor";
-    // A zero divisor raises the kernel's error flag (the runtime throws ZeroDivisionError, as eager does)
-    // instead of executing a trapping division.
-    return fmt::format("({1} == 0 ? (a_->error[0] = 1, ({0})0) : ({1} == -1 ? {2} : {3}))", T, a[1],
-                       quotient ? neg : fmt::format("({})0", T), q);
+  SINTER_INTERNAL_ASSERT(false, "codegen: scalar op {} has no C++ form", name);
+  return "";
+}
+
+namespace {
+
+// Whether e is >= 0 for all values of its symbols, by signs alone: every symbol is (sizes and integer arguments
+// are at least 2, loop variables at least 0).
+bool non_negative(const ExprPtr& e) {
+  using sym::Kind;
+  switch (e->kind()) {
+    case Kind::kConst: return e->value() >= 0;
+    case Kind::kSymbol: return true;
+    case Kind::kAdd:
+    case Kind::kMul:
+      if (e->value() < 0) return false;
+      [[fallthrough]];
+    case Kind::kMin:
+    case Kind::kMax:
+      for (const ExprPtr& a : e->args())
+        if (!non_negative(a)) return false;
+      return true;
+    case Kind::kFloorDiv:
+    case Kind::kMod: return non_negative(e->args()[0]) && non_negative(e->args()[1]);
   }
-  if (op == "div_trunc") return math("trunc", t, a[0] + " / " + a[1]);
-  if (op == "fmod") return fmt::format("__builtin_fmod{}({}, {})", f32(t) ? "f" : "", a[0], a[1]);
-  // Floating remainder and floor division as PyTorch computes them (from fmod, so 1 // 0.1 == 9 and -1 % inf ==
-  // inf, where floor(a / b) would round the quotient first). GNU statement expressions (g++ and clang++) keep the
-  // temporaries local to the one SSA value they define.
-  if (op == "remainder")
-    return fmt::format("({{ const {0} m_ = {1}; (m_ != 0 && (({2} < 0) != (m_ < 0))) ? m_ + {2} : m_; }})", T,
-                       op_str("fmod", t, a, at), a[1]);
-  if (op == "div_floor") {
-    std::string fl = f32(t) ? "__builtin_floorf" : "__builtin_floor", cs = f32(t) ? "__builtin_copysignf" : "__builtin_copysign";
-    return fmt::format(
-        "({{ const {0} m_ = {1}; {0} d_ = ({2} - m_) / {3}; if (m_ != 0 && (({3} < 0) != (m_ < 0))) d_ -= 1; "
-        "const {0} f_ = {4}(d_); {3} == 0 ? {2} / {3} : (d_ == 0 ? {5}(0, {2} / {3}) : (d_ - f_ > {6} ? f_ + 1 : f_)); }})",
-        T, op_str("fmod", t, a, at), a[0], a[1], fl, cs, k(0.5));
+  return false;
+}
+
+}  // namespace
+
+std::string index_expr(const ExprPtr& e, const std::vector<std::string>& var_names, bool wide) {
+  using sym::Kind;
+  auto sub = [&](const ExprPtr& x) { return index_expr(x, var_names, wide); };
+  auto constant = [&](int64_t v) { return std::to_string(v) + (wide ? "LL" : ""); };
+  switch (e->kind()) {
+    case Kind::kConst: return constant(e->value());
+    case Kind::kSymbol: {
+      int64_t id = e->symbol_id();
+      if (inductor::is_loop_var(id)) {
+        int k = inductor::loop_var_index(id);
+        SINTER_INTERNAL_ASSERT(k < static_cast<int>(var_names.size()), "index_expr: loop variable {} unnamed", k);
+        return var_names[k];
+      }
+      return fmt::format("s{}", id);
+    }
+    case Kind::kAdd: {
+      std::string s = "(";
+      for (size_t i = 0; i < e->args().size(); ++i) s += (i ? " + " : "") + sub(e->args()[i]);
+      if (e->value() != 0) s += " + " + constant(e->value());
+      return s + ")";
+    }
+    case Kind::kMul: {
+      std::string s = e->value() == 1 ? "(" : "(" + constant(e->value());
+      for (size_t i = 0; i < e->args().size(); ++i) s += (i || e->value() != 1 ? " * " : "") + sub(e->args()[i]);
+      return s + ")";
+    }
+    // C's / and % agree with Python's // and % for non-negative operands (indices); a size such as
+    // (2*s0//3 - 2)//3 + 1, an empty slice's length, divides a negative value for some sizes and takes the
+    // prelude's floor forms.
+    case Kind::kFloorDiv:
+    case Kind::kMod: {
+      std::string a = sub(e->args()[0]), b = sub(e->args()[1]);
+      bool floor = e->kind() == Kind::kFloorDiv;
+      if (non_negative(e->args()[0]) && non_negative(e->args()[1]))
+        return fmt::format("({} {} {})", a, floor ? "/" : "%", b);
+      return fmt::format("{}({}, {})", floor ? "sn_ifloordiv" : "sn_imod", a, b);
+    }
+    case Kind::kMin:
+    case Kind::kMax: {
+      std::string s = sub(e->args()[0]);
+      const char* f = e->kind() == Kind::kMin ? "sn_imin" : "sn_imax";
+      for (size_t i = 1; i < e->args().size(); ++i) s = fmt::format("{}({}, {})", f, s, sub(e->args()[i]));
+      return s;
+    }
   }
-  if (op == "pow" && !flt(t)) {
-    // Integer power by squaring in wrapping 64-bit arithmetic; negative exponents give 0 except for bases 1 and -1
-    // (PyTorch's integer pow), where a double pow would lose precision above 2^53 and overflow undefinedly.
-    return fmt::format(
-        "({{ sn_u64 b_ = (sn_u64)(sn_i64)({1}), a_ = (sn_u64)(sn_i64)({0}), r_ = 1; "
-        "if ((sn_i64)b_ < 0) r_ = a_ == 1 ? 1 : (a_ == (sn_u64)-1 ? ((b_ & 1) ? (sn_u64)-1 : 1) : 0); "
-        "else for (; b_; b_ >>= 1) {{ if (b_ & 1) r_ *= a_; a_ *= a_; }} ({2})(sn_i64)r_; }})",
-        a[0], a[1], T);
-  }
-  if (op == "pow") return f32(t) ? fmt::format("sn_pow({}, {})", a[0], a[1]) : fmt::format("__builtin_pow({}, {})", a[0], a[1]);
-  if (op == "atan2" || op == "hypot" || op == "copysign")
-    return fmt::format("__builtin_{}{}({}, {})", op, f32(t) ? "f" : "", a[0], a[1]);
-  if (op == "maximum" || op == "minimum") {
-    if (f32(t)) return fmt::format("{}({}, {})", op == "maximum" ? "sn_max" : "sn_min", a[0], a[1]);
-    const char* cmp = op == "maximum" ? ">" : "<";
-    if (flt(t)) return fmt::format("(({0} {2} {1} || {0} != {0}) ? {0} : {1})", a[0], a[1], cmp);
-    return fmt::format("({0} {2} {1} ? {0} : {1})", a[0], a[1], cmp);
-  }
-  // A NaN bound gives NaN, as PyTorch's clamp (a NaN x stays NaN because both comparisons are false).
-  if (op == "clamp_lo")
-    return flt(t) ? fmt::format("(({0} < {1} || {1} != {1}) ? {1} : {0})", a[0], a[1])
-                  : fmt::format("({0} < {1} ? {1} : {0})", a[0], a[1]);
-  if (op == "clamp_hi")
-    return flt(t) ? fmt::format("(({0} > {1} || {1} != {1}) ? {1} : {0})", a[0], a[1])
-                  : fmt::format("({0} > {1} ? {1} : {0})", a[0], a[1]);
-  static const std::map<std::string, const char*> cmp = {{"eq", "=="}, {"ne", "!="}, {"lt", "<"},
-                                                         {"le", "<="}, {"gt", ">"},  {"ge", ">="}};
-  if (auto it = cmp.find(op); it != cmp.end()) return fmt::format("{} {} {}", a[0], it->second, a[1]);
-  if (op == "logical_and") return fmt::format("{} && {}", a[0], a[1]);
-  if (op == "logical_or") return fmt::format("{} || {}", a[0], a[1]);
-  if (op == "logical_xor") return fmt::format("{} != {}", a[0], a[1]);
-  if (op == "bitwise_and") return fmt::format("({})({} & {})", T, a[0], a[1]);
-  if (op == "bitwise_or") return fmt::format("({})({} | {})", T, a[0], a[1]);
-  if (op == "bitwise_xor") return fmt::format("({})({} ^ {})", T, a[0], a[1]);
-  if (op == "where") return fmt::format("{} ? {} : {}", a[0], a[1], a[2]);
-  // Unary.
-  const std::string& x = a.empty() ? std::string() : a[0];
-  if (op == "neg") return "-(" + x + ")";
-  if (op == "abs") return flt(t) ? math("abs", t, x) : fmt::format("({0} < 0 ? ({1})-{0} : {0})", x, T);
-  if (op == "sign") {
-    if (t == CType::kBool) return x;
-    return fmt::format("({})(({} > 0) - ({} < 0))", T, x, x);
-  }
-  if (op == "relu") return fmt::format("({0} < 0 ? ({1})0 : {0})", x, T);
-  if (op == "reciprocal") return fmt::format("{} / {}", k(1), x);
-  if (op == "logical_not") return "!" + x;
-  if (op == "bitwise_not") return t == CType::kBool ? "!" + x : fmt::format("({})~{}", T, x);
-  if (op == "isnan") return fmt::format("{0} != {0}", x);
-  if (op == "isinf") return flt(at[0]) ? fmt::format("({0} - {0} != 0 && {0} == {0})", x) : "false";
-  if (op == "isfinite") return flt(at[0]) ? fmt::format("({0} - {0} == 0)", x) : "true";
-  if (op == "signbit") {
-    if (!flt(at[0])) return fmt::format("({} < 0)", x);
-    return fmt::format("{}({})", f32(at[0]) ? "sn_signbit" : "sn_signbit_d", x);
-  }
-  if (op == "log10") return fmt::format("{} * {}", math("log", t, x), k(0.43429448190325182765));
-  if (op == "erfc" || op == "round" || op == "trunc" || op == "tan" || op == "asin" || op == "acos" ||
-      op == "atan" || op == "sinh" || op == "cosh" || op == "asinh" || op == "acosh" || op == "atanh")
-    return math(op == "round" ? "rint" : op, t, x);
-  if (op == "frac") return fmt::format("{} - {}", x, math("trunc", t, x));
-  // Plain math functions with the same name everywhere.
-  return math(op, t, x);
+  return "?";
 }
 
 }  // namespace sinter::codegen::cpp

@@ -1,4 +1,4 @@
-#include "runtime/compiler_driver.h"
+#include "codegen/cpp/compiler_driver.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -10,7 +10,7 @@
 #include <map>
 
 #include "codegen/cpp/toolchain.h"
-#include "runtime/cache_files.h"
+#include "support/cache_files.h"
 #include "support/subprocess.h"
 #include "sinter/error.h"
 #include "sinter/compile.h"
@@ -18,7 +18,9 @@
 #include "support/log.h"
 #include "support/warning.h"
 
-namespace sinter::runtime {
+namespace sinter::codegen::cpp {
+using support::read_file;
+
 namespace {
 
 struct Job {
@@ -215,4 +217,4 @@ void build_shared_object(const BuildRequest& req) {
   }
 }
 
-}  // namespace sinter::runtime
+}  // namespace sinter::codegen::cpp

@@ -1,15 +1,15 @@
-#include "runtime/debug_dump.h"
+#include "support/debug_dump.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
-#include "runtime/cache_files.h"
+#include "support/cache_files.h"
 #include "support/log.h"
 #include "support/warning.h"
 
-namespace sinter::runtime {
+namespace sinter::support {
 
 namespace {
 
@@ -51,4 +51,4 @@ void DebugDump::file(const std::string& file, const std::string& text) {
   }
 }
 
-}  // namespace sinter::runtime
+}  // namespace sinter::support

@@ -12,8 +12,8 @@
 #include <set>
 #include <string>
 
-#include "runtime/cache_files.h"
-#include "runtime/kernel_cache.h"
+#include "support/cache_files.h"
+#include "codegen/cpp/kernel_cache.h"
 #include "sinter/compile.h"
 #include "sinter/ops.h"
 #include "support/log.h"
@@ -51,7 +51,7 @@ TEST(DebugDump, EveryStageOfACompileIsWrittenAndNamesMatchTheFinalGraph) {
     ScopedEnv debug("SINTER_DEBUG_DIR", root + "/debug");
     ScopedEnv logs("SINTER_LOGS", "fusion,profile");
     reload_log_settings();
-    runtime::clear_memory_cache();
+    codegen::cpp::clear_memory_cache();
     ::testing::internal::CaptureStderr();
     {
       auto fn = [](const Tensor& x, const Tensor& w) { return softmax(x * 0.5 + w, -1) + x.sum(DimList{1}, true); };
@@ -97,7 +97,7 @@ TEST(DebugDump, EveryStageOfACompileIsWrittenAndNamesMatchTheFinalGraph) {
   ASSERT_FALSE(logged.empty()) << err;
   for (const std::string& o : logged)
     EXPECT_NE(final_graph.find(o + "("), std::string::npos) << "logged '" << o << "' is not in\n" << final_graph;
-  runtime::remove_tree(root);
+  support::remove_tree(root);
 }
 
 }  // namespace

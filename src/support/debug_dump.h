@@ -11,7 +11,7 @@
 #pragma once
 #include <string>
 
-namespace sinter::runtime {
+namespace sinter::support {
 
 class DebugDump {
  public:
@@ -30,4 +30,4 @@ class DebugDump {
   int next_ = 0;
 };
 
-}  // namespace sinter::runtime
+}  // namespace sinter::support

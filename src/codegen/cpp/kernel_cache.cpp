@@ -1,4 +1,4 @@
-#include "runtime/kernel_cache.h"
+#include "codegen/cpp/kernel_cache.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -22,18 +22,26 @@
 #include <vector>
 
 #include "codegen/cpp/toolchain.h"
-#include "runtime/cache_files.h"
-#include "runtime/compiler_driver.h"
-#include "runtime/sha256.h"
+#include "support/cache_files.h"
+#include "codegen/cpp/compiler_driver.h"
+#include "support/sha256.h"
 #include "sinter/error.h"
 #include "sinter/compile.h"
 #include "support/check.h"
 #include "support/log.h"
 #include "support/warning.h"
 
-namespace sinter::runtime {
+namespace sinter::codegen::cpp {
 
-using codegen::cpp::Toolchain;
+using support::errno_text;
+using support::make_dirs;
+using support::make_temp_dir;
+using support::read_file;
+using support::remove_tree;
+using support::sha256_hex;
+using support::Sha256;
+using support::why_not_private;
+using support::write_new_file;
 
 SharedLibrary::SharedLibrary(const std::string& path, std::string cleanup_dir)
     : path_(path), cleanup_dir_(std::move(cleanup_dir)) {
@@ -423,7 +431,7 @@ std::string kernel_cache_dir() {
 }
 
 std::string kernel_cache_key(const std::vector<std::string>& units, const CompileOptions& options) {
-  const Toolchain& tc = codegen::cpp::host_toolchain();
+  const Toolchain& tc = host_toolchain();
   Sha256 h;
   // Every field is length-prefixed so no two different inputs serialise to the same bytes.
   auto field = [&](std::string_view s) {
@@ -446,7 +454,7 @@ CompiledObject compile_and_load(const std::vector<std::string>& units, const std
                                 const CompileOptions& options) {
   auto start = Clock::now();
   SINTER_INTERNAL_ASSERT(!units.empty(), "compile_and_load of {} without translation units", name);
-  Request req{units, safe_name(name), options, codegen::cpp::host_toolchain(), kernel_cache_key(units, options)};
+  Request req{units, safe_name(name), options, host_toolchain(), kernel_cache_key(units, options)};
   Registry& r = registry();
   CompiledObject result;
   result.key = req.key;
@@ -506,4 +514,4 @@ void clear_memory_cache() {
   r.loaded.clear();
 }
 
-}  // namespace sinter::runtime
+}  // namespace sinter::codegen::cpp

@@ -1,4 +1,4 @@
-#include "runtime/cache_files.h"
+#include "support/cache_files.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-namespace sinter::runtime {
+namespace sinter::support {
 
 std::string errno_text() { return std::strerror(errno); }
 
@@ -94,4 +94,4 @@ void remove_tree(const std::string& path) {
   std::filesystem::remove_all(path, ec);
 }
 
-}  // namespace sinter::runtime
+}  // namespace sinter::support

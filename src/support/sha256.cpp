@@ -1,8 +1,8 @@
-#include "runtime/sha256.h"
+#include "support/sha256.h"
 
 #include <cstring>
 
-namespace sinter::runtime {
+namespace sinter::support {
 namespace {
 
 // First 32 bits of the fractional parts of the cube roots of the first 64 primes (FIPS 180-4, 4.2.2).
@@ -82,4 +82,4 @@ std::string sha256_hex(std::string_view data) {
   return h.hex_digest();
 }
 
-}  // namespace sinter::runtime
+}  // namespace sinter::support

@@ -5,13 +5,11 @@
 #include <vector>
 
 namespace sinter::codegen::cpp {
-struct Toolchain;
-}
 
-namespace sinter::runtime {
+struct Toolchain;
 
 struct BuildRequest {
-  const codegen::cpp::Toolchain* toolchain = nullptr;
+  const Toolchain* toolchain = nullptr;
   std::vector<std::string> extra_flags;
   std::string dir;                         // build directory (private); logs and objects go here
   std::vector<std::string> sources;        // absolute paths of the units
@@ -26,4 +24,4 @@ void build_shared_object(const BuildRequest& request);
 // The number of compiler processes run at once: the CPUs this process may use.
 int parallel_compile_jobs();
 
-}  // namespace sinter::runtime
+}  // namespace sinter::codegen::cpp

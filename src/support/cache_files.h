@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-namespace sinter::runtime {
+namespace sinter::support {
 
 // "" when `path` is a directory (or a regular file when !directory) owned by this user and not writable by group
 // or others; otherwise the reason it is refused ("owned by uid 0", "writable by group", "a symbolic link", ...).
@@ -27,4 +27,4 @@ void remove_tree(const std::string& path);
 
 std::string errno_text();
 
-}  // namespace sinter::runtime
+}  // namespace sinter::support

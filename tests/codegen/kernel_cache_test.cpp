@@ -15,13 +15,14 @@
 
 #include "cache_dir_fixture.h"
 #include "codegen/cpp/toolchain.h"
-#include "runtime/cache_files.h"
-#include "runtime/kernel_cache.h"
-#include "runtime/sha256.h"
+#include "support/cache_files.h"
+#include "codegen/cpp/kernel_cache.h"
+#include "support/sha256.h"
 #include "sinter/error.h"
 #include "support/log.h"
 
-namespace sinter::runtime {
+namespace sinter::codegen::cpp {
+using namespace ::sinter::support;
 namespace {
 
 namespace fs = std::filesystem;
@@ -403,4 +404,4 @@ TEST_F(KernelCache, ClangAndGccBothWorkThroughSinterCxx) {
 }
 
 }  // namespace
-}  // namespace sinter::runtime
+}  // namespace sinter::codegen::cpp

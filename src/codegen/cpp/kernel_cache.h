@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace sinter::runtime {
+namespace sinter::codegen::cpp {
 
 // Bump when the calling convention between generated code and the runtime changes: old entries stop matching.
 inline constexpr int kAbiVersion = 2;  // 2: sn_kargs gained the error flag
@@ -74,4 +74,4 @@ struct KernelCacheStats {
 KernelCacheStats kernel_cache_stats();  // process-wide counters (thread-safe)
 void clear_memory_cache();              // tests: forget loaded objects (not the disk)
 
-}  // namespace sinter::runtime
+}  // namespace sinter::codegen::cpp

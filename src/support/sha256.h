@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace sinter::runtime {
+namespace sinter::support {
 
 class Sha256 {
  public:
@@ -27,4 +27,4 @@ class Sha256 {
 
 std::string sha256_hex(std::string_view data);
 
-}  // namespace sinter::runtime
+}  // namespace sinter::support

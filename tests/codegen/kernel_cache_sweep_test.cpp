@@ -15,10 +15,11 @@
 #include <string>
 
 #include "cache_dir_fixture.h"
-#include "runtime/cache_files.h"
-#include "runtime/kernel_cache.h"
+#include "support/cache_files.h"
+#include "codegen/cpp/kernel_cache.h"
 
-namespace sinter::runtime {
+namespace sinter::codegen::cpp {
+using namespace ::sinter::support;
 namespace {
 
 namespace fs = std::filesystem;
@@ -90,4 +91,4 @@ TEST_F(KernelCacheSweep, RefusedCacheDirectoryIsReportedOnceWithoutLogSettings) 
 }
 
 }  // namespace
-}  // namespace sinter::runtime
+}  // namespace sinter::codegen::cpp

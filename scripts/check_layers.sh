@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Checks the include order of docs/ARCHITECTURE.md section 2: a folder under src/ includes public headers and
+# headers of folders below it only. Prints every upward include and exits 1 if there is one.
+# Usage: scripts/check_layers.sh [repository root]
+set -euo pipefail
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root/src"
+# Lowest first; codegen/cpp and runtime share a rank (neither may include the other).
+rank() {
+  case "$1" in
+    support) echo 0 ;; symbolic) echo 1 ;; tensor) echo 2 ;; ops) echo 3 ;; nn) echo 4 ;; graph) echo 5 ;;
+    passes) echo 6 ;; inductor) echo 7 ;; codegen) echo 8 ;; runtime) echo 8 ;; backends) echo 9 ;;
+    capture) echo 10 ;; frontends) echo 11 ;; *) echo 99 ;;
+  esac
+}
+bad=0
+while IFS= read -r line; do
+  file=${line%%:*}
+  inc=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$line")
+  from=${file%%/*}
+  to=${inc%%/*}
+  [[ "$from" == "$to" || "$to" == "sinter" || ! -d "$to" ]] && continue
+  if (( $(rank "$to") >= $(rank "$from") )); then
+    echo "upward include: src/$file includes $inc"
+    bad=1
+  fi
+done < <(grep -rn '#include "' --include='*.h' --include='*.cpp' . | sed 's|^\./||')
+# The umbrella header is for users: nothing under src/tensor includes it.
+if grep -rln 'sinter/sinter.h' tensor >/dev/null; then
+  echo "src/tensor includes the umbrella header sinter/sinter.h"
+  bad=1
+fi
+if (( bad == 0 )); then echo "layers: no upward include"; fi
+exit $bad

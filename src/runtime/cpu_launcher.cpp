@@ -1,0 +1,145 @@
+#include "runtime/cpu_launcher.h"
+
+#include <fmt/format.h>
+
+#include "ops/blas.h"
+#include "ops/conv_kernels.h"
+#include "ops/sgemm.h"
+#include "sinter/ops.h"
+#include "support/check.h"
+#include "tensor/thread_pool.h"
+
+namespace sinter::runtime {
+
+using inductor::Kernel;
+using inductor::LoopNode;
+
+namespace {
+
+struct KernelArgs {  // matches `struct sn_kargs` in the generated preamble
+  void** bufs;
+  const int64_t* syms;
+  int* error;  // set to 1 by a kernel that met an integer division by zero
+};
+
+// A generated epilogue kernel run on finished tiles of a GEMM's [M, N] output (row stride ldc).
+struct TileEpilogue {
+  KernelFn fn;
+  void* args;
+  int64_t ldc;
+  // A flat epilogue (element-wise over [M, N]) row by row over the tile's columns.
+  static void flat(void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    auto* p = static_cast<TileEpilogue*>(ctx);
+    for (int64_t i = i0; i < i1; ++i) p->fn(p->args, i * p->ldc + j0, i * p->ldc + j1);
+  }
+  // A row epilogue (it reduces over rows, e.g. residual + layer norm) over whole rows.
+  static void rows(void* ctx, int64_t i0, int64_t i1, int64_t, int64_t) {
+    auto* p = static_cast<TileEpilogue*>(ctx);
+    p->fn(p->args, i0, i1);
+  }
+};
+
+}  // namespace
+
+// One launch's arguments: the kernel's buffers, the symbol values and its error flag.
+struct CpuLauncher::Call {
+  std::vector<void*> ptrs;
+  int error = 0;
+  KernelArgs args;
+  const std::string& name;
+  Call(const RunState& r, const inductor::KernelPlan& plan) : name(plan.name) {
+    for (int b : plan.buffers) ptrs.push_back(r.bufs[b].data_ptr());
+    args = KernelArgs{ptrs.data(), r.syms.data(), &error};
+  }
+  Call(const Call&) = delete;  // args points into this object
+  void check() const {
+    SINTER_CHECK(error == 0, "ZeroDivisionError: integer division by zero in compiled kernel {}", name);
+  }
+};
+
+CpuLauncher::CpuLauncher(std::shared_ptr<const CompiledGraphParts> parts, std::vector<KernelFn> fns,
+                         std::shared_ptr<const void> code)
+    : parts_(parts), fns_(std::move(fns)), code_(std::move(code)) {}
+
+Tensor CpuLauncher::allocate(const TensorMeta& meta) const {
+  TensorMeta m = meta;
+  m.device = kCPU;
+  return empty_from_meta(m);
+}
+
+void CpuLauncher::run_loops(RunState& r, int k) const {
+  const inductor::KernelPlan& plan = parts_->plan.kernels[k];
+  Call call(r, plan);
+  int64_t total = r.ev(plan.total), work = std::max<int64_t>(1, r.ev(plan.work));
+  int64_t grain = std::max<int64_t>(1, kGrainElementwise / work);
+  parallel_for_raw(0, total, grain, reinterpret_cast<RangeFn>(fns_[k]), &call.args);
+  call.check();
+}
+
+bool CpuLauncher::run_library(RunState& r, int k) const {
+  const LoopNode& n = parts_->program->nodes[parts_->schedule.kernels[k].nodes[0]];
+  if (n.gemm) {
+    run_gemm(r, k);
+    return true;
+  }
+  return n.conv && run_conv(r, k);
+}
+
+// out[M, N] = A[M, K] @ B[K, N] on sinter's own GEMM over the pool, the epilogue kernel run on each finished tile
+// while it is in cache (whole rows for a row epilogue such as residual + layer norm). On a CPU without its
+// micro-kernels, or for thin products, OpenBLAS computes the product and the epilogue sweeps the output once.
+void CpuLauncher::run_gemm(RunState& r, int k) const {
+  const Kernel& kernel = parts_->schedule.kernels[k];
+  const LoopNode& n = parts_->program->nodes[kernel.nodes[0]];
+  Tensor a = r.view(n.tensor_args[0]), b = r.view(n.tensor_args[1]);
+  const Tensor& c = r.bufs[n.outs[0]];
+  int64_t m = a.size(0).hint(), kk = a.size(1).hint(), nn = b.size(1).hint();
+  const int e = kernel.epilogue;
+  if (!blas::sgemm_suits(m, nn, kk)) {  // the choice eager's GEMM makes too, so both round alike
+    if (!blas::blas_compatible(m, kk, a.stride(0).hint(), a.stride(1).hint())) a = a.contiguous();
+    if (!blas::blas_compatible(kk, nn, b.stride(0).hint(), b.stride(1).hint())) b = b.contiguous();
+    blas::Gemm<float> g;
+    g.m = m, g.n = nn, g.k = kk, g.a = a.data_ptr<float>(), g.a_rs = a.stride(0).hint(), g.a_cs = a.stride(1).hint();
+    g.b = b.data_ptr<float>(), g.b_rs = b.stride(0).hint(), g.b_cs = b.stride(1).hint();
+    g.c = c.data_ptr<float>(), g.c_rs = nn;
+    blas::gemm(g);
+    if (e >= 0) run_loops(r, e);
+    return;
+  }
+  blas::TiledGemm g;
+  g.m = m, g.n = nn, g.k = kk;
+  g.a = a.data_ptr<float>(), g.a_rs = a.stride(0).hint(), g.a_cs = a.stride(1).hint();
+  g.b = b.data_ptr<float>(), g.b_rs = b.stride(0).hint(), g.b_cs = b.stride(1).hint();
+  g.c = c.data_ptr<float>(), g.c_rs = nn;
+  if (e < 0) {
+    blas::sgemm_tiled(g);
+    return;
+  }
+  const inductor::KernelPlan& plan = parts_->plan.kernels[e];
+  Call call(r, plan);
+  TileEpilogue ep{fns_[e], &call.args, nn};
+  g.ctx = &ep;
+  g.whole_rows = plan.row_elems == nullptr;  // a row epilogue reduces over each row: it needs whole rows
+  g.tile_done = g.whole_rows ? TileEpilogue::rows : TileEpilogue::flat;
+  blas::sgemm_tiled(g);
+  call.check();
+}
+
+// A conv2d as one implicit GEMM, its epilogue run on each finished tile of output pixels x channels. False where
+// the implicit GEMM does not apply at run time (no micro-kernel on this CPU): the executor then runs the eager
+// conv into the buffer and the epilogue over it.
+bool CpuLauncher::run_conv(RunState& r, int k) const {
+  const Kernel& kernel = parts_->schedule.kernels[k];
+  const LoopNode& n = parts_->program->nodes[kernel.nodes[0]];
+  Args args = bind_extern_args(r, n);
+  const Tensor& out = r.bufs[n.outs[0]];
+  const int e = kernel.epilogue;
+  if (e < 0) return conv2d_tiled(n.op, args, out, nullptr, nullptr);
+  Call call(r, parts_->plan.kernels[e]);
+  TileEpilogue ep{fns_[e], &call.args, out.size(1).hint()};  // channels: the row stride of [pixels, O]
+  if (!conv2d_tiled(n.op, args, out, TileEpilogue::flat, &ep)) return false;
+  call.check();
+  return true;
+}
+
+}  // namespace sinter::runtime

@@ -1,0 +1,35 @@
+// The CPU launcher: generated loop kernels split over the thread pool, and the library calls of the CPU target
+// (sinter's row-blocked GEMM and implicit-GEMM convolution, each running its epilogue kernel on finished tiles
+// while they are in cache). A generated kernel is `void fn(void* args, int64_t begin, int64_t end)` over
+// iterations [begin, end), its args the buffers in the kernel plan's order, the symbol values and an error flag
+// (see codegen/cpp/cpp_codegen.h).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "runtime/executor.h"
+
+namespace sinter::runtime {
+
+using KernelFn = void (*)(void* args, int64_t begin, int64_t end);
+
+class CpuLauncher final : public Launcher {
+ public:
+  // `fns[k]`: the function of loop kernel k (null for externs); `code` keeps the object that holds them loaded.
+  CpuLauncher(std::shared_ptr<const CompiledGraphParts> parts, std::vector<KernelFn> fns,
+              std::shared_ptr<const void> code);
+  Tensor allocate(const TensorMeta& meta) const override;
+  void run_loops(RunState& r, int k) const override;
+  bool run_library(RunState& r, int k) const override;
+
+ private:
+  struct Call;  // one launch's arguments
+  void run_gemm(RunState& r, int k) const;
+  bool run_conv(RunState& r, int k) const;
+
+  std::shared_ptr<const CompiledGraphParts> parts_;
+  std::vector<KernelFn> fns_;
+  std::shared_ptr<const void> code_;
+};
+
+}  // namespace sinter::runtime
