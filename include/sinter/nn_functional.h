@@ -1,7 +1,8 @@
 // sinter::nn::functional — torch.nn.functional / LibTorch's torch::nn::functional: the ops of ops.h under the
 // names and argument orders of F.*, plus LibTorch's option structs (`F::softmax(x, F::SoftmaxFuncOptions(1))`).
 // Use it as LibTorch code does: `namespace F = sinter::nn::functional;`. Nothing here computes on its own:
-// each function forwards to an op (normalize is composed of ops, as in PyTorch).
+// each function forwards to an op, or is composed of ops as PyTorch composes it (normalize, the losses and
+// similarities below), so compiled code captures the ops it is made of.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -66,6 +67,42 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 // input / max(||input||_p over dim, eps).
 Tensor normalize(const Tensor& input, double p = 2.0, int64_t dim = 1, double eps = 1e-12,
                  Loc loc = Loc::current());
+
+// ---- composed of ops, as in torch.nn.functional ----
+// reduction: "mean", "sum" or "none"; any other value is an error naming the function.
+// one_hot(indices, num_classes): int64 [*, num_classes]; num_classes -1 reads max(indices) + 1 (a graph break
+// when compiled, as it depends on data).
+Tensor one_hot(const Tensor& indices, int64_t num_classes = -1, Loc loc = Loc::current());
+Tensor logsigmoid(const Tensor& input, Loc loc = Loc::current());  // -softplus(-x), stable for large |x|
+Tensor softsign(const Tensor& input, Loc loc = Loc::current());    // x / (1 + |x|)
+Tensor tanhshrink(const Tensor& input, Loc loc = Loc::current());  // x - tanh(x)
+// glu(x, dim) = a * sigmoid(b) for the two halves a, b of dim (its size must be even).
+Tensor glu(const Tensor& input, int64_t dim = -1, Loc loc = Loc::current());
+Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+               Loc loc = Loc::current());
+// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: l1_loss).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                      double beta = 1.0, Loc loc = Loc::current());
+// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta).
+Tensor huber_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                  double delta = 1.0, Loc loc = Loc::current());
+// -w (y log x + (1 - y) log(1 - x)), each log clamped at -100 as PyTorch does; input must be in [0, 1].
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                            const std::string& reduction = "mean", Loc loc = Loc::current());
+// The same on logits, computed stably: (1 - y) x + (1 + (pw - 1) y) softplus(-x).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                                        const std::string& reduction = "mean", const Tensor& pos_weight = {},
+                                        Loc loc = Loc::current());
+// target * (log target - input) (input holds log-probabilities; log_target: target does too). "batchmean"
+// divides the sum by the first dim's size.
+Tensor kl_div(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+              bool log_target = false, Loc loc = Loc::current());
+// sum(x1 * x2) / max(||x1|| * ||x2||, eps) over dim (operands broadcast).
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8,
+                         Loc loc = Loc::current());
+// ||x1 - x2 + eps||_p over the last dim.
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2.0, double eps = 1e-6,
+                         bool keepdim = false, Loc loc = Loc::current());
 
 // ---- LibTorch's option structs: `Options(required).name(value)...`; `options.name()` reads one ----
 // One option: a chainable setter and a getter, as LibTorch's TORCH_ARG. `= value` after it sets the default.
