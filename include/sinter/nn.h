@@ -161,6 +161,11 @@ class Module {
   virtual std::string extra_repr() const { return ""; }
   std::string str() const;  // the module tree, printed as PyTorch prints it
 
+ protected:
+  // Removes the parameter, buffer or child called `name` (containers' pop and clear); false when there is none.
+  bool unregister(const std::string& name);
+  std::shared_ptr<Module> child_owner(const std::string& name) const;  // null when borrowed or absent
+
  private:
   struct Slot {
     std::string name;
@@ -595,6 +600,9 @@ struct ModuleDict : Module {
   std::vector<std::string> keys() const;
   std::vector<Module*> values() const;
   const Items& items() const { return items_; }
+  // Removes `key` and returns its module (not owning it when it was borrowed); throws Error when absent.
+  std::shared_ptr<Module> pop(const std::string& key);
+  void clear();
   Module& operator[](const std::string& key) const;  // throws Error naming the key when absent
   // The entry as its layer type; throws Error when it is another type.
   template <class M>
@@ -650,6 +658,8 @@ struct ParameterDict : Module {
   std::vector<std::string> keys() const;
   std::vector<Tensor> values() const;
   NamedTensors items() const;
+  Tensor pop(const std::string& key);  // removes `key` and returns its tensor; throws Error when absent
+  void clear();
   Tensor& operator[](const std::string& key);  // throws Error naming the key when absent (insert adds)
   const Tensor& operator[](const std::string& key) const;
   std::deque<Item>::const_iterator begin() const { return entries_.begin(); }
@@ -658,6 +668,7 @@ struct ParameterDict : Module {
 
  private:
   int64_t index_of(const std::string& key) const;  // -1 when absent
+  void reregister();  // after entries_ changed in the middle: every entry registered again at its new place
   std::deque<Item> entries_;  // a deque, so the registry's pointers stay valid as it grows
 };
 

@@ -2,6 +2,9 @@
 // ...) and ParameterDict (parameters named by key). The parameter containers register a pointer to each entry,
 // so assigning an entry re-registers it.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "sinter/nn.h"
 #include "support/check.h"
@@ -46,6 +49,20 @@ void ModuleDict::insert(const std::string& key, Module& module) {
 }
 void ModuleDict::update(const NamedModules& modules) {
   for (const auto& [key, m] : modules) insert(key, m);
+}
+
+std::shared_ptr<Module> ModuleDict::pop(const std::string& key) {
+  auto it = std::find_if(items_.begin(), items_.end(), [&](const auto& item) { return item.first == key; });
+  SINTER_CHECK(it != items_.end(), "{}.pop: no key \"{}\" (keys: {})", name(), key, fmt::join(keys(), ", "));
+  Module* m = it->second;
+  std::shared_ptr<Module> owner = child_owner(key);
+  items_.erase(it);
+  unregister(key);
+  return owner ? owner : std::shared_ptr<Module>(std::shared_ptr<Module>(), m);  // borrowed: not owning
+}
+void ModuleDict::clear() {
+  for (const auto& item : items_) unregister(item.first);
+  items_.clear();
 }
 
 bool ModuleDict::contains(const std::string& key) const {
@@ -126,6 +143,25 @@ void ParameterDict::insert(const std::string& key, const Tensor& param) {
     entries_.pop_back();
     throw;
   }
+}
+Tensor ParameterDict::pop(const std::string& key) {
+  int64_t i = index_of(key);
+  SINTER_CHECK(i >= 0, "ParameterDict.pop: no key \"{}\" (keys: {})", key, fmt::join(keys(), ", "));
+  Tensor t = entries_[i].second;
+  for (const Item& e : entries_) unregister(e.first);
+  std::deque<Item> rest;  // Item's key is const: the deque is rebuilt rather than erased from
+  for (int64_t j = 0; j < static_cast<int64_t>(entries_.size()); ++j)
+    if (j != i) rest.emplace_back(entries_[j].first, entries_[j].second);
+  entries_.swap(rest);
+  reregister();
+  return t;
+}
+void ParameterDict::clear() {
+  for (const Item& e : entries_) unregister(e.first);
+  entries_.clear();
+}
+void ParameterDict::reregister() {
+  for (Item& e : entries_) register_parameter(e.first, &e.second);
 }
 void ParameterDict::update(const NamedTensors& params) {
   for (const auto& [key, t] : params) insert(key, t);

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <typeinfo>
 
+#include <algorithm>
+
 #include "nn/util.h"
 #include "sinter/nn.h"
 #include "support/check.h"
@@ -204,6 +206,22 @@ void Module::add_child(const std::string& name, Module* module, std::shared_ptr<
       return;
     }
   children_.push_back({name, module, std::move(owner)});
+}
+
+bool Module::unregister(const std::string& name) {
+  auto drop = [&](auto& list) {
+    auto it = std::find_if(list.begin(), list.end(), [&](const auto& e) { return e.name == name; });
+    if (it == list.end()) return false;
+    list.erase(it);
+    return true;
+  };
+  return drop(params_) || drop(buffers_) || drop(children_);
+}
+
+std::shared_ptr<Module> Module::child_owner(const std::string& name) const {
+  for (const Child& c : children_)
+    if (c.name == name) return c.owner;
+  return nullptr;
 }
 
 // ---- traversal ----

@@ -163,3 +163,43 @@ TEST(NnContainers, ParameterDictRegistersEntriesByKey) {
 
 }  // namespace
 }  // namespace sinter
+
+namespace sinter {
+namespace {
+
+TEST(NnContainers, ModuleDictPopAndClearUnregister) {
+  nn::Linear member(2, 2);
+  nn::ModuleDict d{{"fc", std::make_shared<nn::Linear>(4, 3)}, {"act", std::make_shared<nn::ReLU>()}};
+  d.insert("member", member);
+  std::shared_ptr<nn::Module> fc = d.pop("fc");
+  EXPECT_EQ(fc->name(), "Linear");
+  EXPECT_EQ(fc.use_count(), 1);  // the dict gave its ownership away
+  EXPECT_EQ(d.keys(), (std::vector<std::string>{"act", "member"}));
+  EXPECT_EQ(d.named_parameters().size(), 2u);  // member.weight, member.bias
+  EXPECT_EQ(d.pop("member").get(), &member);   // borrowed: a non-owning pointer
+  EXPECT_ERROR(d.pop("fc"), "pop", "fc", "act");
+  d.clear();
+  EXPECT_TRUE(d.empty());
+  EXPECT_TRUE(d.named_children().empty());
+  d.insert("fc", fc);  // the key may be used again
+  EXPECT_EQ(d.named_parameters().size(), 2u);
+}
+
+TEST(NnContainers, ParameterDictPopAndClearUnregister) {
+  nn::ParameterDict p{{"a", ones({2})}, {"b", zeros({3})}, {"c", full({1}, 5.0)}};
+  Tensor b = p.pop("b");
+  EXPECT_EQ(b.sizes(), (SymIntList{3}));
+  EXPECT_EQ(p.keys(), (std::vector<std::string>{"a", "c"}));
+  nn::NamedTensors named = p.named_parameters();
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_EQ(named[1].first, "c");
+  p["c"] = full({1}, 7.0);  // the registry still reads the moved entry
+  EXPECT_EQ(p.named_parameters()[1].second.item<float>(), 7.0f);
+  EXPECT_ERROR(p.pop("b"), "pop", "b");
+  p.clear();
+  EXPECT_TRUE(p.empty());
+  EXPECT_TRUE(p.named_parameters().empty());
+}
+
+}  // namespace
+}  // namespace sinter
