@@ -194,6 +194,19 @@ class Module {
 
 std::ostream& operator<<(std::ostream& os, const Module& module);
 
+// While alive, errors raised inside layers name `loc` (the user's call of a module) instead of a line of sinter.
+// Module::operator() and module holders set one around forward.
+class CallSiteScope {
+ public:
+  explicit CallSiteScope(const Loc& loc);
+  ~CallSiteScope();
+  CallSiteScope(const CallSiteScope&) = delete;
+  CallSiteScope& operator=(const CallSiteScope&) = delete;
+
+ private:
+  std::optional<Loc> previous_;
+};
+
 // ---- holders: LibTorch's ModuleHolder and TORCH_MODULE ----
 // A shared-ownership handle to a module. `SINTER_MODULE(Net);` after `struct NetImpl : nn::Module {...}` defines
 // Net as a holder of NetImpl, as TORCH_MODULE does: `Net net(args...)` constructs a NetImpl (`Net net;` a
@@ -222,7 +235,16 @@ class ModuleHolder {
   const std::shared_ptr<Impl>& ptr() const { return impl_; }
   bool is_empty() const { return impl_ == nullptr; }
   explicit operator bool() const { return impl_ != nullptr; }
+  // One tensor: forward's errors name the caller's line, as Module::operator() does.
+  template <class T>
+    requires(std::is_same_v<std::remove_cvref_t<T>, Tensor> &&
+             requires(Impl& m, T&& t) { m.forward(std::forward<T>(t)); })
+  decltype(auto) operator()(T&& input, Loc loc = Loc::current()) const {
+    CallSiteScope site(loc);
+    return checked()->forward(std::forward<T>(input));
+  }
   template <class... Args>
+    requires(!(sizeof...(Args) == 1 && (std::is_same_v<std::remove_cvref_t<Args>, Tensor> && ...)))
   decltype(auto) operator()(Args&&... args) const {
     return checked()->forward(std::forward<Args>(args)...);
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sinter/error.h"
+#include "sinter/nn.h"
 #include "sinter/symint.h"
 
 namespace sinter::nn {
@@ -28,15 +29,6 @@ void check_size(int64_t v, const char* what, const char* layer, bool zero_ok = f
 // layer names the user's line that called the layer rather than a line of sinter. `fallback` when none is
 // set.
 Loc call_site(Loc fallback = Loc::current());
-class CallSiteScope {
- public:
-  explicit CallSiteScope(const Loc& loc);
-  ~CallSiteScope();
-  CallSiteScope(const CallSiteScope&) = delete;
-  CallSiteScope& operator=(const CallSiteScope&) = delete;
-
- private:
-  std::optional<Loc> previous_;
-};
+// (CallSiteScope, which sets it, is declared in sinter/nn.h: module holders use it.)
 
 }  // namespace sinter::nn

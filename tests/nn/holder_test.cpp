@@ -1,5 +1,7 @@
 // A small model written the LibTorch way: Impl classes, SINTER_MODULE holders, register_module of holders, and
 // `->` on holders and on built-in layer values.
+#include <fmt/format.h>
+
 #include "sinter/compile.h"
 #include "sinter/nn.h"
 #include "testing.h"
@@ -138,6 +140,27 @@ TEST(NnHolder, ArrowWorksOnBuiltInLayerValues) {
   EXPECT_EQ(&seq[0], mlp.get());
   EXPECT_EQ(&dict["mlp"], mlp.get());
   EXPECT_EQ(mlp.ptr().use_count(), 3);
+}
+
+}  // namespace
+}  // namespace sinter
+
+namespace sinter {
+namespace {
+
+// An error inside a holder's module names the line that called the holder, as with Module::operator().
+TEST(NnHolder, ErrorsNameTheCallersLine) {
+  Mlp mlp(8, 16, 4);
+  Tensor wrong = random({3, 5});
+  int line = __LINE__ + 2;
+  try {
+    mlp(wrong);
+    FAIL() << "a [3, 5] input to Linear(8, 16) should throw";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(fmt::format("holder_test.cpp:{}", line)), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("nn.h"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace
