@@ -1,19 +1,15 @@
 // The keyed and parameter containers: ModuleDict names children by key, ParameterList and ParameterDict register
 // their entries as parameters ("0", "1", ... / by key), with PyTorch's dotted names, order and printing.
 #include "sinter/nn.h"
+#include "nn_testing.h"
 #include "testing.h"
 
 namespace sinter {
 namespace {
 
 using testing::random;
-using Names = std::vector<std::string>;
-
-Names names_of(const nn::NamedTensors& named) {
-  Names out;
-  for (const auto& [name, t] : named) out.push_back(name);
-  return out;
-}
+using testing::Names;
+using testing::names_of;
 
 TEST(NnContainers, ModuleDictNamesChildrenByKeyInInsertionOrder) {
   nn::ModuleDict d{{"fc", std::make_shared<nn::Linear>(4, 3)}, {"act", std::make_shared<nn::ReLU>()}};

@@ -4,19 +4,15 @@
 
 #include "sinter/compile.h"
 #include "sinter/nn.h"
+#include "nn_testing.h"
 #include "testing.h"
 
 namespace sinter {
 namespace {
 
 using testing::random;
-using Names = std::vector<std::string>;
-
-Names names_of(const nn::NamedTensors& named) {
-  Names out;
-  for (const auto& [name, t] : named) out.push_back(name);
-  return out;
-}
+using testing::Names;
+using testing::names_of;
 
 // forward takes its tensor by value and does not override Module::forward, as LibTorch code often has it: the
 // holder calls it directly.

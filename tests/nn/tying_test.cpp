@@ -6,19 +6,15 @@
 #include <cstdio>
 
 #include "sinter/nn.h"
+#include "nn_testing.h"
 #include "testing.h"
 
 namespace sinter {
 namespace {
 
 using testing::random;
-using Names = std::vector<std::string>;
-
-Names names_of(const nn::NamedTensors& named) {
-  Names out;
-  for (const auto& [name, t] : named) out.push_back(name);
-  return out;
-}
+using testing::Names;
+using testing::names_of;
 
 std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "sinter_nn_tying_" + std::to_string(::getpid()) + "_" + name + ".safetensors";
