@@ -1,6 +1,7 @@
 // The umbrella header: everything a user of sinter includes.
 #pragma once
 #include "sinter/compile.h"
+#include "sinter/cuda.h"
 #include "sinter/error.h"
 #include "sinter/graph.h"
 #include "sinter/indexing.h"

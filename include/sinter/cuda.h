@@ -1,0 +1,29 @@
+// sinter::cuda: whether this process can use an NVIDIA GPU, and what it is (torch.cuda's queries). The CUDA driver
+// (libcuda.so.1) is loaded at run time on first use, so one libsinter serves machines with and without a GPU:
+// without a driver or a device, is_available() is false and device_count() 0, and calls that need a device throw
+// sinter::Error saying why (the driver's own error name and text when it answered).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace sinter::cuda {
+
+bool is_available();  // the driver loads, initialises, and reports at least one device
+int device_count();   // 0 when the driver is missing or reports none
+// Why the GPU is unusable ("libcuda.so.1 not found: ...", "cuInit: CUDA_ERROR_NO_DEVICE ..."), "" when usable.
+std::string unavailable_reason();
+
+struct DeviceProperties {
+  std::string name;            // "NVIDIA H200"
+  int major = 0, minor = 0;    // compute capability (9.0 for sm_90)
+  int multiprocessors = 0;
+  int64_t total_memory = 0;    // bytes
+  int warp_size = 0;
+  int max_shared_memory_per_block = 0;  // bytes, with the opt-in carve-out
+  int l2_cache_size = 0;                // bytes
+};
+DeviceProperties get_device_properties(int device = 0);  // throws Error when there is no such device
+// Waits for all work on `device` (its primary context) to finish.
+void synchronize(int device = 0);
+
+}  // namespace sinter::cuda
