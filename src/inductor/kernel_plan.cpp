@@ -226,6 +226,7 @@ void Planner::plan_kept_values() {
           if (!n.stored || p_.buffers[out].dtype != kFloat32 || !n.loaded_keeps.empty()) continue;
           if (!any_node(n.body, [x](SExpr e) { return e == x; })) continue;
           r.keep_for = n.node;
+          r.keep_at = n.store;
           n.loaded_keeps.push_back(x);
           break;
         }

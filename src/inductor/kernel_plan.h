@@ -34,6 +34,7 @@ struct PlannedNode {
   ExprPtr store;                   // the store offset, rewritten likewise
   bool stored = true;              // false for a kernel-local buffer (its value never goes to memory)
   int keep_for = -1;               // reduction: the pointwise node whose output keeps `body` per element
+  ExprPtr keep_at;                 // ... and where in that node's output (its store offset)
   std::vector<SExpr> loaded_keeps; // pointwise: values a reduction of this kernel kept in its output
 };
 

@@ -198,11 +198,7 @@ void KernelWriter::emit_reduction_stage(const StagePlan& st, std::string& out, c
       std::string v = emit(n.body, out, body_ind);
       if (n.keep_for >= 0) {
         const LoopNode& keeper = p_.nodes[n.keep_for];
-        const PlannedNode* kept = nullptr;
-        for (const StagePlan& s : k_.stages)
-          for (const PlannedNode& m : s.nodes)
-            if (m.node == n.keep_for) kept = &m;
-        out += fmt::format("{}{}[{}] = {};  // kept for {}\n", body_ind, buf(keeper.out), idx(kept->store), v,
+        out += fmt::format("{}{}[{}] = {};  // kept for {}\n", body_ind, buf(keeper.out), idx(n.keep_at), v,
                            keeper.origin);
       }
       std::string acc = fmt::format("acc{}[{}]", n.node, lane);
