@@ -1,4 +1,4 @@
-// sinter::cuda: whether this process can use an NVIDIA GPU, and what it is (torch.cuda's queries). The CUDA driver
+// sinter::cuda: whether this process can use an NVIDIA GPU (or the simulated one), and what it is (torch.cuda's queries). The CUDA driver
 // (libcuda.so.1) is loaded at run time on first use, so one libsinter serves machines with and without a GPU:
 // without a driver or a device, is_available() is false and device_count() 0, and calls that need a device throw
 // sinter::Error saying why (the driver's own error name and text when it answered).
@@ -25,5 +25,24 @@ struct DeviceProperties {
 DeviceProperties get_device_properties(int device = 0);  // throws Error when there is no such device
 // Waits for all work on `device` (its primary context) to finish.
 void synchronize(int device = 0);
+
+// The simulated device: with SINTER_CUDA_SIM=1 (read once per process) kCUDA is a CPU-backed model of one sm_90
+// GPU. Device memory is host memory, copies are memcpy, and every CUDA kernel sinter generates is compiled from
+// the same source by the host compiler and run with every thread of a block on the CPU. It is for testing and
+// debugging without a GPU: it does not model timing, tensor-core instructions or races between threads.
+bool is_simulated();
+
+// The caching device allocator (torch.cuda's memory queries). Freed blocks stay reserved for reuse.
+struct MemoryStats {
+  int64_t allocated = 0;  // bytes in live tensors (rounded to the allocator's size classes)
+  int64_t reserved = 0;   // allocated plus cached free blocks
+  int64_t peak = 0;       // the most `allocated` has been since the last reset_peak_memory_stats
+};
+MemoryStats memory_stats(int device = 0);
+int64_t memory_allocated(int device = 0);
+int64_t memory_reserved(int device = 0);
+int64_t max_memory_allocated(int device = 0);
+void reset_peak_memory_stats(int device = 0);
+void empty_cache();  // returns every cached free block of every device to the driver
 
 }  // namespace sinter::cuda

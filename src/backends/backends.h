@@ -6,6 +6,7 @@
 
 #include "passes/pipeline.h"
 #include "runtime/executor.h"
+#include "support/debug_dump.h"
 #include "sinter/compile.h"
 
 namespace sinter::backends {
@@ -16,10 +17,18 @@ Backend eager_backend();
 // "aot_eager": runs the functionalized graph on the eager kernels, op by op in graph order, so results
 // (random draws included) equal eager's exactly.
 Backend aot_eager_backend();
-// "inductor": generated C++ kernels for CPU tensors (src/inductor, src/codegen/cpp, src/runtime).
+// "inductor": generated kernels: C++ for CPU tensors (src/codegen/cpp), CUDA for CUDA tensors (src/codegen/cuda).
 ContextBackend inductor_backend();
 // The inductor's CPU path on one graph, for the context's options and target (tests use it to see the schedule:
 // launches per call).
 std::shared_ptr<runtime::Executor> compile_for_cpu(const Graph& graph, const CompileContext& ctx);
+// The CUDA path: the same passes, lowering, schedule and plans, CUDA source (codegen/cuda) compiled by NVRTC for
+// the GPU or by the host compiler for the simulated device, run by the CUDA launcher.
+std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const CompileContext& ctx);
+
+// What both paths share: passes, lowering, scheduling and planning of `graph`, dumped and logged as `name`.
+std::shared_ptr<runtime::CompiledGraphParts> plan_graph(const Graph& graph, const CompileContext& ctx,
+                                                       const std::string& name, support::DebugDump& dump);
+std::string next_graph_name();  // "graph_<n>", unique in the process
 
 }  // namespace sinter::backends

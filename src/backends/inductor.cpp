@@ -44,10 +44,8 @@ std::string schedule_text(const inductor::LoopProgram& program, const inductor::
 
 }  // namespace
 
-std::shared_ptr<runtime::Executor> compile_for_cpu(const Graph& graph, const CompileContext& ctx) {
-  static std::atomic<int> serial{0};
-  std::string name = fmt::format("graph_{}", serial++);
-  support::DebugDump dump(ctx.debug_dir, name);
+std::shared_ptr<runtime::CompiledGraphParts> plan_graph(const Graph& graph, const CompileContext& ctx,
+                                                       const std::string& name, support::DebugDump& dump) {
   dump.stage("captured", print_graph(graph));
   SINTER_LOG(kSchedule, "{}: {}", name, ctx.target.str());
   Graph g = graph.clone();
@@ -71,6 +69,19 @@ std::shared_ptr<runtime::Executor> compile_for_cpu(const Graph& graph, const Com
   std::string text = schedule_text(program, parts->schedule) + "\nkernel plans:\n" + parts->plan.str(program);
   dump.stage("schedule", text);
   SINTER_LOG(kSchedule, "{} kernels:\n{}", name, text);
+  return parts;
+}
+
+std::string next_graph_name() {
+  static std::atomic<int> serial{0};
+  return fmt::format("graph_{}", serial++);
+}
+
+std::shared_ptr<runtime::Executor> compile_for_cpu(const Graph& graph, const CompileContext& ctx) {
+  std::string name = next_graph_name();
+  support::DebugDump dump(ctx.debug_dir, name);
+  std::shared_ptr<runtime::CompiledGraphParts> parts = plan_graph(graph, ctx, name, dump);
+  const inductor::LoopProgram& program = *parts->program;
   // One translation unit per core the target has: units compile in parallel.
   codegen::cpp::GeneratedCode code = codegen::cpp::generate(program, parts->plan, std::max(1, ctx.target.cores));
   std::shared_ptr<codegen::cpp::SharedLibrary> library;
@@ -100,16 +111,11 @@ std::shared_ptr<runtime::Executor> compile_for_cpu(const Graph& graph, const Com
 
 ContextBackend inductor_backend() {
   return [](const Graph& graph, const std::vector<Tensor>&, const CompileContext& ctx) -> CompiledGraph {
-    SINTER_CHECK(ctx.target.kind == TargetKind::kCpu,
-                 "inductor: the graph's inputs are on CUDA ({}); this build generates CPU code only (use backend "
-                 "'aot_eager' for CUDA tensors)",
-                 ctx.target.name);
     for (const Node* in : graph.input_nodes())
       SINTER_CHECK(ctx.target.runs_on(in->meta().device),
-                   "inductor: input '{}' is on {}; this build generates CPU code only (use backend 'aot_eager' for "
-                   "CUDA tensors)",
-                   in->name, in->meta().device.str());
-    auto program = compile_for_cpu(graph, ctx);
+                   "inductor: input '{}' is on {}, the graph is compiled for {}: all inputs of one graph must be on "
+                   "one device", in->name, in->meta().device.str(), ctx.target.name);
+    auto program = ctx.target.kind == TargetKind::kCuda ? compile_for_cuda(graph, ctx) : compile_for_cpu(graph, ctx);
     return CompiledGraph([program](const std::vector<Tensor>& inputs) { return program->run(inputs); },
                          program->launches());
   };

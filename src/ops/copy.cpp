@@ -7,6 +7,7 @@
 
 #include "ops/kernel_util.h"
 #include "ops/shape_util.h"
+#include "tensor/cuda_device.h"
 
 namespace sinter {
 namespace {
@@ -92,11 +93,54 @@ bool may_overlap(const Tensor& a, const Tensor& b) {
   return alo < bhi && blo < ahi;
 }
 
+namespace {
+
+// The bytes of storage a view's elements lie in: [first, last] element offsets.
+std::pair<int64_t, int64_t> element_span(const Tensor& t) {
+  int64_t lo = t.storage_offset().hint(), hi = lo;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    (t.strides()[d].hint() < 0 ? lo : hi) += (t.sizes()[d].hint() - 1) * t.strides()[d].hint();
+  return {lo, hi};
+}
+
+// A CPU tensor with `t`'s sizes and strides over a host copy of the storage span `t` lies in; its values are
+// fetched from the device when `fetch`.
+Tensor host_mirror(const Tensor& t, bool fetch) {
+  auto [lo, hi] = element_span(t);
+  Tensor buf = empty_from_meta(dense_meta(SymIntList{hi - lo + 1}, t.dtype(), kCPU));
+  if (fetch)
+    cuda::copy_to_host(buf.data_ptr(), static_cast<const char*>(t.storage()->data()) + lo * t.element_size(),
+                       static_cast<size_t>(hi - lo + 1) * t.element_size(), t.device().index);
+  TensorMeta m = t.meta();
+  m.device = kCPU;
+  m.offset = t.storage_offset().hint() - lo;
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = buf.storage();
+  impl->meta = m;
+  return Tensor(std::move(impl));
+}
+
+// Copies with a real GPU on one side (or both): through host mirrors of the device views. A destination whose
+// elements do not cover its span densely is fetched first, so the bytes between its elements survive.
+void copy_through_host(const Tensor& dst, const Tensor& src) {
+  Tensor s = src.is_cuda() ? host_mirror(src, true) : src;
+  if (!dst.is_cuda()) return copy_strided(dst, s);
+  auto [lo, hi] = element_span(dst);
+  bool dense = hi - lo + 1 == dst.numel().hint();
+  Tensor d = host_mirror(dst, !dense);
+  copy_strided(d, s);
+  cuda::copy_to_device(static_cast<char*>(dst.storage()->data()) + lo * dst.element_size(),
+                       static_cast<const char*>(d.data_ptr()) - d.storage_offset().hint() * d.element_size(),
+                       static_cast<size_t>(hi - lo + 1) * dst.element_size(), dst.device().index);
+}
+
+}  // namespace
+
 void copy_strided(const Tensor& dst, const Tensor& src) {
   int64_t n = dst.numel().hint();
   if (n == 0) return;
-  SINTER_CHECK(dst.is_cpu() && src.is_cpu(), "copying between {} and {} is not supported yet", dst.device().str(),
-               src.device().str());
+  // Simulated device memory is host memory: the CPU loops below serve it directly.
+  if ((dst.is_cuda() || src.is_cuda()) && !cuda::is_simulated()) return copy_through_host(dst, src);
   if (may_overlap(dst, src) && !(dst.is_same(src))) {
     bool same_view = dst.storage_offset().hint() == src.storage_offset().hint() &&
                      dst.strides().hints() == src.strides().hints() && dst.sizes().hints() == src.sizes().hints() &&

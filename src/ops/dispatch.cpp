@@ -1,6 +1,8 @@
 // The one dispatch point. See dispatch.h for the contract.
 #include "ops/dispatch.h"
 
+#include "ops/cuda_fallback.h"
+
 #include "ops/shape_util.h"
 #include "support/check.h"
 
@@ -142,6 +144,15 @@ Tensor make_view(const Tensor& base, const TensorMeta& meta) {
   return Tensor(std::move(impl));
 }
 
+// The device's kernel, or on CUDA the CPU kernel through the fallback (ops/cuda_fallback.h).
+void run_device_kernel(const OpDef& def, OpId op, const Args& args, std::vector<Tensor>& outs, Device device,
+                       bool data_dependent) {
+  if (KernelFn kernel = def.kernels[static_cast<int>(device.type)]) return kernel(op, args, outs);
+  KernelFn cpu = def.kernels[static_cast<int>(DeviceType::kCPU)];
+  SINTER_CHECK(device.is_cuda() && cpu, "{} has no {} kernel yet", def.schema.full_name(), device.str());
+  run_cpu_kernel_for_cuda(cpu, op, args, outs, data_dependent, device);
+}
+
 Device kernel_device(const Args& args, const ShapeResult& r) {
   if (!r.outputs.empty()) return r.outputs[0].device;
   return common_device(args);
@@ -216,8 +227,6 @@ std::vector<Tensor> run_eager(OpId op, const Args& args, const Loc& loc) {
     return outs;
   }
   Device device = kernel_device(args, r);
-  KernelFn kernel = def.kernels[static_cast<int>(device.type)];
-  SINTER_CHECK(kernel, "{} has no {} kernel yet", schema.full_name(), device.str());
   std::vector<Tensor> outs;
   if (schema.is_inplace()) {
     const Tensor& self = args[0].tensor();
@@ -226,7 +235,7 @@ std::vector<Tensor> run_eager(OpId op, const Args& args, const Loc& loc) {
                  "the result of shape {} cannot be written in place into a tensor of shape {}",
                  r.outputs[0].sizes.str(), self.sizes().str());
     outs.push_back(self);
-    kernel(op, args, outs);
+    run_device_kernel(def, op, args, outs, device, false);
     self.storage()->bump_version();
     return outs;
   }
@@ -234,7 +243,7 @@ std::vector<Tensor> run_eager(OpId op, const Args& args, const Loc& loc) {
     outs.reserve(r.outputs.size());
     for (const TensorMeta& m : r.outputs) outs.push_back(empty_from_meta(m));
   }
-  kernel(op, args, outs);
+  run_device_kernel(def, op, args, outs, device, r.data_dependent);
   SINTER_INTERNAL_ASSERT(r.data_dependent || outs.size() == r.outputs.size(), "{} returned {} outputs, expected {}",
                          schema.full_name(), outs.size(), r.outputs.size());
   return outs;
@@ -244,9 +253,7 @@ void run_kernel_into(OpId op, const Args& args, std::vector<Tensor>& outs, const
   CallScope scope(op, &args, loc);
   const OpDef& def = op_def(op);
   Device device = outs.empty() ? common_device(args) : outs[0].device();
-  KernelFn kernel = def.kernels[static_cast<int>(device.type)];
-  SINTER_CHECK(kernel, "{} has no {} kernel yet", def.schema.full_name(), device.str());
-  kernel(op, args, outs);
+  run_device_kernel(def, op, args, outs, device, false);
 }
 
 std::string describe_operands(const OpDef& def, const Args& args) {

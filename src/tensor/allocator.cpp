@@ -19,6 +19,7 @@
 #include "sinter/tensor.h"
 #include "support/check.h"
 #include "tensor/allocator.h"
+#include "tensor/cuda_device.h"
 
 namespace sinter {
 namespace {
@@ -145,6 +146,7 @@ void reset_cpu_peak_memory() { static_cast<CpuAllocator&>(cpu_allocator()).reset
 
 Allocator& allocator_for(Device device) {
   if (device.is_cpu()) return cpu_allocator();
+  if (device.is_cuda()) return cuda::device_allocator(device.index);
   throw Error(fmt::format("device {} is not available in this build of sinter (CUDA support comes with the CUDA "
                           "backend)",
                           device.str()));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "sinter/cuda.h"
@@ -57,6 +58,34 @@ Loaded& loaded() {
     resolve(lib, "cuMemcpyDtoH_v2", a.cuMemcpyDtoH, missing);
     resolve(lib, "cuGetErrorName", a.cuGetErrorName, missing);
     resolve(lib, "cuGetErrorString", a.cuGetErrorString, missing);
+    resolve(lib, "cuModuleLoadData", a.cuModuleLoadData, missing);
+    resolve(lib, "cuModuleUnload", a.cuModuleUnload, missing);
+    resolve(lib, "cuModuleGetFunction", a.cuModuleGetFunction, missing);
+    resolve(lib, "cuFuncSetAttribute", a.cuFuncSetAttribute, missing);
+    resolve(lib, "cuLaunchKernel", a.cuLaunchKernel, missing);
+    resolve(lib, "cuStreamCreate", a.cuStreamCreate, missing);
+    resolve(lib, "cuStreamDestroy_v2", a.cuStreamDestroy, missing);
+    resolve(lib, "cuStreamSynchronize", a.cuStreamSynchronize, missing);
+    resolve(lib, "cuStreamWaitEvent", a.cuStreamWaitEvent, missing);
+    resolve(lib, "cuEventCreate", a.cuEventCreate, missing);
+    resolve(lib, "cuEventRecord", a.cuEventRecord, missing);
+    resolve(lib, "cuEventSynchronize", a.cuEventSynchronize, missing);
+    // cuda.h 12.8+ maps cuEventElapsedTime to _v2 (same signature); drivers before it have only the first.
+    if (dlsym(lib, "cuEventElapsedTime_v2") != nullptr)
+      resolve(lib, "cuEventElapsedTime_v2", a.cuEventElapsedTime, missing);
+    else
+      resolve(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
+    resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy, missing);
+    resolve(lib, "cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync, missing);
+    resolve(lib, "cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync, missing);
+    resolve(lib, "cuMemcpyDtoD_v2", a.cuMemcpyDtoD, missing);
+    resolve(lib, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, missing);
+    resolve(lib, "cuMemsetD8_v2", a.cuMemsetD8, missing);
+    resolve(lib, "cuMemsetD8Async", a.cuMemsetD8Async, missing);
+    resolve(lib, "cuMemHostAlloc", a.cuMemHostAlloc, missing);
+    resolve(lib, "cuMemFreeHost", a.cuMemFreeHost, missing);
+    std::string optional;
+    resolve(lib, "cuPointerGetAttribute", a.cuPointerGetAttribute, optional);
     if (!missing.empty()) {
       s->reason = fmt::format("the CUDA driver in libcuda.so.1 lacks {} (too old a driver)", missing);
       return s;
@@ -119,22 +148,93 @@ void use_device(int device) {
   check(a.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
 }
 
+Module::Module(const std::string& image, std::string name) : name_(std::move(name)) {
+  // A cubin is an ELF read by size from its header; PTX must end in NUL, which std::string's data() provides.
+  if (CUresult r = require().cuModuleLoadData(&module_, image.c_str()); r != kSuccess)
+    throw Error(fmt::format("cuModuleLoadData({}, {} bytes): {}", name_, image.size(), error_text(r)));
+}
+
+Module::Module(Module&& other) noexcept : module_(other.module_), name_(std::move(other.name_)) {
+  other.module_ = nullptr;
+}
+
+Module& Module::operator=(Module&& other) noexcept {
+  if (this != &other) {
+    std::swap(module_, other.module_);
+    std::swap(name_, other.name_);
+  }
+  return *this;
+}
+
+Module::~Module() {
+  // Not checked: a destructor cannot throw, and at process exit the driver may already be shut down.
+  if (module_ != nullptr) loaded().api.cuModuleUnload(module_);
+}
+
+CUfunction Module::function(const std::string& kernel) const {
+  CUfunction fn = nullptr;
+  if (CUresult r = require().cuModuleGetFunction(&fn, module_, kernel.c_str()); r != kSuccess)
+    throw Error(fmt::format("cuModuleGetFunction({} in {}): {}", kernel, name_, error_text(r)));
+  return fn;
+}
+
+void set_max_dynamic_shared(CUfunction fn, int bytes, const char* name) {
+  if (CUresult r = require().cuFuncSetAttribute(fn, kFuncAttributeMaxDynamicSharedSizeBytes, bytes); r != kSuccess)
+    throw Error(fmt::format("cuFuncSetAttribute({}, MAX_DYNAMIC_SHARED_SIZE_BYTES = {}): {}", name, bytes,
+                            error_text(r)));
+}
+
+void launch(CUfunction fn, Dim3 grid, Dim3 block, unsigned int shared_bytes, CUstream stream, void** params,
+            const char* name) {
+  CUresult r = require().cuLaunchKernel(fn, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream,
+                                        params, nullptr);
+  if (r != kSuccess)
+    throw Error(fmt::format("cuLaunchKernel({}, grid ({}, {}, {}), block ({}, {}, {}), {} bytes shared): {}", name,
+                            grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, error_text(r)));
+}
+
+Stream::Stream() { check(require().cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate"); }
+Stream::~Stream() {
+  if (stream_ != nullptr) loaded().api.cuStreamDestroy(stream_);
+}
+void Stream::synchronize() const { check(require().cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
+
+Event::Event(bool timing) {
+  check(require().cuEventCreate(&event_, timing ? kEventDefault : kEventDisableTiming), "cuEventCreate");
+}
+Event::~Event() {
+  if (event_ != nullptr) loaded().api.cuEventDestroy(event_);
+}
+void Event::record(CUstream stream) const { check(require().cuEventRecord(event_, stream), "cuEventRecord"); }
+void Event::synchronize() const { check(require().cuEventSynchronize(event_), "cuEventSynchronize"); }
+float Event::elapsed_ms_since(const Event& start) const {
+  float ms = 0;
+  check(require().cuEventElapsedTime(&ms, start.event_, event_), "cuEventElapsedTime");
+  return ms;
+}
+
 }  // namespace sinter::cuda::driver
 
 namespace sinter::cuda {
 
-bool is_available() { return driver::api() != nullptr; }
+// The simulated device (SINTER_CUDA_SIM=1) is one sm_90 GPU shaped like an H200, whatever the driver says.
+bool is_available() { return is_simulated() || driver::api() != nullptr; }
 
 int device_count() {
+  if (is_simulated()) return 1;
   const driver::Api* a = driver::api();
   if (a == nullptr) return 0;
   int count = 0;
   return a->cuDeviceGetCount(&count) == driver::kSuccess ? count : 0;
 }
 
-std::string unavailable_reason() { return driver::reason(); }
+std::string unavailable_reason() { return is_simulated() ? "" : driver::reason(); }
 
 DeviceProperties get_device_properties(int device) {
+  if (is_simulated()) {
+    if (device != 0) throw Error(fmt::format("cuda:{} does not exist: the simulated device is cuda:0", device));
+    return {"sinter CUDA simulator (sm_90)", 9, 0, 132, int64_t{141} << 30, 32, 227 * 1024, 50 << 20};
+  }
   const driver::Api& a = driver::require();
   int count = device_count();
   if (device < 0 || device >= count)
@@ -164,6 +264,10 @@ DeviceProperties get_device_properties(int device) {
 }
 
 void synchronize(int device) {
+  if (is_simulated()) {  // simulated kernels finish before their launch returns
+    if (device != 0) throw Error(fmt::format("cuda:{} does not exist: the simulated device is cuda:0", device));
+    return;
+  }
   driver::use_device(device);
   driver::check(driver::require().cuCtxSynchronize(), "cuCtxSynchronize");
 }

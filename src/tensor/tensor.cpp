@@ -91,8 +91,7 @@ Tensor readable(const Tensor& t, std::string_view what, const Loc& loc) {
   if (ReadHook* hook = current_read_hook()) return hook->materialize(t, what, loc);
   if (t.is_meta())
     detail::throw_user_error_at(loc, fmt::format("{}: this tensor has no data (a meta tensor)", what));
-  SINTER_CHECK_AT(loc, t.is_cpu(), "{}: reading a {} tensor's values needs a copy to the CPU first", what,
-                  t.device().str());
+  if (t.is_cuda()) return t.cpu();  // waits for the device, as PyTorch's item() does
   return t;
 }
 }  // namespace

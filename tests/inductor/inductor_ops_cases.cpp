@@ -13,7 +13,9 @@ Probe::Probe() {
   auto l = launches;
   auto g = graphs;
   register_backend(kProbeBackend, [l, g](const Graph& graph, const std::vector<Tensor>&) -> CompiledGraph {
-    auto program = backends::compile_for_cpu(graph, CompileContext::for_graph(graph));
+    CompileContext ctx = CompileContext::for_graph(graph);
+    auto program = ctx.target.kind == TargetKind::kCuda ? backends::compile_for_cuda(graph, ctx)
+                                                        : backends::compile_for_cpu(graph, ctx);
     *l = program->launches();
     ++*g;
     return [program](const std::vector<Tensor>& inputs) { return program->run(inputs); };
@@ -35,13 +37,16 @@ void compare(const std::vector<Case>& cases, const std::vector<Tensor>& got, con
   }
 }
 
-int check_cases(const std::vector<Case>& cases, const Inputs& in, double rtol) {
+int check_cases(const std::vector<Case>& cases, const Inputs& cpu_in, double rtol, Device device) {
   Probe probe;
   auto all = [&cases](const std::vector<Tensor>& x) { return run_all(cases, x); };
-  std::vector<Tensor> want = all(in);
+  std::vector<Tensor> want = all(cpu_in);
+  Inputs in = cpu_in;
+  for (Tensor& t : in) t = t.to(device);
   std::vector<Tensor> got;
   try {
     got = compile(all, {.backend = kProbeBackend})(in);
+    for (Tensor& t : got) t = t.to(kCPU);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "the table failed as one graph: " << std::string(e.what()).substr(0, 3000);
     for (const Case& c : cases) {  // name the op(s) that fail on their own
@@ -56,6 +61,24 @@ int check_cases(const std::vector<Case>& cases, const Inputs& in, double rtol) {
   }
   compare(cases, got, want, rtol);
   return *probe.launches;
+}
+
+// A fused kernel keeps f16/bf16 intermediates in float (by design), so floor(x * 3) may differ from eager's
+// floor(round_to_f16(x * 3)) by one: the discontinuous ops' inputs are computed eagerly.
+Inputs float_inputs(const SymIntList& shape, DType dt, const SymIntList& y_shape) {
+  Tensor u = testing::random_positive(shape, kFloat64, 0.1, 1.9, 7) - 1.0;
+  Tensor x = testing::random(shape, dt, 1);
+  return {x, testing::random_positive(shape, dt, 0.1, 4.0, 2), u.to(dt),
+          testing::random(y_shape.empty() ? shape : y_shape, dt, 3), x * 3, floor(x * 8) * 0.5, exp(x * 100)};
+}
+
+// [0, 10) for uint8.
+Inputs int_inputs(const SymIntList& shape, DType dt, const SymIntList& b_shape) {
+  Tensor a = testing::random(shape, dt, 4);
+  Tensor b = testing::random(b_shape.empty() ? shape : b_shape, dt, 5);
+  b = where(b == 0, scalar_tensor(3, dt), b);
+  Tensor e = remainder(testing::random(shape, kInt64, 6), 4).to(dt);
+  return {a, b, e};
 }
 
 std::vector<Case> unary_float_cases() {

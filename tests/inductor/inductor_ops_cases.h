@@ -29,9 +29,16 @@ std::vector<Tensor> run_all(const std::vector<Case>& cases, const Inputs& in);
 // Same dtypes, and values within rtol (default: the dtype's tolerance; integers and bools exact).
 void compare(const std::vector<Case>& cases, const std::vector<Tensor>& got, const std::vector<Tensor>& want,
              double rtol = -1);
-// Compiles all cases as one graph, runs it on `in` and compares with eager. Returns the graph's launches (-1
-// when it failed; the cases are then compiled one by one so the failure names the op).
-int check_cases(const std::vector<Case>& cases, const Inputs& in, double rtol = -1);
+// Compiles all cases as one graph, runs it on `in` moved to `device` and compares with eager on the CPU. Returns
+// the graph's launches (-1 when it failed; the cases are then compiled one by one so the failure names the op).
+int check_cases(const std::vector<Case>& cases, const Inputs& in, double rtol = -1, Device device = kCPU);
+
+// Floating inputs of the unary and binary tables: {x normal, p positive, u in (-0.9, 0.9), y normal (of y_shape
+// when given), x * 3, halves (round ties), exp(100 x) (infs)}; the last three are computed eagerly, so that ops
+// that are discontinuous get inputs that need no arithmetic first.
+Inputs float_inputs(const SymIntList& shape, DType dt, const SymIntList& y_shape = {});
+// Integer inputs: {a in [-10, 10), b the same without zeros (of b_shape when given), e in [0, 4)}.
+Inputs int_inputs(const SymIntList& shape, DType dt, const SymIntList& b_shape = {});
 
 // Inputs {x normal, p positive, u in (-0.9, 0.9), y normal, x * 3, halves (round ties), exp(100 x) (infs)}.
 std::vector<Case> unary_float_cases();

@@ -25,25 +25,6 @@ namespace {
 using testing::random;
 using testing::random_positive;
 
-// Floating inputs of the unary and binary tables (see inductor_ops_cases.h). The last three are computed eagerly:
-// a fused kernel keeps f16/bf16 intermediates in float (by design), so floor(x * 3) may differ from eager's
-// floor(round_to_f16(x * 3)) by one; ops that are discontinuous get inputs that need no arithmetic first.
-Inputs float_inputs(const SymIntList& shape, DType dt, const SymIntList& y_shape = {}) {
-  Tensor u = random_positive(shape, kFloat64, 0.1, 1.9, 7) - 1.0;
-  Tensor x = random(shape, dt, 1);
-  return {x, random_positive(shape, dt, 0.1, 4.0, 2), u.to(dt), random(y_shape.empty() ? shape : y_shape, dt, 3),
-          x * 3, floor(x * 8) * 0.5, exp(x * 100)};
-}
-
-// Integer inputs: {a in [-10, 10), b the same without zeros, e in [0, 4)} ([0, 10) for uint8).
-Inputs int_inputs(const SymIntList& shape, DType dt, const SymIntList& b_shape = {}) {
-  Tensor a = random(shape, dt, 4);
-  Tensor b = random(b_shape.empty() ? shape : b_shape, dt, 5);
-  b = where(b == 0, scalar_tensor(3, dt), b);
-  Tensor e = remainder(random(shape, kInt64, 6), 4).to(dt);
-  return {a, b, e};
-}
-
 TEST(InductorOps, UnaryFloat32IsOneKernel) {
   EXPECT_EQ(check_cases(unary_float_cases(), float_inputs({13, 37}, kFloat32)), 1);
 }

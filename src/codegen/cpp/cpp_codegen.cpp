@@ -6,6 +6,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "codegen/cpp/body_emitter.h"
 #include "codegen/cpp/cpp_ops.h"
 #include "codegen/cpp/prelude.h"
 #include "support/check.h"
@@ -46,17 +47,12 @@ using inductor::PlannedNode;
 using inductor::StagePlan;
 
 // Prints one planned kernel.
-class KernelWriter {
+class KernelWriter : BodyEmitter {
  public:
-  KernelWriter(const LoopProgram& p, const KernelPlan& k) : p_(p), k_(k) {}
+  KernelWriter(const LoopProgram& p, const KernelPlan& k) : BodyEmitter(p, k) {}
   std::string write();
 
  private:
-  std::string var(int k) const { return fmt::format("v{}", k); }
-  std::string idx(const ExprPtr& e) const { return index_expr(e, var_names_, !k_.index32); }
-  std::string buf(int b) const { return fmt::format("b{}", k_.argument(b)); }
-  std::string emit(SExpr e, std::string& out, const std::string& ind);
-  void emit_node(SExpr e, std::string& out, const std::string& ind);
   void store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind);
   void emit_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind);
   void emit_reduction_stage(const StagePlan& st, std::string& out, const std::string& ind);
@@ -65,67 +61,8 @@ class KernelWriter {
     return fmt::format("{}for ({} {} = 0; {} < {}; ++{}) {{\n", ind, it_, var(d.var), var(d.var), idx(d.size), var(d.var));
   }
 
-  const LoopProgram& p_;
-  const KernelPlan& k_;
-  const StagePlan* stage_ = nullptr;  // the stage being printed
-  std::vector<std::string> var_names_;
   std::string it_ = "sn_i64";  // the index type
-  std::unordered_map<SExpr, std::string> names_;  // SSA names in the current loop body
-  std::unordered_map<int, std::string> values_;   // loop node -> the variable holding its value here
-  int tmp_ = 0;
 };
-
-// Emits `root` and the operands it needs that have no name yet, operands first and in argument order, from an
-// explicit stack (a body can be thousands of nodes deep).
-std::string KernelWriter::emit(SExpr root, std::string& out, const std::string& ind) {
-  std::vector<std::pair<SExpr, bool>> stack{{root, false}};  // (node, its operands are on the stack already)
-  while (!stack.empty()) {
-    auto [e, expanded] = stack.back();
-    if (names_.count(e)) {
-      stack.pop_back();
-      continue;
-    }
-    if (!expanded && e->kind == SKind::kOp && !e->args.empty()) {
-      stack.back().second = true;
-      for (size_t i = e->args.size(); i-- > 0;)
-        if (!names_.count(e->args[i])) stack.push_back({e->args[i], false});
-      continue;
-    }
-    stack.pop_back();
-    emit_node(e, out, ind);
-  }
-  return names_.at(root);
-}
-
-// One node whose operands all have names.
-void KernelWriter::emit_node(SExpr e, std::string& out, const std::string& ind) {
-  std::string text;
-  if (e->kind == SKind::kConst) {
-    names_[e] = const_str(e);
-    return;
-  }
-  if (e->kind == SKind::kLoad) {
-    auto f = stage_->forwarded.find(e);
-    if (f != stage_->forwarded.end()) {
-      names_[e] = values_.at(f->second);
-      return;
-    }
-    text = load_str(p_.buffers[e->buffer].dtype, fmt::format("{}[{}]", buf(e->buffer), idx(e->offset)));
-  } else {
-    std::vector<std::string> args;
-    std::vector<CType> types;
-    for (SExpr a : e->args) {
-      args.push_back(names_.at(a));
-      types.push_back(a->type);
-    }
-    // One reciprocal per row, hoisted out of the loop by the compiler, and a multiply per element.
-    if (stage_->reciprocal_divs.count(e)) text = fmt::format("{} * (1.0f / {})", args[0], args[1]);
-    else text = op_str(e->op, e->type, args, types);
-  }
-  std::string name = fmt::format("t{}", tmp_++);
-  out += fmt::format("{}const {} {} = {};\n", ind, inductor::ctype_name(e->type), name, text);
-  names_[e] = name;
-}
 
 void KernelWriter::store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind) {
   if (!n.stored) return;
@@ -230,14 +167,7 @@ void KernelWriter::emit_reduction_stage(const StagePlan& st, std::string& out, c
 }
 
 std::string KernelWriter::write() {
-  int nv = 0;
-  for (const StagePlan& st : k_.stages)
-    for (const LoopDim& d : st.loops) nv = std::max(nv, d.var + 1);
-  for (const LoopDim& d : k_.outer) nv = std::max(nv, d.var + 1);
-  for (const StagePlan& st : k_.stages)
-    for (const PlannedNode& n : st.nodes) nv = std::max(nv, static_cast<int>(p_.nodes[n.node].domain.size()));
-  for (int v = 0; v < nv; ++v) var_names_.push_back(var(v));
-  if (k_.index32) it_ = "sn_i32";
+  it_ = index_type();
   std::string body;
   std::string ind = "  ";
   if (k_.rows) {

@@ -30,6 +30,10 @@ std::string math(const std::string& name, CType t, const std::string& a) {
     if (it != prelude.end()) return fmt::format("{}({})", it->second, a);
     return fmt::format("__builtin_{}f({})", name, a);
   }
+  if (!flt(t)) {  // an integer operand: rounding is the identity; anything else is computed in double
+    if (name == "floor" || name == "ceil" || name == "trunc" || name == "rint" || name == "round") return a;
+    return math(name, CType::kF64, fmt::format("(double)({})", a));
+  }
   if (name == "sigmoid") return fmt::format("(1.0 / (1.0 + __builtin_exp(-({}))))", a);
   if (name == "rsqrt") return fmt::format("(1.0 / __builtin_sqrt({}))", a);
   if (name == "abs") return fmt::format("__builtin_fabs({})", a);
@@ -160,30 +164,17 @@ std::string op_str(inductor::SOp op, CType t, const std::vector<std::string>& a,
     case SOp::fmod:
       if (!flt(t)) return integer_division(op, T, a);
       return fmt::format("__builtin_fmod{}({}, {})", f32(t) ? "f" : "", a[0], a[1]);
-    // Floating remainder and floor division as PyTorch computes them (from fmod, so 1 // 0.1 == 9 and -1 % inf ==
-    // inf, where floor(a / b) would round the quotient first). GNU statement expressions (g++ and clang++) keep
-    // the temporaries local to the one SSA value they define.
+    // Floating remainder and floor division as PyTorch computes them (prelude functions over fmod).
     case SOp::remainder:
       if (!flt(t)) return integer_division(op, T, a);
-      return fmt::format("({{ const {0} m_ = {1}; (m_ != 0 && (({2} < 0) != (m_ < 0))) ? m_ + {2} : m_; }})", T,
-                         op_str(SOp::fmod, t, a, at), a[1]);
-    case SOp::div_floor: {
+      return fmt::format("sn_remainder{}({}, {})", f32(t) ? "" : "_d", a[0], a[1]);
+    case SOp::div_floor:
       if (!flt(t)) return integer_division(op, T, a);
-      std::string fl = f32(t) ? "__builtin_floorf" : "__builtin_floor", cs = f32(t) ? "__builtin_copysignf" : "__builtin_copysign";
-      return fmt::format(
-          "({{ const {0} m_ = {1}; {0} d_ = ({2} - m_) / {3}; if (m_ != 0 && (({3} < 0) != (m_ < 0))) d_ -= 1; "
-          "const {0} f_ = {4}(d_); {3} == 0 ? {2} / {3} : (d_ == 0 ? {5}(0, {2} / {3}) : (d_ - f_ > {6} ? f_ + 1 : f_)); }})",
-          T, op_str(SOp::fmod, t, a, at), a[0], a[1], fl, cs, k(0.5));
-    }
+      return fmt::format("sn_div_floor{}({}, {})", f32(t) ? "" : "_d", a[0], a[1]);
     case SOp::pow:
-      // Integer power by squaring in wrapping 64-bit arithmetic; negative exponents give 0 except for bases 1 and
-      // -1 (PyTorch's integer pow), where a double pow would lose precision above 2^53 and overflow undefinedly.
+      // Integer pow: the prelude's sn_ipow (wrapping, PyTorch's rule for negative exponents).
       if (!flt(t))
-        return fmt::format(
-            "({{ sn_u64 b_ = (sn_u64)(sn_i64)({1}), a_ = (sn_u64)(sn_i64)({0}), r_ = 1; "
-            "if ((sn_i64)b_ < 0) r_ = a_ == 1 ? 1 : (a_ == (sn_u64)-1 ? ((b_ & 1) ? (sn_u64)-1 : 1) : 0); "
-            "else for (; b_; b_ >>= 1) {{ if (b_ & 1) r_ *= a_; a_ *= a_; }} ({2})(sn_i64)r_; }})",
-            a[0], a[1], T);
+        return fmt::format("({})sn_ipow((sn_i64)({}), (sn_i64)({}))", T, a[0], a[1]);
       return f32(t) ? fmt::format("sn_pow({}, {})", a[0], a[1]) : fmt::format("__builtin_pow({}, {})", a[0], a[1]);
     case SOp::atan2:
     case SOp::hypot:

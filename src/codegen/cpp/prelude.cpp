@@ -21,10 +21,86 @@ typedef unsigned long long sn_u64;
 typedef unsigned int sn_u32;
 typedef unsigned short sn_u16;
 typedef unsigned char sn_u8;
-#define SN_INLINE static inline __attribute__((always_inline))
 // a * b + c rounded once where the CPU has FMA. Generated code is compiled without contraction (each a * b + c of
-// a graph rounds twice, as in eager), so the math below asks for its fused steps explicitly.
-#if defined(__FMA__)
+// a graph rounds twice, as in eager), so the math below asks for its fused steps explicitly. The same text serves
+// CUDA (NVRTC defines __CUDACC__; every GPU has FMA) and the CUDA simulator's host build.
+#if defined(__CUDACC__)
+#define SN_INLINE static __device__ __forceinline__
+// NVRTC has CUDA's device math functions but not the GCC builtins the host code spells them with.
+#define __builtin_fabsf fabsf
+#define __builtin_fabs fabs
+#define __builtin_sqrtf sqrtf
+#define __builtin_sqrt sqrt
+#define __builtin_floorf floorf
+#define __builtin_floor floor
+#define __builtin_ceilf ceilf
+#define __builtin_ceil ceil
+#define __builtin_truncf truncf
+#define __builtin_trunc trunc
+#define __builtin_rintf rintf
+#define __builtin_rint rint
+#define __builtin_sinf sinf
+#define __builtin_sin sin
+#define __builtin_cosf cosf
+#define __builtin_cos cos
+#define __builtin_tanf tanf
+#define __builtin_tan tan
+#define __builtin_asinf asinf
+#define __builtin_asin asin
+#define __builtin_acosf acosf
+#define __builtin_acos acos
+#define __builtin_atanf atanf
+#define __builtin_atan atan
+#define __builtin_sinhf sinhf
+#define __builtin_sinh sinh
+#define __builtin_coshf coshf
+#define __builtin_cosh cosh
+#define __builtin_tanhf tanhf
+#define __builtin_tanh tanh
+#define __builtin_asinhf asinhf
+#define __builtin_asinh asinh
+#define __builtin_acoshf acoshf
+#define __builtin_acosh acosh
+#define __builtin_atanhf atanhf
+#define __builtin_atanh atanh
+#define __builtin_expf expf
+#define __builtin_exp exp
+#define __builtin_exp2f exp2f
+#define __builtin_exp2 exp2
+#define __builtin_expm1f expm1f
+#define __builtin_expm1 expm1
+#define __builtin_logf logf
+#define __builtin_log log
+#define __builtin_log2f log2f
+#define __builtin_log2 log2
+#define __builtin_log10f log10f
+#define __builtin_log10 log10
+#define __builtin_log1pf log1pf
+#define __builtin_log1p log1p
+#define __builtin_erff erff
+#define __builtin_erf erf
+#define __builtin_erfcf erfcf
+#define __builtin_erfc erfc
+#define __builtin_powf powf
+#define __builtin_pow pow
+#define __builtin_fmodf fmodf
+#define __builtin_fmod fmod
+#define __builtin_atan2f atan2f
+#define __builtin_atan2 atan2
+#define __builtin_hypotf hypotf
+#define __builtin_hypot hypot
+#define __builtin_copysignf copysignf
+#define __builtin_copysign copysign
+#define __builtin_fmaf fmaf
+#define __builtin_fma fma
+#define __builtin_inff() __int_as_float(0x7f800000)
+#define __builtin_inf() __longlong_as_double(0x7ff0000000000000LL)
+#define __builtin_nanf(s) __int_as_float(0x7fc00000)
+#define __builtin_nan(s) __longlong_as_double(0x7ff8000000000000LL)
+#else
+#define SN_INLINE static inline __attribute__((always_inline))
+#endif
+#if defined(__FMA__) || defined(__CUDACC__)
 #define SN_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
 #else
 #define SN_FMA(a, b, c) ((a) * (b) + (c))
@@ -278,6 +354,40 @@ SN_INLINE sn_u16 sn_f32_to_f16(float f) {
   h = a >= 0x477ff000u ? 0x7c00u : h;                               // 65520 and above round to infinity
   h = a > 0x7f800000u ? 0x7e00u : h;                                // NaN: the quiet NaN eager's Half makes
   return (sn_u16)(h | sign);
+}
+// ---- PyTorch's division semantics (from fmod, so 1 // 0.1 == 9 and -1 % inf == inf) ----
+SN_INLINE float sn_remainder(float a, float b) {
+  const float m = __builtin_fmodf(a, b);
+  return (m != 0 && ((b < 0) != (m < 0))) ? m + b : m;
+}
+SN_INLINE double sn_remainder_d(double a, double b) {
+  const double m = __builtin_fmod(a, b);
+  return (m != 0 && ((b < 0) != (m < 0))) ? m + b : m;
+}
+SN_INLINE float sn_div_floor(float a, float b) {
+  const float m = __builtin_fmodf(a, b);
+  float d = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+  const float f = __builtin_floorf(d);
+  return b == 0 ? a / b : (d == 0 ? __builtin_copysignf(0.0f, a / b) : (d - f > 0.5f ? f + 1 : f));
+}
+SN_INLINE double sn_div_floor_d(double a, double b) {
+  const double m = __builtin_fmod(a, b);
+  double d = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+  const double f = __builtin_floor(d);
+  return b == 0 ? a / b : (d == 0 ? __builtin_copysign(0.0, a / b) : (d - f > 0.5 ? f + 1 : f));
+}
+// Integer power by squaring in wrapping 64-bit arithmetic; negative exponents give 0 except for bases 1 and -1
+// (PyTorch's integer pow), where a double pow would lose precision above 2^53 and overflow undefinedly.
+SN_INLINE sn_i64 sn_ipow(sn_i64 base, sn_i64 exponent) {
+  sn_u64 b = (sn_u64)exponent, a = (sn_u64)base, r = 1;
+  if (exponent < 0) return a == 1 ? 1 : (a == (sn_u64)-1 ? ((b & 1) ? -1 : 1) : 0);
+  for (; b; b >>= 1) {
+    if (b & 1) r *= a;
+    a *= a;
+  }
+  return (sn_i64)r;
 }
 // Float to int64 as eager's conversion (cast_to): NaN -> 0, at or beyond +-9.2e18 saturated, else truncated.
 SN_INLINE sn_i64 sn_f2i(double f) {

@@ -1,0 +1,174 @@
+// The "inductor" backend's CUDA path: the graph planned as for the CPU (plan_graph), CUDA source for every loop
+// kernel (codegen/cuda), then either NVRTC cubins loaded into the GPU (one program per kernel, compiled in
+// parallel, cached on disk by source) or, on the simulated device, one host shared object built from the same
+// source over the simulator's prelude. The CUDA launcher runs the result.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string_view>
+#include <thread>
+
+#include "backends/backends.h"
+#include "codegen/cpp/kernel_cache.h"
+#include "codegen/cuda/cubin_cache.h"
+#include "codegen/cuda/cuda_codegen.h"
+#include "codegen/cuda/nvrtc.h"
+#include "codegen/cuda/sim_prelude.h"
+#include "runtime/cuda_launcher.h"
+#include "runtime/cuda_sim.h"
+#include "support/check.h"
+#include "support/log.h"
+#include "support/sha256.h"
+#include "tensor/cuda_device.h"
+#include "tensor/cuda_driver.h"
+
+namespace sinter::backends {
+
+namespace {
+
+using codegen::cuda::CudaKernel;
+using runtime::CudaKernelEntry;
+
+// NVRTC options beyond compile_cuda's own: no contraction of a * b + c (each rounds as in eager, as the CPU's
+// code is built).
+const std::vector<std::string>& nvrtc_options() {
+  static const std::vector<std::string> options = {"-fmad=false"};
+  return options;
+}
+
+// The simulated device: every kernel in one host unit, bound to the simulator's runtime.
+std::shared_ptr<const void> load_simulated(const std::vector<CudaKernel>& kernels, const std::string& name,
+                                           const std::string& source, const std::string& debug_dir,
+                                           std::vector<CudaKernelEntry>& entries) {
+  codegen::cpp::CompileOptions flags;
+  flags.debug_dir = debug_dir;
+  std::string unit = std::string(codegen::cuda::sim_prelude()) + source;
+  codegen::cpp::CompiledObject obj = codegen::cpp::compile_and_load({unit}, name + "_cuda_sim", flags);
+  auto bind = reinterpret_cast<void (*)(const sn_sim_api*)>(obj.library->symbol("sn_sim_bind"));
+  bind(runtime::sim::api());
+  for (size_t k = 0; k < kernels.size(); ++k)
+    if (!kernels[k].name.empty())
+      entries[k].sim = reinterpret_cast<void (*)(void**)>(obj.library->symbol(kernels[k].name + "__sim"));
+  SINTER_LOG(kPerfHints, "inductor: {} simulated CUDA kernel(s) {} in {:.3f} s", entries.size(),
+             obj.from == codegen::cpp::CompiledObject::From::kCompiled ? "compiled" : "loaded from cache", obj.seconds);
+  return obj.library;
+}
+
+// One NVRTC program per kernel, compiled in parallel on the host's cores, each cached on disk by its source,
+// architecture, options and NVRTC's version. Returns the cubins (empty for externs) and counts the compiled ones.
+std::vector<std::string> compile_cubins(const std::vector<CudaKernel>& kernels, const std::string& arch,
+                                        size_t& compiled_count) {
+  std::vector<size_t> todo;
+  for (size_t k = 0; k < kernels.size(); ++k)
+    if (!kernels[k].name.empty()) todo.push_back(k);
+  std::vector<std::string> cubins(kernels.size());
+  std::vector<std::string> errors(kernels.size());
+  std::atomic<size_t> next{0}, compiled{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < todo.size();) {
+      size_t k = todo[i];
+      try {
+        std::string src = codegen::cuda::unit_header() + kernels[k].source;
+        std::string key_text = fmt::format("{}\n{}\n{}\n", arch, codegen::cuda::nvrtc_version(), src);
+        for (const std::string& o : nvrtc_options()) key_text += o + "\n";
+        std::string key = support::sha256_hex(key_text);
+        if (auto hit = codegen::cuda::load_cubin(arch, key)) {
+          cubins[k] = std::move(*hit);
+          continue;
+        }
+        cubins[k] = codegen::cuda::compile_cuda(src, kernels[k].name, arch, nvrtc_options()).cubin;
+        codegen::cuda::store_cubin(arch, key, cubins[k]);
+        ++compiled;
+      } catch (const std::exception& e) {
+        errors[k] = e.what();
+      }
+    }
+  };
+  unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(threads, todo.size()); ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::string& e : errors)
+    if (!e.empty()) throw Error(e);
+  compiled_count = compiled.load();
+  return cubins;
+}
+
+// A GPU: the cubins loaded as modules of the device's primary context.
+std::shared_ptr<const void> load_on_gpu(const std::vector<CudaKernel>& kernels, const std::string& arch,
+                                        Device device, std::vector<CudaKernelEntry>& entries) {
+  auto start = std::chrono::steady_clock::now();
+  size_t compiled = 0;
+  std::vector<std::string> cubins = compile_cubins(kernels, arch, compiled);
+  cuda::driver::use_device(device.index);
+  auto modules = std::make_shared<std::vector<cuda::driver::Module>>();
+  modules->reserve(kernels.size());
+  size_t count = 0;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (kernels[k].name.empty()) continue;
+    modules->emplace_back(cubins[k], kernels[k].name);
+    entries[k].function = modules->back().function(kernels[k].name);
+    ++count;
+  }
+  SINTER_LOG(kPerfHints, "inductor: {} CUDA kernel(s) for {} ({} compiled by NVRTC, the rest from the cache) in "
+             "{:.3f} s", count, arch, compiled,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return modules;
+}
+
+// SINTER_CUDA_SIM_NVRTC=1: the simulator also has NVRTC compile every kernel for sm_90, so that a test run
+// without a GPU still checks that the generated source is valid CUDA (the test suite sets it where the toolkit is).
+bool nvrtc_check_in_simulation() {
+  const char* v = std::getenv("SINTER_CUDA_SIM_NVRTC");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+Device graph_device(const Graph& graph) {
+  for (const Node* in : graph.input_nodes())
+    if (in->meta().device.is_cuda()) return in->meta().device;
+  return kCUDA;
+}
+
+}  // namespace
+
+std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const CompileContext& ctx) {
+  std::string name = next_graph_name();
+  support::DebugDump dump(ctx.debug_dir, name);
+  std::shared_ptr<runtime::CompiledGraphParts> parts = plan_graph(graph, ctx, name, dump);
+  std::vector<CudaKernel> kernels = codegen::cuda::generate(*parts->program, parts->plan);
+  std::vector<CudaKernelEntry> entries(kernels.size());
+  std::string source = codegen::cuda::unit_header();
+  bool any = false;
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const CudaKernel& c = kernels[k];
+    if (c.name.empty()) continue;
+    any = true;
+    source += "\n" + c.source;
+    entries[k] = {c.name, c.shape.block, c.shape.rows_per_block, c.error_flag, nullptr, nullptr};
+  }
+  Device device = graph_device(graph);
+  std::shared_ptr<const void> code;
+  if (any) {
+    dump.file("kernels.cu", source);
+    SINTER_LOG(kOutputCode, "{} CUDA source:\n{}", name, source);
+    if (cuda::is_simulated()) {
+      if (nvrtc_check_in_simulation()) {
+        size_t compiled = 0;
+        compile_cubins(kernels, "sm_90", compiled);
+      }
+      code = load_simulated(kernels, name, source, dump.dir(), entries);
+    } else {
+      cuda::DeviceProperties props = cuda::get_device_properties(device.index);
+      code = load_on_gpu(kernels, fmt::format("sm_{}{}", props.major, props.minor), device, entries);
+    }
+  }
+  auto launcher =
+      std::make_unique<runtime::CudaLauncher>(parts, std::move(entries), code, device, std::max(1, ctx.target.cores));
+  return std::make_shared<runtime::Executor>(parts, std::move(launcher));
+}
+
+}  // namespace sinter::backends

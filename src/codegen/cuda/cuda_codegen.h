@@ -1,0 +1,43 @@
+// CUDA C++ for the scheduler's loop kernels, printed from the same kernel plans as the C++ printer and with the
+// same op spellings (codegen/cpp/cpp_ops.h) over the same prelude, whose math compiles for the GPU too. Each loop
+// kernel becomes
+//   extern "C" __global__ void kernelN(T0* __restrict__ b0, ..., sn_i64 s0, sn_i64 s1, ..., int* err_)
+// with the kernel's buffers in KernelPlan::buffers order and every symbol's value (sizes are arguments, so one
+// kernel serves every admitted shape); beside it, under SINTER_CUDA_SIM, `kernelN__sim(void** params)` with the
+// params layout cuLaunchKernel takes, which the simulator calls.
+// - A flat kernel is a grid-stride loop over its elements: any grid size is correct, the launcher picks it.
+// - A row kernel gives each row to a group of `group` threads: groups of 4..32 lanes inside a warp (several rows
+//   per 256-thread block) reduce with warp shuffles; a group of 256 or 1024 threads is the whole block and reduces
+//   through shared memory. Blocks walk rows grid-stride. Stages of a row are separated by a barrier of the group,
+//   so values one thread stored (kept per-element values) are visible to the next stage's threads.
+// The source is readable: the graph nodes of each loop are comments.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inductor/kernel_plan.h"
+
+namespace sinter::codegen::cuda {
+
+// How to launch one generated kernel.
+struct LaunchShape {
+  unsigned block = 256;          // threads per block
+  unsigned rows_per_block = 0;   // row kernels: rows one block handles at a time (0: a flat kernel)
+  unsigned group = 0;            // row kernels: threads per row
+};
+
+struct CudaKernel {
+  std::string name;    // the __global__ function (and name + "__sim" for the simulator's entry)
+  std::string source;  // the kernel's own text, without the prelude
+  LaunchShape shape;
+  bool error_flag = false;  // raises `*err_` (integer division by zero); the last parameter either way
+};
+
+// One entry per plan kernel; externs (no loops) have an empty name.
+std::vector<CudaKernel> generate(const inductor::LoopProgram& program, const inductor::ProgramPlan& plan);
+
+// The text every CUDA unit starts with: sinter's prelude (its math is the CPU's) and the CUDA helpers.
+std::string unit_header();
+
+}  // namespace sinter::codegen::cuda

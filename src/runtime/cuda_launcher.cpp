@@ -1,0 +1,59 @@
+#include "runtime/cuda_launcher.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "runtime/cuda_sim.h"
+#include "sinter/ops.h"
+#include "support/check.h"
+#include "tensor/cuda_device.h"
+#include "tensor/cuda_driver.h"
+
+namespace sinter::runtime {
+
+CudaLauncher::CudaLauncher(std::shared_ptr<const CompiledGraphParts> parts, std::vector<CudaKernelEntry> kernels,
+                           std::shared_ptr<const void> code, Device device, int multiprocessors)
+    : parts_(std::move(parts)), kernels_(std::move(kernels)), code_(std::move(code)), device_(device),
+      multiprocessors_(std::max(1, multiprocessors)) {}
+
+Tensor CudaLauncher::allocate(const TensorMeta& meta) const {
+  TensorMeta m = meta;
+  m.device = device_;
+  return empty_from_meta(m);
+}
+
+void CudaLauncher::run_loops(RunState& r, int k) const {
+  const inductor::KernelPlan& plan = parts_->plan.kernels[k];
+  const CudaKernelEntry& e = kernels_[k];
+  int64_t total = r.ev(plan.total);
+  if (total <= 0) return;
+  // Every kernel walks its iterations grid-stride, so the grid only sets the parallelism: enough blocks to fill
+  // the GPU several times over, and a few on the simulator (each block is a set of fibers on one host thread).
+  int64_t per_block = e.rows_per_block > 0 ? e.rows_per_block : e.block;
+  int64_t cap = cuda::is_simulated() ? 4 : static_cast<int64_t>(multiprocessors_) * 16;
+  unsigned grid = static_cast<unsigned>(std::clamp<int64_t>((total + per_block - 1) / per_block, 1, cap));
+  std::vector<void*> ptrs;
+  for (int b : plan.buffers) ptrs.push_back(r.bufs[b].data_ptr());
+  std::vector<void*> params;
+  for (void*& p : ptrs) params.push_back(&p);
+  for (const int64_t& s : r.syms) params.push_back(const_cast<int64_t*>(&s));
+  Tensor flag;
+  void* flag_ptr = nullptr;
+  if (e.error_flag) {
+    flag = zeros({1}, TensorOptions(kInt32).device(device_));
+    flag_ptr = flag.data_ptr();
+  }
+  params.push_back(&flag_ptr);
+  if (cuda::is_simulated()) {
+    sim::launch(e.name, e.sim, params.data(), {grid, 1, 1}, {e.block, 1, 1}, 0);
+  } else {
+    cuda::driver::use_device(device_.index);
+    cuda::driver::launch(static_cast<cuda::driver::CUfunction>(e.function), {grid, 1, 1}, {e.block, 1, 1}, 0, nullptr,
+                         params.data(), e.name.c_str());
+  }
+  if (e.error_flag)
+    SINTER_CHECK(flag.item<int>() == 0, "ZeroDivisionError: integer division by zero in compiled kernel {}", e.name);
+}
+
+}  // namespace sinter::runtime

@@ -1,0 +1,41 @@
+// The CUDA launcher: runs generated kernels on the GPU (through the driver, one launch per kernel on the current
+// context's default stream) or on the simulated device (runtime/cuda_sim.h), with the same arguments: the
+// kernel's buffers in the plan's order, every symbol's value, and an error flag for kernels that divide integers.
+// Library calls (GEMM, convolution) and other externs run as eager ops on the CUDA tensors.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/executor.h"
+
+namespace sinter::runtime {
+
+// How to launch one generated kernel (what codegen/cuda decided), and the loaded entry point.
+struct CudaKernelEntry {
+  std::string name;
+  unsigned block = 256;          // threads per block
+  unsigned rows_per_block = 0;   // row kernels: rows per block at a time; 0 for a flat kernel
+  bool error_flag = false;       // the kernel raises an error flag (integer division by zero)
+  void (*sim)(void**) = nullptr; // the simulated device's entry
+  void* function = nullptr;      // the driver's CUfunction on a GPU
+};
+
+class CudaLauncher final : public Launcher {
+ public:
+  // `kernels[k]`: loop kernel k (empty name for externs); `code` keeps the module or object that holds them.
+  CudaLauncher(std::shared_ptr<const CompiledGraphParts> parts, std::vector<CudaKernelEntry> kernels,
+               std::shared_ptr<const void> code, Device device, int multiprocessors);
+  Tensor allocate(const TensorMeta& meta) const override;
+  void run_loops(RunState& r, int k) const override;
+  bool run_library(RunState&, int) const override { return false; }
+
+ private:
+  std::shared_ptr<const CompiledGraphParts> parts_;
+  std::vector<CudaKernelEntry> kernels_;
+  std::shared_ptr<const void> code_;
+  Device device_;
+  int multiprocessors_;
+};
+
+}  // namespace sinter::runtime

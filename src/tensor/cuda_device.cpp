@@ -1,0 +1,193 @@
+#include "tensor/cuda_device.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string_view>
+
+#include "sinter/cuda.h"
+#include "tensor/cuda_driver.h"
+
+namespace sinter::cuda {
+
+namespace {
+
+constexpr int kMaxDevices = 16;
+constexpr size_t kAlignment = 256;  // cudaMalloc's alignment, which 16-byte vector loads rely on
+
+// Size classes as the CPU allocator's: 512-byte granules below 1 MiB, then 1/8 steps between powers of two.
+size_t size_class(size_t nbytes) {
+  size_t rounded = (std::max<size_t>(nbytes, 1) + 511) / 512 * 512;
+  if (rounded < (size_t{1} << 20)) return rounded;
+  size_t power = size_t{1} << (63 - __builtin_clzll(rounded));
+  size_t step = power / 8;
+  return (rounded + step - 1) / step * step;
+}
+
+std::string mib(size_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+class CachingAllocator final : public Allocator {
+ public:
+  explicit CachingAllocator(int index) : index_(index) {}
+
+  DataPtr allocate(size_t nbytes) override {
+    size_t bytes = size_class(nbytes);
+    void* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(bytes);
+      if (it != free_.end()) {
+        p = it->second;
+        free_.erase(it);
+        cached_ -= bytes;
+      }
+    }
+    if (p == nullptr) p = fresh(nbytes, bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.allocated += static_cast<int64_t>(bytes);
+      stats_.peak = std::max(stats_.peak, stats_.allocated);
+    }
+    return {p, [this, bytes](void* q) { release(q, bytes); }};
+  }
+
+  MemoryStats stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak = stats_.allocated;
+  }
+  void empty_cache() {
+    std::multimap<size_t, void*> blocks;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks.swap(free_);
+      stats_.reserved -= static_cast<int64_t>(cached_);
+      cached_ = 0;
+    }
+    for (auto& [bytes, p] : blocks) backing_free(p);
+  }
+
+ private:
+  // A new block from the device (or the host when simulated); on failure the cache is returned and the
+  // allocation tried once more before the error.
+  void* fresh(size_t nbytes, size_t bytes) {
+    void* p = backing_alloc(bytes);
+    if (p == nullptr) {
+      empty_cache();
+      p = backing_alloc(bytes);
+    }
+    if (p == nullptr) {
+      MemoryStats s = stats();
+      std::string free_text = "the host is out of memory";
+      if (!is_simulated()) {
+        size_t free = 0, total = 0;
+        driver::use_device(index_);
+        if (driver::require().cuMemGetInfo(&free, &total) == driver::kSuccess)
+          free_text = fmt::format("{} free of {}", mib(free), mib(total));
+      }
+      throw Error(fmt::format("CUDA out of memory: tried to allocate {} on cuda:{}; {}; sinter holds {} allocated "
+                              "and {} reserved (cuda::empty_cache() returns cached blocks)",
+                              mib(nbytes), index_, free_text, mib(static_cast<size_t>(s.allocated)),
+                              mib(static_cast<size_t>(s.reserved))));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.reserved += static_cast<int64_t>(bytes);
+    return p;
+  }
+
+  void release(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.allocated -= static_cast<int64_t>(bytes);
+    free_.emplace(bytes, p);
+    cached_ += bytes;
+  }
+
+  void* backing_alloc(size_t bytes) {
+    if (is_simulated()) return std::aligned_alloc(kAlignment, bytes);
+    driver::use_device(index_);
+    driver::CUdeviceptr d = 0;
+    if (driver::require().cuMemAlloc(&d, bytes) != driver::kSuccess) return nullptr;
+    return reinterpret_cast<void*>(d);
+  }
+  void backing_free(void* p) {
+    if (is_simulated()) return std::free(p);
+    driver::use_device(index_);
+    driver::require().cuMemFree(reinterpret_cast<driver::CUdeviceptr>(p));
+  }
+
+  int index_;
+  std::mutex mutex_;
+  std::multimap<size_t, void*> free_;  // cached blocks by size class
+  size_t cached_ = 0;
+  MemoryStats stats_;
+};
+
+void check_index(int index) {
+  int count = device_count();
+  if (count == 0) throw Error(fmt::format("cuda:{} cannot be used: {}", index, unavailable_reason()));
+  if (index < 0 || index >= count)
+    throw Error(fmt::format("cuda:{} does not exist: this machine has {} CUDA device(s)", index, count));
+}
+
+CachingAllocator& allocator(int index) {
+  check_index(index);
+  // Never destroyed, as the CPU allocator: tensors in static objects may be freed after static destruction.
+  static auto* table = new std::array<std::unique_ptr<CachingAllocator>, kMaxDevices>();
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = (*table).at(static_cast<size_t>(index));
+  if (!slot) slot = std::make_unique<CachingAllocator>(index);
+  return *slot;
+}
+
+}  // namespace
+
+bool is_simulated() {
+  static const bool sim = [] {
+    const char* v = std::getenv("SINTER_CUDA_SIM");
+    return v != nullptr && std::string_view(v) != "0" && std::string_view(v) != "";
+  }();
+  return sim;
+}
+Allocator& device_allocator(int index) { return allocator(index); }
+
+void copy_to_device(void* device_dst, const void* host_src, size_t bytes, int index) {
+  if (bytes == 0) return;
+  if (is_simulated()) {
+    std::memcpy(device_dst, host_src, bytes);
+    return;
+  }
+  driver::use_device(index);
+  driver::check(driver::require().cuMemcpyHtoD(reinterpret_cast<driver::CUdeviceptr>(device_dst), host_src, bytes),
+                "cuMemcpyHtoD");
+}
+
+void copy_to_host(void* host_dst, const void* device_src, size_t bytes, int index) {
+  if (bytes == 0) return;
+  if (is_simulated()) {
+    std::memcpy(host_dst, device_src, bytes);
+    return;
+  }
+  driver::use_device(index);
+  driver::check(driver::require().cuMemcpyDtoH(host_dst, reinterpret_cast<driver::CUdeviceptr>(device_src), bytes),
+                "cuMemcpyDtoH");
+}
+
+MemoryStats memory_stats(int device) { return allocator(device).stats(); }
+int64_t memory_allocated(int device) { return memory_stats(device).allocated; }
+int64_t memory_reserved(int device) { return memory_stats(device).reserved; }
+int64_t max_memory_allocated(int device) { return memory_stats(device).peak; }
+void reset_peak_memory_stats(int device) { allocator(device).reset_peak(); }
+void empty_cache() {
+  for (int d = 0; d < device_count(); ++d) allocator(d).empty_cache();
+}
+
+}  // namespace sinter::cuda

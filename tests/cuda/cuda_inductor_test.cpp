@@ -1,0 +1,91 @@
+// The inductor's op tables (tests/inductor/inductor_ops_cases.h) compiled for CUDA: the CUDA code generator's
+// kernels run on the GPU, or in CI on the simulated device, and are compared with eager on the CPU (float32 rel
+// err <= 1e-5, float64 <= 1e-12, bf16/f16 <= 1e-2, integers exact).
+#include <gtest/gtest.h>
+
+#include "inductor/inductor_ops_cases.h"
+#include "sinter/cuda.h"
+#include "sinter/ops.h"
+#include "testing.h"
+
+namespace sinter::inductor_ops {
+namespace {
+
+using testing::random;
+using testing::random_positive;
+
+TEST(CudaInductor, UnaryFloat32IsOneKernel) {
+  EXPECT_EQ(check_cases(unary_float_cases(), float_inputs({13, 37}, kFloat32), -1, kCUDA), 1);
+}
+
+TEST(CudaInductor, UnaryOtherFloatingDtypesNonContiguous) {
+  for (DType dt : {kFloat64, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Inputs in = float_inputs({9, 21}, dt);
+    for (Tensor& t : in) t = testing::non_contiguous(t);
+    check_cases(unary_float_cases(), in, -1, kCUDA);
+  }
+}
+
+TEST(CudaInductor, BinaryFloatingBroadcast) {
+  for (DType dt : {kFloat32, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    check_cases(binary_float_cases(), float_inputs({5, 1, 33}, dt, {7, 33}), -1, kCUDA);
+  }
+}
+
+TEST(CudaInductor, IntegerOps) {
+  for (DType dt : {kInt64, kInt32, kUInt8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    check_cases(int_cases(dt), int_inputs({6, 1, 19}, dt, {4, 19}), -1, kCUDA);
+  }
+}
+
+TEST(CudaInductor, ReductionsFloating) {
+  for (DType dt : {kFloat32, kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor x = random({6, 7, 45}, dt, 1), u = random_positive({6, 7, 45}, dt, 0.8, 1.2, 2);
+    check_cases(reduction_cases(), {x, u, testing::non_contiguous(x)}, -1, kCUDA);
+  }
+}
+
+// Rows of every group size the generator picks: 4..32 lanes in a warp, 256 and 1024 threads in a block.
+TEST(CudaInductor, RowReductionsOfEveryGroupSize) {
+  std::vector<Case> cases = {
+      {"softmax", [](const Inputs& i) { return softmax(i[0], -1); }},
+      {"sum", [](const Inputs& i) { return i[0].sum(DimList{1}); }},
+      {"amax keepdim - x", [](const Inputs& i) { return amax(i[0], DimList{1}, true) - i[0]; }},
+      {"mean", [](const Inputs& i) { return mean(i[0], DimList{1}); }},
+  };
+  for (int64_t n : {3, 17, 100, 1000, 5000, 20000}) {
+    SCOPED_TRACE(n);
+    check_cases(cases, {random({5, n}, kFloat32, 1)}, n > 4000 ? 1e-4 : -1, kCUDA);
+  }
+}
+
+TEST(CudaInductor, CompositesFloat32AndBFloat16) {
+  check_cases(composite_cases(), composite_inputs(kFloat32), -1, kCUDA);
+  check_cases(composite_cases(), composite_inputs(kBFloat16), -1, kCUDA);
+}
+
+TEST(CudaInductor, ViewsNansAndDivisions) {
+  check_cases(view_cases(), {random({4, 6, 10}, kFloat32, 1)}, -1, kCUDA);
+}
+
+TEST(CudaInductor, IntegerDivisionByZeroRaises) {
+  Tensor a = full({4}, 3, kInt64).to(kCUDA), b = zeros({4}, kInt64).to(kCUDA);
+  auto f = compile([](const Tensor& x, const Tensor& y) { return floor_divide(x, y) + 1; });
+  EXPECT_ERROR(f(a, b), "ZeroDivisionError");
+}
+
+TEST(CudaInductor, OutputsStayOnTheDevice) {
+  auto f = compile([](const Tensor& x) { return relu(x) * 2 + 1; });
+  Tensor x = random({64, 3}, kFloat32, 1);
+  Tensor y = f(x.to(kCUDA));
+  EXPECT_TRUE(y.is_cuda());
+  EXPECT_TRUE(testing::close(y.cpu(), relu(x) * 2 + 1));
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
+}  // namespace
+}  // namespace sinter::inductor_ops
