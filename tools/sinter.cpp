@@ -2,6 +2,7 @@
 //   sinter demo                                  run the built-in models and report what ran
 //   sinter bench --suite eager [--json F] [--quick]
 //   sinter bench --device cpu [--json F] [--threads N] [--backends a,b] [--only NAME] [--quick]
+//   sinter bench --device cuda [--json F] [--only NAME] [--quick]
 //   sinter run MODEL.onnx [...], sinter conformance [...]
 //   sinter fuzz --seconds N --seed S [--out DIR] [--replay FILE]   differential fuzzing (tools/fuzz.cpp)
 // Every command answers --help / -h with its usage (exit 0); a bad option or value is an error (exit 1).
@@ -42,7 +43,10 @@ const char* const kBenchUsage =
     "  bench --suite overhead [--json FILE] [--quick]\n"
     "                                         host overhead per compiled call (10/50/200 tiny ops)\n"
     "  bench --device cpu [--json FILE] [--threads N] [--backends aot_eager,inductor] [--only NAME]\n"
-    "        [--quick]                        the workloads of bench/WORKLOADS.md, eager against compiled\n";
+    "        [--quick]                        the workloads of bench/WORKLOADS.md, eager against compiled\n"
+    "  bench --device cuda [--json FILE] [--only NAME] [--quick]\n"
+    "                                         the GPU workloads the CUDA code generator covers (--quick: 1/64\n"
+    "                                         of the shapes on the simulated device)\n";
 
 const char* const kFuzzUsage =
     "  fuzz [--seconds N] [--seed S] [--out DIR] [--replay FILE] [--jobs 1] [--disable F,G] [--backends B,C]\n"
@@ -84,7 +88,7 @@ int bench(const std::vector<std::string>& args) {
   }
   if (opt.suite == "eager") return bench_eager(opt);
   if (opt.suite == "overhead") return bench_overhead(opt);
-  if (opt.suite == "workloads") return bench_workloads(opt);
+  if (opt.suite == "workloads") return opt.device == "cuda" ? bench_cuda(opt) : bench_workloads(opt);
   throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads)", opt.suite));
 }
 

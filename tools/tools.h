@@ -31,6 +31,7 @@ extern const char* const kConformanceUsage;
 
 int bench_eager(const BenchOptions& options);
 int bench_overhead(const BenchOptions& options);  // --suite overhead (bench_overhead.cpp)
+int bench_cuda(const BenchOptions& options);       // --device cuda (bench_cuda.cpp)
 
 // `sinter run MODEL.onnx` (tools/run.cpp).
 struct RunOptions {
