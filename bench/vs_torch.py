@@ -3,6 +3,11 @@
 --device cpu` times them, then one table of ratios against a sinter result file.
 
     python3 bench/vs_torch.py --threads 16 --sinter bench/results/sinter-cpu-HOST-DATE.json
+    python3 bench/vs_torch.py --device cuda --sinter bench/results/sinter-cuda-HOST-DATE.json
+
+--device cuda runs the GPU column instead (its shapes and dtypes, bf16 where listed; bench/vs_torch_cuda.py):
+timed with CUDA events after warm-up, eager and compiled alternately, medians; one table of sinter's compiled ms
+against PyTorch eager and torch.compile, cold compile seconds and GB/s.
 
 The definitions mirror tools/workloads.cpp (float32, the CPU shapes); change both together. Ratios are sinter
 over PyTorch: below 1 means sinter is faster (or compiles faster).
@@ -218,7 +223,7 @@ def probe(torch, name, mode):
 def probe_compile_seconds(name, args, cache_dir):
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
     cmd = [sys.executable, os.path.abspath(__file__), "--probe", name, "--threads", str(args.threads),
-           "--mode", args.mode]
+           "--mode", args.mode, "--device", args.device]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     for line in r.stdout.splitlines():
         if line.startswith("probe compile_s="):
@@ -354,7 +359,9 @@ torch_threads_used = None
 def main():
     global torch_threads_used
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sinter", help="a sinter bench --device cpu JSON to compare with")
+    p.add_argument("--sinter", help="a sinter bench --device cpu (or cuda) JSON to compare with")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="the CPU or the GPU column of "
+                   "bench/WORKLOADS.md (default cpu)")
     p.add_argument("--threads", type=int, default=None, help="intra-op threads (default: the sinter file's, else "
                    "PyTorch's default)")
     p.add_argument("--only", help="one workload")
@@ -383,19 +390,32 @@ def main():
     torch_threads_used = torch.get_num_threads()
     args.threads = torch_threads_used
 
+    cuda = None
+    if args.device == "cuda":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import vs_torch_cuda as cuda
+        base = sys.modules[__name__]
+
     if args.probe:
-        print(f"probe compile_s={probe(torch, args.probe, args.mode):.6f}")
+        seconds = cuda.probe(torch, args.probe, args.mode, base) if cuda else probe(torch, args.probe, args.mode)
+        print(f"probe compile_s={seconds:.6f}")
         return
 
     names = [n for n in WORKLOADS if not args.only or n == args.only]
     if not names:
         raise SystemExit(f"no workload named {args.only}; known: {', '.join(WORKLOADS)}")
-    print(f"PyTorch {torch.__version__}, {torch_threads_used} threads, torch.compile mode {args.mode}")
-    budget = 150 if args.quick else 1000
-    rows = []
-    for name in names:
-        print(f"  {name} ...", flush=True)
-        rows.append(bench_dynamic_mlp(torch, args) if name == "dynamic_mlp" else bench_one(torch, name, args, budget))
+    if cuda:
+        gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+        print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}), {gpu}, torch.compile mode {args.mode}")
+        rows = cuda.run(torch, args, names, base)
+    else:
+        print(f"PyTorch {torch.__version__}, {torch_threads_used} threads, torch.compile mode {args.mode}")
+        budget = 150 if args.quick else 1000
+        rows = []
+        for name in names:
+            print(f"  {name} ...", flush=True)
+            rows.append(bench_dynamic_mlp(torch, args) if name == "dynamic_mlp" else
+                        bench_one(torch, name, args, budget))
     print_torch_table(rows)
 
     host = socket.gethostname()
@@ -406,18 +426,25 @@ def main():
     except (OSError, StopIteration):
         pass
     out = {"machine": f"{host} ({cpu}, {os.cpu_count()} cores)", "date": datetime.date.today().isoformat(),
-           "device": "cpu", "threads": torch_threads_used, "torch_version": torch.__version__,
+           "device": args.device, "threads": torch_threads_used, "torch_version": torch.__version__,
            "suite": "workloads", "quick": args.quick, "results": rows}
+    if cuda:
+        out = {**{k: out[k] for k in ("machine", "date", "device")}, "gpu": gpu, "cuda_version": torch.version.cuda,
+               **out}
     path = args.json
     if not path:
         folder = os.path.dirname(os.path.abspath(args.sinter)) if args.sinter else \
             os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-        path = os.path.join(folder, f"torch-cpu-{host}-{out['date']}.json")
+        path = os.path.join(folder, f"torch-{args.device}-{host}-{out['date']}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
     print(f"wrote {path}")
-    if sinter:
+    if sinter and cuda:
+        if sinter.get("device") not in (None, "cuda"):
+            print(f"\nwarning: {args.sinter} is from device {sinter.get('device')}, not cuda")
+        cuda.print_ratio_table(rows, sinter, base)
+    elif sinter:
         print_ratio_table(rows, sinter)
 
 

@@ -128,7 +128,8 @@ void KernelWriter::pointwise_body(const StagePlan& st, std::string& out, const s
 }
 
 void KernelWriter::row_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind) {
-  out += fmt::format("{}for ({} i_ = lane_; i_ < ({}){}; i_ += {}) {{\n", ind, it_, it_, idx(st.elems), group_);
+  out += fmt::format("{}#pragma unroll 4\n{}for ({} i_ = lane_; i_ < ({}){}; i_ += {}) {{\n", ind, ind, it_, it_,
+                     idx(st.elems), group_);
   out += unravel(st.loops, "i_", ind + "  ");
   pointwise_body(st, out, ind + "  ");
   out += ind + "}\n";
@@ -141,7 +142,8 @@ void KernelWriter::row_reduction_stage(const StagePlan& st, std::string& out, co
     out += fmt::format("{}{} acc{} = {};\n", ind, inductor::ctype_name(n.body->type), n.node,
                        reduce_init(ln.reduce_op, n.body->type));
   }
-  out += fmt::format("{}for ({} i_ = lane_; i_ < ({}){}; i_ += {}) {{\n", ind, it_, it_, idx(st.elems), group_);
+  out += fmt::format("{}#pragma unroll 4\n{}for ({} i_ = lane_; i_ < ({}){}; i_ += {}) {{\n", ind, ind, it_, it_,
+                     idx(st.elems), group_);
   std::string in = ind + "  ";
   out += unravel(st.loops, "i_", in);
   names_.clear();
@@ -216,6 +218,8 @@ CudaKernel KernelWriter::write() {
     stage_ = &st;
     result.shape = {kBlock, 0, 0};
     body += fmt::format("{}const sn_i64 total_ = {};\n", ind, idx(k_.total));
+    // Unrolled so that each thread has several independent loads in flight.
+    body += fmt::format("{}#pragma unroll 4\n", ind);
     body += fmt::format("{}for (sn_i64 pos_ = (sn_i64)blockIdx.x * blockDim.x + threadIdx.x; pos_ < total_; "
                         "pos_ += (sn_i64)gridDim.x * blockDim.x) {{\n", ind);
     body += unravel(st.loops, fmt::format("({})pos_", it_), ind + "  ");
