@@ -9,6 +9,7 @@
 
 #include "sinter/cuda.h"
 #include "sinter/error.h"
+#include "support/dynamic_symbols.h"
 
 namespace sinter::cuda::driver {
 
@@ -22,12 +23,7 @@ struct Loaded {
   std::vector<CUcontext> contexts;     // primary context per device, retained on first use
 };
 
-template <class F>
-bool resolve(void* lib, const char* name, F& fn, std::string& missing) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-  return fn != nullptr;
-}
+using support::resolve_symbol;
 
 Loaded& loaded() {
   // Process-wide: the driver is one per process (docs/ARCHITECTURE.md, process-wide state).
@@ -41,51 +37,51 @@ Loaded& loaded() {
     }
     Api& a = s->api;
     std::string missing;
-    resolve(lib, "cuInit", a.cuInit, missing);
-    resolve(lib, "cuDriverGetVersion", a.cuDriverGetVersion, missing);
-    resolve(lib, "cuDeviceGetCount", a.cuDeviceGetCount, missing);
-    resolve(lib, "cuDeviceGet", a.cuDeviceGet, missing);
-    resolve(lib, "cuDeviceGetName", a.cuDeviceGetName, missing);
-    resolve(lib, "cuDeviceGetAttribute", a.cuDeviceGetAttribute, missing);
-    resolve(lib, "cuDeviceTotalMem_v2", a.cuDeviceTotalMem, missing);
-    resolve(lib, "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, missing);
-    resolve(lib, "cuCtxSetCurrent", a.cuCtxSetCurrent, missing);
-    resolve(lib, "cuCtxSynchronize", a.cuCtxSynchronize, missing);
-    resolve(lib, "cuMemGetInfo_v2", a.cuMemGetInfo, missing);
-    resolve(lib, "cuMemAlloc_v2", a.cuMemAlloc, missing);
-    resolve(lib, "cuMemFree_v2", a.cuMemFree, missing);
-    resolve(lib, "cuMemcpyHtoD_v2", a.cuMemcpyHtoD, missing);
-    resolve(lib, "cuMemcpyDtoH_v2", a.cuMemcpyDtoH, missing);
-    resolve(lib, "cuGetErrorName", a.cuGetErrorName, missing);
-    resolve(lib, "cuGetErrorString", a.cuGetErrorString, missing);
-    resolve(lib, "cuModuleLoadData", a.cuModuleLoadData, missing);
-    resolve(lib, "cuModuleUnload", a.cuModuleUnload, missing);
-    resolve(lib, "cuModuleGetFunction", a.cuModuleGetFunction, missing);
-    resolve(lib, "cuFuncSetAttribute", a.cuFuncSetAttribute, missing);
-    resolve(lib, "cuLaunchKernel", a.cuLaunchKernel, missing);
-    resolve(lib, "cuStreamCreate", a.cuStreamCreate, missing);
-    resolve(lib, "cuStreamDestroy_v2", a.cuStreamDestroy, missing);
-    resolve(lib, "cuStreamSynchronize", a.cuStreamSynchronize, missing);
-    resolve(lib, "cuStreamWaitEvent", a.cuStreamWaitEvent, missing);
-    resolve(lib, "cuEventCreate", a.cuEventCreate, missing);
-    resolve(lib, "cuEventRecord", a.cuEventRecord, missing);
-    resolve(lib, "cuEventSynchronize", a.cuEventSynchronize, missing);
+    resolve_symbol(lib, "cuInit", a.cuInit, missing);
+    resolve_symbol(lib, "cuDriverGetVersion", a.cuDriverGetVersion, missing);
+    resolve_symbol(lib, "cuDeviceGetCount", a.cuDeviceGetCount, missing);
+    resolve_symbol(lib, "cuDeviceGet", a.cuDeviceGet, missing);
+    resolve_symbol(lib, "cuDeviceGetName", a.cuDeviceGetName, missing);
+    resolve_symbol(lib, "cuDeviceGetAttribute", a.cuDeviceGetAttribute, missing);
+    resolve_symbol(lib, "cuDeviceTotalMem_v2", a.cuDeviceTotalMem, missing);
+    resolve_symbol(lib, "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, missing);
+    resolve_symbol(lib, "cuCtxSetCurrent", a.cuCtxSetCurrent, missing);
+    resolve_symbol(lib, "cuCtxSynchronize", a.cuCtxSynchronize, missing);
+    resolve_symbol(lib, "cuMemGetInfo_v2", a.cuMemGetInfo, missing);
+    resolve_symbol(lib, "cuMemAlloc_v2", a.cuMemAlloc, missing);
+    resolve_symbol(lib, "cuMemFree_v2", a.cuMemFree, missing);
+    resolve_symbol(lib, "cuMemcpyHtoD_v2", a.cuMemcpyHtoD, missing);
+    resolve_symbol(lib, "cuMemcpyDtoH_v2", a.cuMemcpyDtoH, missing);
+    resolve_symbol(lib, "cuGetErrorName", a.cuGetErrorName, missing);
+    resolve_symbol(lib, "cuGetErrorString", a.cuGetErrorString, missing);
+    resolve_symbol(lib, "cuModuleLoadData", a.cuModuleLoadData, missing);
+    resolve_symbol(lib, "cuModuleUnload", a.cuModuleUnload, missing);
+    resolve_symbol(lib, "cuModuleGetFunction", a.cuModuleGetFunction, missing);
+    resolve_symbol(lib, "cuFuncSetAttribute", a.cuFuncSetAttribute, missing);
+    resolve_symbol(lib, "cuLaunchKernel", a.cuLaunchKernel, missing);
+    resolve_symbol(lib, "cuStreamCreate", a.cuStreamCreate, missing);
+    resolve_symbol(lib, "cuStreamDestroy_v2", a.cuStreamDestroy, missing);
+    resolve_symbol(lib, "cuStreamSynchronize", a.cuStreamSynchronize, missing);
+    resolve_symbol(lib, "cuStreamWaitEvent", a.cuStreamWaitEvent, missing);
+    resolve_symbol(lib, "cuEventCreate", a.cuEventCreate, missing);
+    resolve_symbol(lib, "cuEventRecord", a.cuEventRecord, missing);
+    resolve_symbol(lib, "cuEventSynchronize", a.cuEventSynchronize, missing);
     // cuda.h 12.8+ maps cuEventElapsedTime to _v2 (same signature); drivers before it have only the first.
     if (dlsym(lib, "cuEventElapsedTime_v2") != nullptr)
-      resolve(lib, "cuEventElapsedTime_v2", a.cuEventElapsedTime, missing);
+      resolve_symbol(lib, "cuEventElapsedTime_v2", a.cuEventElapsedTime, missing);
     else
-      resolve(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
-    resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy, missing);
-    resolve(lib, "cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync, missing);
-    resolve(lib, "cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync, missing);
-    resolve(lib, "cuMemcpyDtoD_v2", a.cuMemcpyDtoD, missing);
-    resolve(lib, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, missing);
-    resolve(lib, "cuMemsetD8_v2", a.cuMemsetD8, missing);
-    resolve(lib, "cuMemsetD8Async", a.cuMemsetD8Async, missing);
-    resolve(lib, "cuMemHostAlloc", a.cuMemHostAlloc, missing);
-    resolve(lib, "cuMemFreeHost", a.cuMemFreeHost, missing);
+      resolve_symbol(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
+    resolve_symbol(lib, "cuEventDestroy_v2", a.cuEventDestroy, missing);
+    resolve_symbol(lib, "cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync, missing);
+    resolve_symbol(lib, "cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync, missing);
+    resolve_symbol(lib, "cuMemcpyDtoD_v2", a.cuMemcpyDtoD, missing);
+    resolve_symbol(lib, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, missing);
+    resolve_symbol(lib, "cuMemsetD8_v2", a.cuMemsetD8, missing);
+    resolve_symbol(lib, "cuMemsetD8Async", a.cuMemsetD8Async, missing);
+    resolve_symbol(lib, "cuMemHostAlloc", a.cuMemHostAlloc, missing);
+    resolve_symbol(lib, "cuMemFreeHost", a.cuMemFreeHost, missing);
     std::string optional;
-    resolve(lib, "cuPointerGetAttribute", a.cuPointerGetAttribute, optional);
+    resolve_symbol(lib, "cuPointerGetAttribute", a.cuPointerGetAttribute, optional);
     if (!missing.empty()) {
       s->reason = fmt::format("the CUDA driver in libcuda.so.1 lacks {} (too old a driver)", missing);
       return s;

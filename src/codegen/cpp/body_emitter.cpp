@@ -25,6 +25,21 @@ BodyEmitter::BodyEmitter(const inductor::LoopProgram& p, const inductor::KernelP
 
 std::string BodyEmitter::idx(const ExprPtr& e) const { return index_expr(e, var_names_, !k_.index32); }
 
+std::string BodyEmitter::unravel(const std::vector<LoopDim>& dims, const std::string& flat,
+                                 const std::string& ind) const {
+  const char* it = index_type();
+  std::string out;
+  if (dims.empty()) return out;
+  if (dims.size() == 1) return fmt::format("{}const {} {} = {};\n", ind, it, var(dims[0].var), flat);
+  out += fmt::format("{}{} rem_ = {};\n", ind, it, flat);
+  for (size_t j = dims.size(); j-- > 1;) {
+    std::string sz = idx(dims[j].size);
+    out += fmt::format("{}const {} {} = rem_ % {};\n{}rem_ /= {};\n", ind, it, var(dims[j].var), sz, ind, sz);
+  }
+  out += fmt::format("{}const {} {} = rem_;\n", ind, it, var(dims[0].var));
+  return out;
+}
+
 // Operands first and in argument order, from an explicit stack (a body can be thousands of nodes deep).
 std::string BodyEmitter::emit(SExpr root, std::string& out, const std::string& ind) {
   std::vector<std::pair<SExpr, bool>> stack{{root, false}};  // (node, its operands are on the stack already)

@@ -23,7 +23,8 @@ class BodyEmitter {
   std::string idx(const ExprPtr& e) const;
   std::string buf(int b) const { return fmt::format("b{}", k_.argument(b)); }
   const char* index_type() const { return k_.index32 ? "sn_i32" : "sn_i64"; }
-  int loop_vars() const { return static_cast<int>(var_names_.size()); }
+  // Declarations binding `dims`' loop variables from one flat index (row-major, the last dim fastest).
+  std::string unravel(const std::vector<inductor::LoopDim>& dims, const std::string& flat, const std::string& ind) const;
 
   const inductor::LoopProgram& p_;
   const inductor::KernelPlan& k_;

@@ -56,7 +56,6 @@ class KernelWriter : BodyEmitter {
   void store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind);
   void emit_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind);
   void emit_reduction_stage(const StagePlan& st, std::string& out, const std::string& ind);
-  std::string unravel(const std::vector<LoopDim>& dims, const std::string& flat, const std::string& ind);
   std::string loop(const LoopDim& d, const std::string& ind) const {
     return fmt::format("{}for ({} {} = 0; {} < {}; ++{}) {{\n", ind, it_, var(d.var), var(d.var), idx(d.size), var(d.var));
   }
@@ -70,19 +69,6 @@ void KernelWriter::store(const PlannedNode& n, const std::string& value, std::st
   out += fmt::format("{}{}[{}] = {};\n", ind, buf(b), idx(n.store), store_str(p_.buffers[b].dtype, value));
 }
 
-std::string KernelWriter::unravel(const std::vector<LoopDim>& dims, const std::string& flat,
-                                  const std::string& ind) {
-  std::string out;
-  if (dims.empty()) return out;
-  if (dims.size() == 1) return fmt::format("{}const {} {} = {};\n", ind, it_, var(dims[0].var), flat);
-  out += fmt::format("{}{} rem_ = {};\n", ind, it_, flat);
-  for (size_t j = dims.size(); j-- > 1;) {
-    std::string sz = idx(dims[j].size);
-    out += fmt::format("{}const {} {} = rem_ % {};\n{}rem_ /= {};\n", ind, it_, var(dims[j].var), sz, ind, sz);
-  }
-  out += fmt::format("{}const {} {} = rem_;\n", ind, it_, var(dims[0].var));
-  return out;
-}
 
 void KernelWriter::emit_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind) {
   std::string in = ind;

@@ -72,7 +72,6 @@ class KernelWriter : cpp::BodyEmitter {
 
  private:
   void store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind, bool lane0);
-  std::string unravel(const std::vector<LoopDim>& dims, const std::string& flat, const std::string& ind);
   void pointwise_body(const StagePlan& st, std::string& out, const std::string& ind);
   void row_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind);
   void row_reduction_stage(const StagePlan& st, std::string& out, const std::string& ind);
@@ -95,19 +94,6 @@ void KernelWriter::store(const PlannedNode& n, const std::string& value, std::st
   const int b = p_.nodes[n.node].out;
   out += fmt::format("{}{}{}[{}] = {};\n", ind, lane0 ? "if (lane_ == 0) " : "", buf(b), idx(n.store),
                      store_str(p_.buffers[b].dtype, value));
-}
-
-std::string KernelWriter::unravel(const std::vector<LoopDim>& dims, const std::string& flat, const std::string& ind) {
-  std::string out;
-  if (dims.empty()) return out;
-  if (dims.size() == 1) return fmt::format("{}const {} {} = {};\n", ind, it_, var(dims[0].var), flat);
-  out += fmt::format("{}{} rem_ = {};\n", ind, it_, flat);
-  for (size_t j = dims.size(); j-- > 1;) {
-    std::string sz = idx(dims[j].size);
-    out += fmt::format("{}const {} {} = rem_ % {};\n{}rem_ /= {};\n", ind, it_, var(dims[j].var), sz, ind, sz);
-  }
-  out += fmt::format("{}const {} {} = rem_;\n", ind, it_, var(dims[0].var));
-  return out;
 }
 
 // The nodes of a pointwise stage at one element (the loop variables are bound).

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sinter/error.h"
+#include "support/dynamic_symbols.h"
 
 namespace sinter::codegen::cuda {
 
@@ -38,11 +39,7 @@ std::vector<std::string> candidates() {
   return paths;
 }
 
-template <class F>
-void resolve(void* lib, const char* name, F& fn, std::string& missing) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  if (fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
-}
+using support::resolve_symbol;
 
 Loaded& loaded() {
   // Process-wide and immutable once built: the library is loaded at most once (a magic static is thread-safe).
@@ -65,17 +62,17 @@ Loaded& loaded() {
     }
     Api& a = s->api;
     std::string missing;
-    resolve(lib, "nvrtcVersion", a.nvrtcVersion, missing);
-    resolve(lib, "nvrtcCreateProgram", a.nvrtcCreateProgram, missing);
-    resolve(lib, "nvrtcCompileProgram", a.nvrtcCompileProgram, missing);
-    resolve(lib, "nvrtcGetProgramLogSize", a.nvrtcGetProgramLogSize, missing);
-    resolve(lib, "nvrtcGetProgramLog", a.nvrtcGetProgramLog, missing);
-    resolve(lib, "nvrtcGetCUBINSize", a.nvrtcGetCUBINSize, missing);
-    resolve(lib, "nvrtcGetCUBIN", a.nvrtcGetCUBIN, missing);
-    resolve(lib, "nvrtcGetPTXSize", a.nvrtcGetPTXSize, missing);
-    resolve(lib, "nvrtcGetPTX", a.nvrtcGetPTX, missing);
-    resolve(lib, "nvrtcDestroyProgram", a.nvrtcDestroyProgram, missing);
-    resolve(lib, "nvrtcGetErrorString", a.nvrtcGetErrorString, missing);
+    resolve_symbol(lib, "nvrtcVersion", a.nvrtcVersion, missing);
+    resolve_symbol(lib, "nvrtcCreateProgram", a.nvrtcCreateProgram, missing);
+    resolve_symbol(lib, "nvrtcCompileProgram", a.nvrtcCompileProgram, missing);
+    resolve_symbol(lib, "nvrtcGetProgramLogSize", a.nvrtcGetProgramLogSize, missing);
+    resolve_symbol(lib, "nvrtcGetProgramLog", a.nvrtcGetProgramLog, missing);
+    resolve_symbol(lib, "nvrtcGetCUBINSize", a.nvrtcGetCUBINSize, missing);
+    resolve_symbol(lib, "nvrtcGetCUBIN", a.nvrtcGetCUBIN, missing);
+    resolve_symbol(lib, "nvrtcGetPTXSize", a.nvrtcGetPTXSize, missing);
+    resolve_symbol(lib, "nvrtcGetPTX", a.nvrtcGetPTX, missing);
+    resolve_symbol(lib, "nvrtcDestroyProgram", a.nvrtcDestroyProgram, missing);
+    resolve_symbol(lib, "nvrtcGetErrorString", a.nvrtcGetErrorString, missing);
     if (!missing.empty()) {
       s->reason = fmt::format("NVRTC in {} lacks {} (too old a toolkit)", s->from, missing);
       return s;
