@@ -28,10 +28,15 @@ void CudaLauncher::run_loops(RunState& r, int k) const {
   const CudaKernelEntry& e = kernels_[k];
   int64_t total = r.ev(plan.total);
   if (total <= 0) return;
-  // Every kernel walks its iterations grid-stride, so the grid only sets the parallelism: enough blocks to fill
-  // the GPU several times over, and a few on the simulator (each block is a set of fibers on one host thread).
-  int64_t per_block = e.rows_per_block > 0 ? e.rows_per_block : e.block;
-  int64_t cap = cuda::is_simulated() ? 4 : static_cast<int64_t>(multiprocessors_) * 16;
+  // Every kernel walks its iterations grid-stride, so the grid only sets the parallelism. On an H200 (132 SMs),
+  // measured on pointwise and softmax: a flat kernel is fastest with about 64 blocks per multiprocessor (3%
+  // better than 16), a row kernel with a block per row (3-5% better than 16 per multiprocessor, the rows of a
+  // block do not wait on each other's barriers). The simulator runs a few (each block is a set of fibers on one
+  // host thread).
+  int64_t per_block = e.rows_per_block > 0 ? e.rows_per_block : int64_t{e.block} * e.vector;
+  int64_t cap = cuda::is_simulated() ? 4
+                : e.rows_per_block > 0 ? int64_t{0x7fffffff}
+                                       : static_cast<int64_t>(multiprocessors_) * 64;
   unsigned grid = static_cast<unsigned>(std::clamp<int64_t>((total + per_block - 1) / per_block, 1, cap));
   std::vector<void*> ptrs;
   for (int b : plan.buffers) ptrs.push_back(r.bufs[b].data_ptr());

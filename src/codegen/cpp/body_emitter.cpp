@@ -74,7 +74,10 @@ void BodyEmitter::emit_node(SExpr e, std::string& out, const std::string& ind) {
       names_[e] = values_.at(f->second);
       return;
     }
-    text = load_str(p_.buffers[e->buffer].dtype, fmt::format("{}[{}]", buf(e->buffer), idx(e->offset)));
+    auto read = load_elements_.find(e);
+    std::string element = read != load_elements_.end() ? read->second
+                                                         : fmt::format("{}[{}]", buf(e->buffer), idx(e->offset));
+    text = load_str(p_.buffers[e->buffer].dtype, element);
   } else {
     std::vector<std::string> args;
     std::vector<CType> types;

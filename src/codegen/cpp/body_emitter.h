@@ -31,6 +31,8 @@ class BodyEmitter {
   const inductor::StagePlan* stage_ = nullptr;            // the stage being printed
   std::unordered_map<inductor::SExpr, std::string> names_;  // SSA names in the current loop body
   std::unordered_map<int, std::string> values_;            // loop node -> the variable holding its value here
+  // Loads the printer has already read (into a vector or a register array): load -> the element, in memory's type.
+  std::unordered_map<inductor::SExpr, std::string> load_elements_;
   int tmp_ = 0;
 
  private:

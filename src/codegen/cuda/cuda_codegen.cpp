@@ -2,11 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/cpp/body_emitter.h"
 #include "codegen/cpp/cpp_ops.h"
 #include "codegen/cpp/prelude.h"
+#include "codegen/cuda/vector_access.h"
 #include "support/check.h"
 #include "symbolic/shape_env.h"
 
@@ -32,6 +38,8 @@ constexpr unsigned kBlock = 256;  // threads of a flat kernel's block, and of a 
 
 constexpr const char* kHelpers = R"(
 // ---- CUDA helpers ----
+// N elements read or written as one access (16 bytes at most; its address is a multiple of its size).
+template <typename T, int N> struct alignas(sizeof(T) * N) sn_vec { T v[N]; };
 SN_INLINE sn_i64 sn_imin(sn_i64 a, sn_i64 b) { return a < b ? a : b; }
 SN_INLINE sn_i64 sn_imax(sn_i64 a, sn_i64 b) { return a > b ? a : b; }
 SN_INLINE sn_i64 sn_ifloordiv(sn_i64 a, sn_i64 b) {
@@ -65,21 +73,50 @@ unsigned pow2_at_least(int64_t n, unsigned lo, unsigned hi) {
   return g;
 }
 
+constexpr int kMaxVector = 8;          // elements per vector access (16 bytes at most)
+constexpr int kMaxPersistent = 32;     // elements per thread a whole-row kernel keeps in registers per array
+constexpr int kRegisterBudget = 96;    // elements per thread all of a row's register arrays may hold
+
+// One memory access of a stage: a load (or a kept value read back), a store, or a kept value's store.
+struct Access {
+  int buffer = -1;
+  ExprPtr offset;
+};
+
 class KernelWriter : cpp::BodyEmitter {
  public:
   KernelWriter(const LoopProgram& p, const KernelPlan& k) : BodyEmitter(p, k) {}
   CudaKernel write();
 
  private:
-  void store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind, bool lane0);
-  void pointwise_body(const StagePlan& st, std::string& out, const std::string& ind);
-  void row_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind);
-  void row_reduction_stage(const StagePlan& st, std::string& out, const std::string& ind);
+  // How the elements of a row (or of a flat kernel) are walked.
+  struct Walk {
+    int v = 1;               // consecutive innermost elements per thread and step (vector width)
+    int slots = 0;           // > 0: whole rows in registers, `slots` steps per thread, unrolled
+  };
+  void choose_vector();
+  bool is_vector(const Access& a, int last) const;
+  std::vector<Access> accesses(const StagePlan& st) const;
+  void collect_loads(const StagePlan& st, std::vector<inductor::SExpr>& loads) const;
+  void element_block(const StagePlan& st, const Walk& w, std::string& out, const std::string& ind);
+  void stage_loop(const StagePlan& st, const Walk& w, std::string& out, const std::string& ind);
+  void reduction_stage(const StagePlan& st, const Walk& w, std::string& out, const std::string& ind);
+  std::string rows_body(const Walk& w, const std::string& ind);
+  std::string flat_body(const Walk& w, const std::string& ind);
   std::string group_sync() const { return group_ > 32 ? "__syncthreads();" : "__syncwarp(mask_);"; }
   int64_t hint(const ExprPtr& e) const;
+  std::string vec_type(int buffer, int v) const {
+    return fmt::format("sn_vec<{}, {}>", storage_type(p_.buffers[buffer].dtype), v);
+  }
 
   std::string it_;
   unsigned group_ = 0;
+  int v_ = 1;                           // the vector path's width (1: there is only a scalar path)
+  std::vector<std::string> conditions_; // run-time tests of the vector path
+  // Whole-row kernels: register arrays of the row being computed, declared at the top of the row.
+  std::string decls_, decl_ind_;
+  std::unordered_map<std::string, std::string> cached_;  // "b3[offset]" -> the array holding it
+  int registers_ = 0;
 };
 
 int64_t KernelWriter::hint(const ExprPtr& e) const {
@@ -88,62 +125,217 @@ int64_t KernelWriter::hint(const ExprPtr& e) const {
   return 1 << 20;
 }
 
-void KernelWriter::store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind,
-                         bool lane0) {
-  if (!n.stored) return;
-  const int b = p_.nodes[n.node].out;
-  out += fmt::format("{}{}{}[{}] = {};\n", ind, lane0 ? "if (lane_ == 0) " : "", buf(b), idx(n.store),
-                     store_str(p_.buffers[b].dtype, value));
+int last_var(const StagePlan& st) { return st.loops.empty() ? -1 : st.loops.back().var; }
+
+void KernelWriter::collect_loads(const StagePlan& st, std::vector<inductor::SExpr>& loads) const {
+  std::unordered_set<inductor::SExpr> seen;
+  std::vector<inductor::SExpr> stack;
+  for (const PlannedNode& n : st.nodes) stack.push_back(n.body);
+  while (!stack.empty()) {
+    inductor::SExpr e = stack.back();
+    stack.pop_back();
+    if (!seen.insert(e).second) continue;
+    if (e->kind == inductor::SKind::kLoad) {
+      if (!st.forwarded.count(e)) loads.push_back(e);
+    } else {
+      for (inductor::SExpr a : e->args) stack.push_back(a);
+    }
+  }
+  // Deterministic order: by buffer, then by the offset's text.
+  std::sort(loads.begin(), loads.end(), [](inductor::SExpr a, inductor::SExpr b) {
+    if (a->buffer != b->buffer) return a->buffer < b->buffer;
+    return sym::to_string(a->offset) < sym::to_string(b->offset);
+  });
 }
 
-// The nodes of a pointwise stage at one element (the loop variables are bound).
-void KernelWriter::pointwise_body(const StagePlan& st, std::string& out, const std::string& ind) {
+std::vector<Access> KernelWriter::accesses(const StagePlan& st) const {
+  std::vector<Access> out;
+  std::vector<inductor::SExpr> loads;
+  collect_loads(st, loads);
+  for (inductor::SExpr e : loads) out.push_back({e->buffer, e->offset});
+  for (const PlannedNode& n : st.nodes) {
+    const int b = p_.nodes[n.node].out;
+    if (n.stored || !n.loaded_keeps.empty()) out.push_back({b, n.store});
+    if (n.keep_for >= 0) out.push_back({p_.nodes[n.keep_for].out, n.keep_at});
+  }
+  return out;
+}
+
+bool KernelWriter::is_vector(const Access& a, int last) const {
+  return v_ > 1 && last >= 0 && contiguous_in(a.offset, last) && alignment_conditions(a.offset, last, v_);
+}
+
+// The widest vector (16 bytes at most) that the contiguous accesses of every stage allow, with the run-time tests
+// that make it valid: each vector buffer's address aligned, each innermost size and size-dependent stride a
+// multiple of the width.
+void KernelWriter::choose_vector() {
+  size_t widest = 0;
+  for (const StagePlan& st : k_.stages) {
+    int last = last_var(st);
+    if (last < 0) return;
+    for (const Access& a : accesses(st))
+      if (contiguous_in(a.offset, last)) widest = std::max(widest, element_size(p_.buffers[a.buffer].dtype));
+  }
+  if (widest == 0) return;
+  int v = std::min<int>(kMaxVector, static_cast<int>(16 / widest));
+  for (const StagePlan& st : k_.stages) {
+    const ExprPtr& inner = st.loops.back().size;
+    while (v > 1 && inner->is_const() && inner->value() % v != 0) v /= 2;
+  }
+  v_ = v;
+  if (v_ == 1) return;
+  std::set<std::string> tests;
+  bool any = false;
+  for (const StagePlan& st : k_.stages) {
+    int last = last_var(st);
+    const ExprPtr& inner = st.loops.back().size;
+    if (!inner->is_const()) tests.insert(fmt::format("({}) % {} == 0", idx(inner), v_));
+    for (const Access& a : accesses(st)) {
+      if (!contiguous_in(a.offset, last)) continue;
+      auto extra = alignment_conditions(a.offset, last, v_);
+      if (!extra) continue;
+      any = true;
+      const size_t bytes = v_ * element_size(p_.buffers[a.buffer].dtype);
+      tests.insert(fmt::format("((sn_u64){} & {}u) == 0", buf(a.buffer), bytes - 1));
+      for (const ExprPtr& e : *extra) tests.insert(fmt::format("({}) % {} == 0", idx(e), v_));
+    }
+  }
+  if (!any) {
+    v_ = 1;
+    return;
+  }
+  conditions_.assign(tests.begin(), tests.end());
+}
+
+// The stage's nodes at V consecutive innermost elements: the loop variables are bound, the innermost one at the
+// first of them (a multiple of V). Vector accesses read and write V elements at once; the rest element by element.
+// A whole-row walk keeps what it reads (and the values a reduction keeps for a later stage) in register arrays
+// indexed by the slot `s_`, read by the later stages of the same row instead of memory.
+void KernelWriter::element_block(const StagePlan& st, const Walk& w, std::string& out, const std::string& ind) {
+  const int last = last_var(st);
+  const bool whole = w.slots > 0;
+  const std::string k = w.v > 1 ? "k_" : "0";
+  const std::string slot = whole ? "[s_]" : "";
+  std::vector<inductor::SExpr> loads;
+  if (w.v > 1 || whole) collect_loads(st, loads);
+  load_elements_.clear();
+  for (inductor::SExpr e : loads) {
+    Access a{e->buffer, e->offset};
+    if (!(w.v > 1 ? is_vector(a, last) : whole)) continue;
+    std::string key = fmt::format("{}[{}]", buf(e->buffer), idx(e->offset));
+    std::string read = fmt::format("*(const {}*)&{}", vec_type(e->buffer, w.v), key);
+    auto c = cached_.find(key);
+    std::string name;
+    if (c != cached_.end()) {
+      name = c->second;
+    } else if (whole && registers_ + w.slots * w.v <= kRegisterBudget) {
+      name = fmt::format("L{}_", cached_.size());
+      decls_ += fmt::format("{}{} {}[{}];  // {} of the row\n", decl_ind_, vec_type(e->buffer, w.v), name, w.slots,
+                            key);
+      registers_ += w.slots * w.v;
+      cached_[key] = name;
+      out += fmt::format("{}{}{} = {};\n", ind, name, slot, read);
+    } else {
+      name = fmt::format("l{}_", tmp_++);
+      out += fmt::format("{}const {} {} = {};\n", ind, vec_type(e->buffer, w.v), name, read);
+      load_elements_[e] = fmt::format("{}.v[{}]", name, k);
+      continue;
+    }
+    load_elements_[e] = fmt::format("{}{}.v[{}]", name, slot, k);
+  }
+  // Vector stores collect their V elements here and write them after the element loop.
+  std::vector<std::pair<std::string, std::string>> vector_stores;  // (variable, store statement)
+  std::unordered_map<int, std::string> store_vars;                  // loop node -> its vector variable
+  for (const PlannedNode& n : st.nodes) {
+    if (!n.stored || st.reduction || w.v == 1) continue;
+    const int b = p_.nodes[n.node].out;
+    if (!is_vector({b, n.store}, last)) continue;
+    std::string name = fmt::format("S{}_", n.node);
+    out += fmt::format("{}{} {};\n", ind, vec_type(b, w.v), name);
+    store_vars[n.node] = name;
+    vector_stores.push_back({name, fmt::format("*({}*)&{}[{}] = {};", vec_type(b, w.v), buf(b), idx(n.store), name)});
+  }
+  std::string in = ind;
+  if (w.v > 1) {
+    out += fmt::format("{}const {} vb_ = {};\n", ind, it_, var(last));
+    out += fmt::format("{}#pragma unroll\n{}for (int k_ = 0; k_ < {}; ++k_) {{\n", ind, ind, w.v);
+    in = ind + "  ";
+    out += fmt::format("{}const {} {} = vb_ + k_;\n", in, it_, var(last));
+  }
+  const std::string element = whole ? fmt::format("[s_ * {} + {}]", w.v, k) : "";
   names_.clear();
   for (const PlannedNode& n : st.nodes) {
-    out += fmt::format("{}// {}\n", ind, p_.nodes[n.node].origin);
-    for (inductor::SExpr x : n.loaded_keeps) {  // stored here by the reduction stage that computed it
+    const LoopNode& ln = p_.nodes[n.node];
+    if (!st.reduction) out += fmt::format("{}// {}\n", in, ln.origin);
+    for (inductor::SExpr x : n.loaded_keeps) {  // kept here by the reduction stage that computed it
       std::string name = fmt::format("t{}", tmp_++);
-      out += fmt::format("{}const float {} = {}[{}];\n", ind, name, buf(p_.nodes[n.node].out), idx(n.store));
+      std::string from = whole ? fmt::format("K{}_{}", n.node, element)
+                               : fmt::format("{}[{}]", buf(ln.out), idx(n.store));
+      out += fmt::format("{}const float {} = {};\n", in, name, from);
       names_[x] = name;
     }
-    std::string v = emit(n.body, out, ind);
-    store(n, v, out, ind, false);
-    values_[n.node] = v;
+    std::string v = emit(n.body, out, in);
+    if (st.reduction) {
+      if (n.keep_for >= 0) {
+        const LoopNode& keeper = p_.nodes[n.keep_for];
+        if (whole)
+          out += fmt::format("{}K{}_{} = {};  // kept for {}\n", in, n.keep_for, element, v, keeper.origin);
+        else
+          out += fmt::format("{}{}[{}] = {};  // kept for {}\n", in, buf(keeper.out), idx(n.keep_at), v, keeper.origin);
+      }
+      std::string acc = fmt::format("acc{}", n.node);
+      out += fmt::format("{}{} = {};\n", in, acc, reduce_combine(ln.reduce_op, acc, v));
+    } else if (n.stored) {
+      auto s = store_vars.find(n.node);
+      if (s != store_vars.end())
+        out += fmt::format("{}{}.v[k_] = {};\n", in, s->second, store_str(p_.buffers[ln.out].dtype, v));
+      else
+        out += fmt::format("{}{}[{}] = {};\n", in, buf(ln.out), idx(n.store), store_str(p_.buffers[ln.out].dtype, v));
+    }
+    if (!st.reduction) values_[n.node] = v;
   }
   names_.clear();
+  load_elements_.clear();
+  if (w.v > 1) out += ind + "}\n";
+  for (const auto& [name, statement] : vector_stores) out += fmt::format("{}{}\n", ind, statement);
 }
 
-void KernelWriter::row_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind) {
-  out += fmt::format("{}#pragma unroll 4\n{}for ({} i_ = lane_; i_ < ({}){}; i_ += {}) {{\n", ind, ind, it_, it_,
-                     idx(st.elems), group_);
-  out += unravel(st.loops, "i_", ind + "  ");
-  pointwise_body(st, out, ind + "  ");
+// One stage over the elements of the current row: a group of group_ threads, each V consecutive elements a step.
+void KernelWriter::stage_loop(const StagePlan& st, const Walk& w, std::string& out, const std::string& ind) {
+  const int64_t step = static_cast<int64_t>(group_) * w.v;
+  std::string in = ind + "  ";
+  bool guarded = false;
+  if (w.slots > 0) {
+    out += fmt::format("{}#pragma unroll\n{}for (int s_ = 0; s_ < {}; ++s_) {{\n", ind, ind, w.slots);
+    out += fmt::format("{}const {} q_ = ({})(lane_ + s_ * {}) * {};\n", in, it_, it_, group_, w.v);
+    guarded = !st.elems->is_const() || st.elems->value() != step * w.slots;  // the last steps reach past the row
+    if (guarded) {
+      out += fmt::format("{}if (q_ < ({}){}) {{\n", in, it_, idx(st.elems));
+      in += "  ";
+    }
+  } else {
+    if (w.v == 1) out += fmt::format("{}#pragma unroll 4\n", ind);
+    out += fmt::format("{}for ({} q_ = lane_ * {}; q_ < ({}){}; q_ += {}) {{\n", ind, it_, w.v, it_, idx(st.elems), step);
+  }
+  out += unravel(st.loops, "q_", in);
+  element_block(st, w, out, in);
+  if (guarded) out += ind + "  }\n";
   out += ind + "}\n";
 }
 
-void KernelWriter::row_reduction_stage(const StagePlan& st, std::string& out, const std::string& ind) {
+void KernelWriter::reduction_stage(const StagePlan& st, const Walk& w, std::string& out, const std::string& ind) {
   for (const PlannedNode& n : st.nodes) {
     const LoopNode& ln = p_.nodes[n.node];
     out += fmt::format("{}// {}: {} over {}\n", ind, ln.origin, inductor::reduce_op_name(ln.reduce_op), idx(st.elems));
     out += fmt::format("{}{} acc{} = {};\n", ind, inductor::ctype_name(n.body->type), n.node,
                        reduce_init(ln.reduce_op, n.body->type));
-  }
-  out += fmt::format("{}#pragma unroll 4\n{}for ({} i_ = lane_; i_ < ({}){}; i_ += {}) {{\n", ind, ind, it_, it_,
-                     idx(st.elems), group_);
-  std::string in = ind + "  ";
-  out += unravel(st.loops, "i_", in);
-  names_.clear();
-  for (const PlannedNode& n : st.nodes) {
-    std::string v = emit(n.body, out, in);
-    if (n.keep_for >= 0) {
-      const LoopNode& keeper = p_.nodes[n.keep_for];
-      out += fmt::format("{}{}[{}] = {};  // kept for {}\n", in, buf(keeper.out), idx(n.keep_at), v, keeper.origin);
+    if (n.keep_for >= 0 && w.slots > 0) {
+      decls_ += fmt::format("{}float K{}_[{}];  // kept for {}\n", decl_ind_, n.keep_for, w.slots * w.v,
+                            p_.nodes[n.keep_for].origin);
+      registers_ += w.slots * w.v;
     }
-    std::string acc = fmt::format("acc{}", n.node);
-    out += fmt::format("{}{} = {};\n", in, acc, reduce_combine(p_.nodes[n.node].reduce_op, acc, v));
   }
-  names_.clear();
-  out += ind + "}\n";
+  stage_loop(st, w, out, ind);
   // The group's partial results combined: shuffles inside each warp, then (a whole-block group) shared memory.
   for (const PlannedNode& n : st.nodes) {
     const LoopNode& ln = p_.nodes[n.node];
@@ -163,59 +355,129 @@ void KernelWriter::row_reduction_stage(const StagePlan& st, std::string& out, co
     }
     if (ln.reduce_op == inductor::ReduceOp::mean)
       out += fmt::format("{}{} = {} / ({}){};\n", ind, acc, acc, t, idx(st.elems));
-    store(n, acc, out, ind, true);
+    if (n.stored) {
+      const int b = ln.out;
+      out += fmt::format("{}if (lane_ == 0) {}[{}] = {};\n", ind, buf(b), idx(n.store),
+                         store_str(p_.buffers[b].dtype, acc));
+    }
     values_[n.node] = acc;
   }
+}
+
+std::string KernelWriter::rows_body(const Walk& w, const std::string& ind) {
+  const unsigned rows = group_ <= 32 ? kBlock / group_ : 1;
+  decls_.clear();
+  cached_.clear();
+  registers_ = 0;
+  std::string body;
+  std::string in = ind + "  ";
+  decl_ind_ = in;
+  for (size_t s = 0; s < k_.stages.size(); ++s) {
+    const StagePlan& st = k_.stages[s];
+    stage_ = &st;
+    if (s > 0) body += fmt::format("{}{}  // the previous stage's stores are visible to the group\n", in, group_sync());
+    if (st.reduction) reduction_stage(st, w, body, in);
+    else stage_loop(st, w, body, in);
+    // What this stage stored is read from memory by the later stages, not from registers read before.
+    for (const PlannedNode& n : st.nodes) {
+      if (!n.stored) continue;
+      std::string prefix = buf(p_.nodes[n.node].out) + "[";
+      for (auto c = cached_.begin(); c != cached_.end();)
+        c = c->first.rfind(prefix, 0) == 0 ? cached_.erase(c) : std::next(c);
+    }
+  }
+  std::string head;
+  head += fmt::format("{}for (sn_i64 base_ = (sn_i64)blockIdx.x * {}; base_ < rows_; base_ += (sn_i64)gridDim.x * {}) {{\n",
+                      ind, rows, rows);
+  head += fmt::format("{}const sn_i64 row_ = base_ + threadIdx.x / {}u;\n", in, group_);
+  if (rows > 1) head += fmt::format("{}if (row_ >= rows_) continue;  // the group has no row here\n", in);
+  head += fmt::format("{}const {} o_ = ({})row_;\n", in, it_, it_);
+  head += unravel(k_.outer, "o_", in);
+  head += decls_;
+  std::string tail;
+  if (group_ > 32) tail += in + "__syncthreads();  // the next row's stage 0 overwrites nothing of this one\n";
+  tail += ind + "}\n";
+  return head + body + tail;
+}
+
+std::string KernelWriter::flat_body(const Walk& w, const std::string& ind) {
+  const StagePlan& st = k_.stages.at(0);
+  stage_ = &st;
+  std::string body;
+  // Unrolled so that each thread has several independent loads in flight.
+  if (w.v == 1) body += fmt::format("{}#pragma unroll 4\n", ind);
+  std::string count = w.v == 1 ? "total_" : fmt::format("total_ / {}", w.v);
+  body += fmt::format("{}for (sn_i64 q_ = (sn_i64)blockIdx.x * blockDim.x + threadIdx.x; q_ < {}; "
+                      "q_ += (sn_i64)gridDim.x * blockDim.x) {{\n", ind, count);
+  std::string first = w.v == 1 ? fmt::format("({})q_", it_) : fmt::format("({})(q_ * {})", it_, w.v);
+  body += unravel(st.loops, first, ind + "  ");
+  element_block(st, w, body, ind + "  ");
+  body += ind + "}\n";
+  return body;
 }
 
 CudaKernel KernelWriter::write() {
   it_ = index_type();
   CudaKernel result;
   result.name = k_.name;
-  std::string body;
+  choose_vector();
   std::string ind = "  ";
+  std::string body;
+  Walk fast{v_, 0}, scalar{1, 0};
   if (k_.rows) {
     int64_t widest = 1;
-    for (const StagePlan& st : k_.stages) widest = std::max(widest, hint(st.elems));
-    group_ = widest <= 1024 ? pow2_at_least(widest, 4, 32) : widest <= 16384 ? 256 : 1024;
+    bool same_loops = true;
+    for (const StagePlan& st : k_.stages) {
+      widest = std::max(widest, hint(st.elems));
+      same_loops = same_loops && st.elems == k_.stages[0].elems && st.loops.size() == k_.stages[0].loops.size();
+      for (size_t d = 0; same_loops && d < st.loops.size(); ++d)
+        same_loops = st.loops[d].var == k_.stages[0].loops[d].var && st.loops[d].size == k_.stages[0].loops[d].size;
+    }
+    const int64_t vectors = (widest + v_ - 1) / v_;
+    // A row that fits in registers (the same elements in every stage) is read once and kept, a few steps of V
+    // elements per thread. Measured on an H200 over 4096-wide rows: float32 softmax is fastest with 2 steps of 4
+    // (512 threads a row; 3% better than 4 steps), bfloat16 layer norm with 4 steps of 8 (8% better than 2).
+    const int steps = v_ >= 8 ? 4 : 2;
+    const bool whole = same_loops && k_.stages[0].elems->is_const() && widest <= int64_t{1024} * 4 * v_;
+    if (whole) {
+      group_ = pow2_at_least((vectors + steps - 1) / steps, 4, 1024);
+      fast.slots = static_cast<int>((vectors + group_ - 1) / group_);
+      if (fast.slots * v_ > kMaxPersistent) fast.slots = 0;
+      scalar.slots = fast.slots > 0 ? fast.slots * v_ : 0;
+    } else {
+      group_ = vectors <= 1024 ? pow2_at_least(vectors, 4, 32) : vectors <= 16384 ? 256 : 1024;
+    }
     unsigned rows = group_ <= 32 ? kBlock / group_ : 1;
     result.shape = {group_ <= 32 ? kBlock : group_, rows, group_};
     body += fmt::format("{}const {} lane_ = ({})(threadIdx.x % {}u);\n", ind, it_, it_, group_);
     body += fmt::format("{}const unsigned mask_ = sn_group_mask({});\n", ind, group_);
     body += fmt::format("{}const sn_i64 rows_ = {};\n", ind, idx(k_.total));
-    body += fmt::format("{}for (sn_i64 base_ = (sn_i64)blockIdx.x * {}; base_ < rows_; base_ += (sn_i64)gridDim.x * {}) {{\n",
-                        ind, rows, rows);
-    std::string in = ind + "  ";
-    body += fmt::format("{}const sn_i64 row_ = base_ + threadIdx.x / {}u;\n", in, group_);
-    if (rows > 1) body += fmt::format("{}if (row_ >= rows_) continue;  // the group has no row here\n", in);
-    body += fmt::format("{}const {} o_ = ({})row_;\n", in, it_, it_);
-    body += unravel(k_.outer, "o_", in);
-    for (size_t s = 0; s < k_.stages.size(); ++s) {
-      const StagePlan& st = k_.stages[s];
-      stage_ = &st;
-      if (s > 0) body += fmt::format("{}{}  // the previous stage's stores are visible to the group\n", in, group_sync());
-      if (st.reduction) row_reduction_stage(st, body, in);
-      else row_pointwise_stage(st, body, in);
+    if (conditions_.empty()) {
+      body += rows_body(fast, ind);
+    } else {
+      body += fmt::format("{}if (vec_) {{\n", ind) + rows_body(fast, ind + "  ");
+      body += fmt::format("{}}} else {{  // the scalar path\n", ind) + rows_body(scalar, ind + "  ") + ind + "}\n";
     }
-    if (group_ > 32) body += in + "__syncthreads();  // the next row's stage 0 overwrites nothing of this one\n";
-    body += ind + "}\n";
   } else {
-    const StagePlan& st = k_.stages.at(0);
-    stage_ = &st;
     result.shape = {kBlock, 0, 0};
+    result.shape.vector = static_cast<unsigned>(v_);
     body += fmt::format("{}const sn_i64 total_ = {};\n", ind, idx(k_.total));
-    // Unrolled so that each thread has several independent loads in flight.
-    body += fmt::format("{}#pragma unroll 4\n", ind);
-    body += fmt::format("{}for (sn_i64 pos_ = (sn_i64)blockIdx.x * blockDim.x + threadIdx.x; pos_ < total_; "
-                        "pos_ += (sn_i64)gridDim.x * blockDim.x) {{\n", ind);
-    body += unravel(st.loops, fmt::format("({})pos_", it_), ind + "  ");
-    pointwise_body(st, body, ind + "  ");
-    body += ind + "}\n";
+    if (conditions_.empty()) {
+      body += flat_body(fast, ind);
+    } else {
+      body += fmt::format("{}if (vec_) {{\n", ind) + flat_body(fast, ind + "  ");
+      body += fmt::format("{}}} else {{  // the scalar path\n", ind) + flat_body(scalar, ind + "  ") + ind + "}\n";
+    }
   }
+  if (!conditions_.empty())
+    body = fmt::format("{}// The vector path: {}-element accesses where these hold (uniform over the grid).\n"
+                       "{}const bool vec_ = {};\n", ind, v_, ind, fmt::join(conditions_, "\n      && ")) + body;
   size_t count = 0;
   for (const StagePlan& st : k_.stages) count += st.nodes.size();
-  std::string head = fmt::format("// {}: {} node(s), {}\n", k_.name, count,
-                                 k_.rows ? fmt::format("rows of {} thread(s) each", group_) : std::string("flat"));
+  std::string how = k_.rows ? fmt::format("rows of {} thread(s) each", group_) : std::string("flat");
+  if (fast.slots > 0) how += fmt::format(", whole rows in registers ({} step(s) per thread)", fast.slots);
+  if (v_ > 1) how += fmt::format(", {}-element vectors", v_);
+  std::string head = fmt::format("// {}: {} node(s), {}\n", k_.name, count, how);
   for (const StagePlan& st : k_.stages)
     for (const PlannedNode& n : st.nodes) head += fmt::format("//   loop node {}: {}\n", n.node, p_.nodes[n.node].origin);
   std::vector<std::string> params, casts;

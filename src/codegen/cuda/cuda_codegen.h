@@ -25,6 +25,7 @@ struct LaunchShape {
   unsigned block = 256;          // threads per block
   unsigned rows_per_block = 0;   // row kernels: rows one block handles at a time (0: a flat kernel)
   unsigned group = 0;            // row kernels: threads per row
+  unsigned vector = 1;           // flat kernels: consecutive elements per thread and step
 };
 
 struct CudaKernel {
