@@ -148,7 +148,8 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
     if (c.name.empty()) continue;
     any = true;
     source += "\n" + c.source;
-    entries[k] = {c.name, c.shape.block, c.shape.rows_per_block, c.shape.vector, c.error_flag, nullptr, nullptr};
+    entries[k] = {c.name,         c.shape.block, c.shape.rows_per_block, c.shape.vector, c.split_values,
+                  c.error_flag,   nullptr,       nullptr};
   }
   Device device = graph_device(graph);
   std::shared_ptr<const void> code;

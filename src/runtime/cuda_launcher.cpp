@@ -37,19 +37,43 @@ void CudaLauncher::run_loops(RunState& r, int k) const {
   int64_t cap = cuda::is_simulated() ? 4
                 : e.rows_per_block > 0 ? int64_t{0x7fffffff}
                                        : static_cast<int64_t>(multiprocessors_) * 64;
-  unsigned grid = static_cast<unsigned>(std::clamp<int64_t>((total + per_block - 1) / per_block, 1, cap));
+  int64_t blocks = (total + per_block - 1) / per_block;
+  // A split row kernel: enough chunks per row to give every multiprocessor 8 blocks (4 on the simulator, so
+  // that its tests split too), each chunk at least 4 steps of every thread.
+  int64_t parts = 1;
+  if (e.split_values > 0) {
+    int64_t elems = r.ev(plan.stages.at(0).elems);
+    int64_t target = cuda::is_simulated() ? 4 : static_cast<int64_t>(multiprocessors_) * 8;
+    int64_t most = std::max<int64_t>(1, elems / (int64_t{e.block} * e.vector * 4));
+    parts = std::clamp<int64_t>((target + total - 1) / total, 1, most);
+    blocks = total * parts;
+  }
+  unsigned grid = static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, cap));
   std::vector<void*> ptrs;
   for (int b : plan.buffers) ptrs.push_back(r.bufs[b].data_ptr());
   std::vector<void*> params;
   for (void*& p : ptrs) params.push_back(&p);
   for (const int64_t& s : r.syms) params.push_back(const_cast<int64_t*>(&s));
-  Tensor flag;
+  auto device_array = [&](int64_t n, DType dt) { return empty({n}, TensorOptions(dt).device(device_)); };
+  Tensor flag, workspace, counters;
   void* flag_ptr = nullptr;
   if (e.error_flag) {
-    flag = zeros({1}, TensorOptions(kInt32).device(device_));
+    flag = device_array(1, kInt32);
     flag_ptr = flag.data_ptr();
+    cuda::zero_async(flag_ptr, sizeof(int), device_.index);
   }
   params.push_back(&flag_ptr);
+  void *workspace_ptr = nullptr, *counters_ptr = nullptr;
+  if (e.split_values > 0) {
+    workspace = device_array(int64_t{e.split_values} * total * parts, kInt64);  // 8 bytes a partial result
+    counters = device_array(total, kInt32);
+    workspace_ptr = workspace.data_ptr();
+    counters_ptr = counters.data_ptr();
+    cuda::zero_async(counters_ptr, total * sizeof(unsigned), device_.index);
+    params.push_back(&workspace_ptr);
+    params.push_back(&counters_ptr);
+    params.push_back(&parts);
+  }
   if (cuda::is_simulated()) {
     sim::launch(e.name, e.sim, params.data(), {grid, 1, 1}, {e.block, 1, 1}, 0);
   } else {

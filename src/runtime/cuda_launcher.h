@@ -16,7 +16,8 @@ struct CudaKernelEntry {
   std::string name;
   unsigned block = 256;          // threads per block
   unsigned rows_per_block = 0;   // row kernels: rows per block at a time; 0 for a flat kernel
-  unsigned vector = 1;           // flat kernels: elements per thread and step
+  unsigned vector = 1;           // elements per thread and step
+  int split_values = 0;          // > 0: a row kernel whose rows are split across blocks, with this many results
   bool error_flag = false;       // the kernel raises an error flag (integer division by zero)
   void (*sim)(void**) = nullptr; // the simulated device's entry
   void* function = nullptr;      // the driver's CUfunction on a GPU

@@ -170,6 +170,17 @@ void copy_to_device(void* device_dst, const void* host_src, size_t bytes, int in
                 "cuMemcpyHtoD");
 }
 
+void zero_async(void* device_dst, size_t bytes, int index) {
+  if (bytes == 0) return;
+  if (is_simulated()) {
+    std::memset(device_dst, 0, bytes);
+    return;
+  }
+  driver::use_device(index);
+  driver::check(driver::require().cuMemsetD8Async(reinterpret_cast<driver::CUdeviceptr>(device_dst), 0, bytes, nullptr),
+                "cuMemsetD8Async");
+}
+
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes, int index) {
   if (bytes == 0) return;
   if (is_simulated()) {

@@ -19,5 +19,7 @@ Allocator& device_allocator(int index);
 // Copies `bytes` between host and device memory of the current mode (memcpy when simulated). Synchronous.
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes, int index);
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes, int index);
+// Zeroes `bytes` of device memory, in stream order on the default stream (memset when simulated).
+void zero_async(void* device_dst, size_t bytes, int index);
 
 }  // namespace sinter::cuda

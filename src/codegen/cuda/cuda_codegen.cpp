@@ -76,6 +76,8 @@ unsigned pow2_at_least(int64_t n, unsigned lo, unsigned hi) {
 constexpr int kMaxVector = 8;          // elements per vector access (16 bytes at most)
 constexpr int kMaxPersistent = 32;     // elements per thread a whole-row kernel keeps in registers per array
 constexpr int kRegisterBudget = 96;    // elements per thread all of a row's register arrays may hold
+constexpr int64_t kSplitRows = 32;     // a reduction of at most this many rows (by the size hints) ...
+constexpr int64_t kSplitElems = 8192;  // ... of at least this many elements each splits its rows across blocks
 
 // One memory access of a stage: a load (or a kept value read back), a store, or a kept value's store.
 struct Access {
@@ -101,6 +103,9 @@ class KernelWriter : cpp::BodyEmitter {
   void element_block(const StagePlan& st, const Walk& w, std::string& out, const std::string& ind);
   void stage_loop(const StagePlan& st, const Walk& w, std::string& out, const std::string& ind);
   void reduction_stage(const StagePlan& st, const Walk& w, std::string& out, const std::string& ind);
+  void combine_group(const PlannedNode& n, const std::string& acc, std::string& out, const std::string& ind) const;
+  void store_result(const PlannedNode& n, const std::string& acc, std::string& out, const std::string& ind) const;
+  std::string split_body(const Walk& w, const std::string& ind);
   std::string rows_body(const Walk& w, const std::string& ind);
   std::string flat_body(const Walk& w, const std::string& ind);
   std::string group_sync() const { return group_ > 32 ? "__syncthreads();" : "__syncwarp(mask_);"; }
@@ -336,32 +341,104 @@ void KernelWriter::reduction_stage(const StagePlan& st, const Walk& w, std::stri
     }
   }
   stage_loop(st, w, out, ind);
-  // The group's partial results combined: shuffles inside each warp, then (a whole-block group) shared memory.
   for (const PlannedNode& n : st.nodes) {
+    const LoopNode& ln = p_.nodes[n.node];
+    std::string acc = fmt::format("acc{}", n.node);
+    combine_group(n, acc, out, ind);
+    if (ln.reduce_op == inductor::ReduceOp::mean)
+      out += fmt::format("{}{} = {} / ({}){};\n", ind, acc, acc, inductor::ctype_name(n.body->type), idx(st.elems));
+    store_result(n, acc, out, ind);
+    values_[n.node] = acc;
+  }
+}
+
+// The group's partial results of `acc` combined into every lane: shuffles inside each warp, then (a whole-block
+// group) shared memory.
+void KernelWriter::combine_group(const PlannedNode& n, const std::string& acc, std::string& out,
+                                 const std::string& ind) const {
+  const LoopNode& ln = p_.nodes[n.node];
+  const char* t = inductor::ctype_name(n.body->type);
+  unsigned lanes = std::min(group_, 32u);
+  // The partner's value is shuffled once per step, by every lane (a combine may read its operand twice).
+  out += fmt::format("{}for (int m_ = {}; m_ > 0; m_ >>= 1) {{\n{}  const {} o_ = sn_shfl_xor({}, m_, mask_);\n{}  {} = {};\n{}}}\n",
+                     ind, lanes / 2, ind, t, acc, ind, acc, reduce_combine(ln.reduce_op, acc, "o_"), ind);
+  if (group_ > 32) {
+    unsigned warps = group_ / 32;
+    out += fmt::format("{}{{\n{}  __shared__ {} red_[{}];\n", ind, ind, t, warps);
+    out += fmt::format("{}  if ((threadIdx.x & 31u) == 0) red_[threadIdx.x >> 5] = {};\n{}  __syncthreads();\n", ind,
+                       acc, ind);
+    out += fmt::format("{}  {} = red_[0];\n{}  for (int w_ = 1; w_ < {}; ++w_) {} = {};\n{}  __syncthreads();\n{}}}\n",
+                       ind, acc, ind, warps, acc, reduce_combine(ln.reduce_op, acc, "red_[w_]"), ind, ind);
+  }
+}
+
+void KernelWriter::store_result(const PlannedNode& n, const std::string& acc, std::string& out,
+                                const std::string& ind) const {
+  if (!n.stored) return;
+  const int b = p_.nodes[n.node].out;
+  out += fmt::format("{}if (lane_ == 0) {}[{}] = {};\n", ind, buf(b), idx(n.store), store_str(p_.buffers[b].dtype, acc));
+}
+
+// Few long rows (a whole-tensor sum): each row is split into `parts_` chunks, one block each. A block reduces its
+// chunk, writes its partial result to the workspace and counts itself in the row's counter; the block that counts
+// last combines the row's partials (in chunk order, so the result does not depend on which block was last) and
+// stores the result. The launcher zeroes the counters and picks parts_ from the multiprocessor count.
+std::string KernelWriter::split_body(const Walk& w, const std::string& ind) {
+  const StagePlan& st = k_.stages.at(0);
+  stage_ = &st;
+  const int64_t step = static_cast<int64_t>(group_) * w.v;
+  std::string out, in = ind + "  ";
+  out += fmt::format("{}for (sn_i64 b_ = blockIdx.x; b_ < rows_ * parts_; b_ += gridDim.x) {{\n", ind);
+  out += fmt::format("{}const sn_i64 row_ = b_ / parts_, part_ = b_ % parts_;\n", in);
+  out += fmt::format("{}const {} o_ = ({})row_;\n", in, it_, it_);
+  out += unravel(k_.outer, "o_", in);
+  out += fmt::format("{}const sn_i64 elems_ = {};\n", in, idx(st.elems));
+  out += fmt::format("{}const sn_i64 chunk_ = ((elems_ + parts_ - 1) / parts_ + {} - 1) / {} * {};\n", in, step, step,
+                     step);
+  out += fmt::format("{}const {} lo_ = ({})(part_ * chunk_), hi_ = ({})sn_imin(elems_, part_ * chunk_ + chunk_);\n", in,
+                     it_, it_, it_);
+  for (const PlannedNode& n : st.nodes) {
+    const LoopNode& ln = p_.nodes[n.node];
+    out += fmt::format("{}// {}: {} over {}, this block's chunk\n", in, ln.origin, inductor::reduce_op_name(ln.reduce_op),
+                       idx(st.elems));
+    out += fmt::format("{}{} acc{} = {};\n", in, inductor::ctype_name(n.body->type), n.node,
+                       reduce_init(ln.reduce_op, n.body->type));
+  }
+  out += fmt::format("{}#pragma unroll 4\n{}for ({} q_ = lo_ + lane_ * {}; q_ < hi_; q_ += {}) {{\n", in, in, it_, w.v, step);
+  out += unravel(st.loops, "q_", in + "  ");
+  element_block(st, w, out, in + "  ");
+  out += in + "}\n";
+  for (size_t i = 0; i < st.nodes.size(); ++i) {
+    const PlannedNode& n = st.nodes[i];
+    std::string acc = fmt::format("acc{}", n.node);
+    combine_group(n, acc, out, in);
+    out += fmt::format("{}if (threadIdx.x == 0) (({}*)(ws_ + {} * 8 * rows_ * parts_))[b_] = {};\n", in,
+                       inductor::ctype_name(n.body->type), i, acc);
+  }
+  out += fmt::format("{}__shared__ bool last_;\n", in);
+  out += fmt::format("{}if (threadIdx.x == 0) {{\n{}  __threadfence();  // the partials are visible before the count\n"
+                     "{}  last_ = atomicAdd(&count_[row_], 1u) == (unsigned)(parts_ - 1);\n{}}}\n{}__syncthreads();\n",
+                     in, in, in, in, in);
+  out += fmt::format("{}if (last_) {{  // every partial of the row is written: combine them\n", in);
+  std::string in2 = in + "  ";
+  out += fmt::format("{}__threadfence();\n", in2);
+  for (size_t i = 0; i < st.nodes.size(); ++i) {
+    const PlannedNode& n = st.nodes[i];
     const LoopNode& ln = p_.nodes[n.node];
     const char* t = inductor::ctype_name(n.body->type);
     std::string acc = fmt::format("acc{}", n.node);
-    unsigned lanes = std::min(group_, 32u);
-    // The partner's value is shuffled once per step, by every lane (a combine may read its operand twice).
-    out += fmt::format("{}for (int m_ = {}; m_ > 0; m_ >>= 1) {{\n{}  const {} o_ = sn_shfl_xor({}, m_, mask_);\n{}  {} = {};\n{}}}\n",
-                       ind, lanes / 2, ind, t, acc, ind, acc, reduce_combine(ln.reduce_op, acc, "o_"), ind);
-    if (group_ > 32) {
-      unsigned warps = group_ / 32;
-      out += fmt::format("{}{{\n{}  __shared__ {} red_[{}];\n", ind, ind, t, warps);
-      out += fmt::format("{}  if ((threadIdx.x & 31u) == 0) red_[threadIdx.x >> 5] = {};\n{}  __syncthreads();\n", ind,
-                         acc, ind);
-      out += fmt::format("{}  {} = red_[0];\n{}  for (int w_ = 1; w_ < {}; ++w_) {} = {};\n{}  __syncthreads();\n{}}}\n",
-                         ind, acc, ind, warps, acc, reduce_combine(ln.reduce_op, acc, "red_[w_]"), ind, ind);
-    }
-    if (ln.reduce_op == inductor::ReduceOp::mean)
-      out += fmt::format("{}{} = {} / ({}){};\n", ind, acc, acc, t, idx(st.elems));
-    if (n.stored) {
-      const int b = ln.out;
-      out += fmt::format("{}if (lane_ == 0) {}[{}] = {};\n", ind, buf(b), idx(n.store),
-                         store_str(p_.buffers[b].dtype, acc));
-    }
-    values_[n.node] = acc;
+    out += fmt::format("{}{} = {};\n", in2, acc, reduce_init(ln.reduce_op, n.body->type));
+    out += fmt::format("{}for (sn_i64 j_ = lane_; j_ < parts_; j_ += {}) {{\n{}  const {} p_ = ((volatile {}*)(ws_ + {} * 8 * "
+                       "rows_ * parts_))[row_ * parts_ + j_];\n{}  {} = {};\n{}}}\n",
+                       in2, group_, in2, t, t, i, in2, acc, reduce_combine(ln.reduce_op, acc, "p_"), in2);
+    combine_group(n, acc, out, in2);
+    if (ln.reduce_op == inductor::ReduceOp::mean) out += fmt::format("{}{} = {} / ({})elems_;\n", in2, acc, acc, t);
+    store_result(n, acc, out, in2);
   }
+  out += in + "}\n";
+  out += in + "__syncthreads();  // last_ is read by every thread before the next chunk sets it\n";
+  out += ind + "}\n";
+  return out;
 }
 
 std::string KernelWriter::rows_body(const Walk& w, const std::string& ind) {
@@ -434,12 +511,18 @@ CudaKernel KernelWriter::write() {
         same_loops = st.loops[d].var == k_.stages[0].loops[d].var && st.loops[d].size == k_.stages[0].loops[d].size;
     }
     const int64_t vectors = (widest + v_ - 1) / v_;
+    // One reduction stage over few long rows: split each row across blocks.
+    const bool split = k_.stages.size() == 1 && k_.stages[0].reduction && hint(k_.total) <= kSplitRows &&
+                       widest >= kSplitElems;
     // A row that fits in registers (the same elements in every stage) is read once and kept, a few steps of V
     // elements per thread. Measured on an H200 over 4096-wide rows: float32 softmax is fastest with 2 steps of 4
     // (512 threads a row; 3% better than 4 steps), bfloat16 layer norm with 4 steps of 8 (8% better than 2).
     const int steps = v_ >= 8 ? 4 : 2;
     const bool whole = same_loops && k_.stages[0].elems->is_const() && widest <= int64_t{1024} * 4 * v_;
-    if (whole) {
+    if (split) {
+      group_ = kBlock;
+      result.shape.split = true;
+    } else if (whole) {
       group_ = pow2_at_least((vectors + steps - 1) / steps, 4, 1024);
       fast.slots = static_cast<int>((vectors + group_ - 1) / group_);
       if (fast.slots * v_ > kMaxPersistent) fast.slots = 0;
@@ -448,15 +531,19 @@ CudaKernel KernelWriter::write() {
       group_ = vectors <= 1024 ? pow2_at_least(vectors, 4, 32) : vectors <= 16384 ? 256 : 1024;
     }
     unsigned rows = group_ <= 32 ? kBlock / group_ : 1;
-    result.shape = {group_ <= 32 ? kBlock : group_, rows, group_};
+    result.shape.block = group_ <= 32 ? kBlock : group_;
+    result.shape.rows_per_block = rows;
+    result.shape.group = group_;
+    result.shape.vector = static_cast<unsigned>(v_);
     body += fmt::format("{}const {} lane_ = ({})(threadIdx.x % {}u);\n", ind, it_, it_, group_);
     body += fmt::format("{}const unsigned mask_ = sn_group_mask({});\n", ind, group_);
     body += fmt::format("{}const sn_i64 rows_ = {};\n", ind, idx(k_.total));
+    auto rows_or_split = [&](const Walk& w, const std::string& in) { return split ? split_body(w, in) : rows_body(w, in); };
     if (conditions_.empty()) {
-      body += rows_body(fast, ind);
+      body += rows_or_split(fast, ind);
     } else {
-      body += fmt::format("{}if (vec_) {{\n", ind) + rows_body(fast, ind + "  ");
-      body += fmt::format("{}}} else {{  // the scalar path\n", ind) + rows_body(scalar, ind + "  ") + ind + "}\n";
+      body += fmt::format("{}if (vec_) {{\n", ind) + rows_or_split(fast, ind + "  ");
+      body += fmt::format("{}}} else {{  // the scalar path\n", ind) + rows_or_split(scalar, ind + "  ") + ind + "}\n";
     }
   } else {
     result.shape = {kBlock, 0, 0};
@@ -475,6 +562,7 @@ CudaKernel KernelWriter::write() {
   size_t count = 0;
   for (const StagePlan& st : k_.stages) count += st.nodes.size();
   std::string how = k_.rows ? fmt::format("rows of {} thread(s) each", group_) : std::string("flat");
+  if (result.shape.split) how += ", each row split across blocks";
   if (fast.slots > 0) how += fmt::format(", whole rows in registers ({} step(s) per thread)", fast.slots);
   if (v_ > 1) how += fmt::format(", {}-element vectors", v_);
   std::string head = fmt::format("// {}: {} node(s), {}\n", k_.name, count, how);
@@ -492,6 +580,15 @@ CudaKernel KernelWriter::write() {
   }
   params.push_back("int* __restrict__ err_");
   casts.push_back(fmt::format("*(int**)p[{}]", casts.size()));
+  if (result.shape.split) {
+    params.push_back("char* __restrict__ ws_");
+    casts.push_back(fmt::format("*(char**)p[{}]", casts.size()));
+    params.push_back("unsigned* __restrict__ count_");
+    casts.push_back(fmt::format("*(unsigned**)p[{}]", casts.size()));
+    params.push_back("const sn_i64 parts_");
+    casts.push_back(fmt::format("*(const sn_i64*)p[{}]", casts.size()));
+    result.split_values = static_cast<int>(k_.stages[0].nodes.size());
+  }
   result.error_flag = body.find("a_->error") != std::string::npos;
   if (result.error_flag) body = "  const sn_err_ ae_{err_};\n  const sn_err_* const a_ = &ae_;\n" + body;
   std::string signature;

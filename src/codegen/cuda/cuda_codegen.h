@@ -25,14 +25,18 @@ struct LaunchShape {
   unsigned block = 256;          // threads per block
   unsigned rows_per_block = 0;   // row kernels: rows one block handles at a time (0: a flat kernel)
   unsigned group = 0;            // row kernels: threads per row
-  unsigned vector = 1;           // flat kernels: consecutive elements per thread and step
+  unsigned vector = 1;           // consecutive elements per thread and step
+  bool split = false;            // row kernels: each row split across blocks (see split_values)
 };
 
 struct CudaKernel {
   std::string name;    // the __global__ function (and name + "__sim" for the simulator's entry)
   std::string source;  // the kernel's own text, without the prelude
   LaunchShape shape;
-  bool error_flag = false;  // raises `*err_` (integer division by zero); the last parameter either way
+  bool error_flag = false;  // raises `*err_` (integer division by zero); a parameter either way
+  // Split row kernels: values reduced per row. After err_ they take `char* ws_` (split_values * rows * parts_
+  // partial results of 8 bytes at most), `unsigned* count_` (one zeroed counter per row) and `sn_i64 parts_`.
+  int split_values = 0;
 };
 
 // One entry per plan kernel; externs (no loops) have an empty name.
