@@ -35,6 +35,7 @@ import time
 
 WORKLOADS = ["pointwise", "ln_gelu", "softmax", "mlp", "gpt_block", "naive_attention", "resnet_block", "small_ops",
              "dynamic_mlp"]
+GPU_ONLY_WORKLOADS = ["reduce_sum"]  # bench/WORKLOADS.md: defined for the GPU column only
 DYNAMIC_BATCHES = [1, 7, 33, 64, 100, 257, 512, 999, 2048, 3]
 MLP_D, MLP_H = 1024, 4096
 
@@ -401,9 +402,10 @@ def main():
         print(f"probe compile_s={seconds:.6f}")
         return
 
-    names = [n for n in WORKLOADS if not args.only or n == args.only]
+    known = WORKLOADS + (GPU_ONLY_WORKLOADS if cuda else [])
+    names = [n for n in known if not args.only or n == args.only]
     if not names:
-        raise SystemExit(f"no workload named {args.only}; known: {', '.join(WORKLOADS)}")
+        raise SystemExit(f"no workload named {args.only}; known: {', '.join(known)}")
     if cuda:
         gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
         print(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}), {gpu}, torch.compile mode {args.mode}")

@@ -61,6 +61,9 @@ def make_workload(torch, name, base):
         block = base.ResNetBlock(torch, c).eval().to(DEV, bf16, memory_format=torch.channels_last)
         x = randn(n, c, hw, hw, dtype=bf16).contiguous(memory_format=torch.channels_last)
         return block, [x], f"N{n} C{c} {hw}x{hw} NHWC", 0, 2 * 2.0 * n * hw * hw * c * c * 9, bf16
+    if name == "reduce_sum":
+        n = 64 << 20
+        return (lambda x: x.sum()), [randn(n)], f"[{n}]", 4.0 * n, 0, f32
     if name == "small_ops":
         n = 256
 

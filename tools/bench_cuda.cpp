@@ -1,6 +1,6 @@
 // `sinter bench --device cuda`: the GPU workloads of bench/WORKLOADS.md that the CUDA code generator covers
-// (pointwise, ln_gelu, softmax, small_ops; the GEMM, attention and convolution workloads need the library calls of
-// the next GPU issue), eager and compiled with the inductor backend on cuda:0, with the fields of the CPU bench.
+// (pointwise, ln_gelu, softmax, reduce_sum, small_ops; the GEMM, attention and convolution workloads need the
+// library calls of the next GPU issue), eager and compiled with the inductor backend on cuda:0, with the fields of the CPU bench.
 // On a GPU the steady calls are timed with CUDA events after warm-up (eager and compiled alternately, medians);
 // on the simulated device (SINTER_CUDA_SIM=1) with the wall clock, and --quick shrinks the shapes 64-fold.
 // Compile seconds: cold is the first call of a fresh compiled function on an empty kernel cache, warm the first
@@ -56,6 +56,11 @@ GpuWorkload make_gpu_workload(const std::string& name, int64_t shrink) {
     w.dtype = "f32", w.shape = dims({n, d}), w.bytes = 2.0 * 4 * n * d;
     w.fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0] * 0.125, -1)}; };
     w.inputs = {randn({n, d}).to(f32)};
+  } else if (name == "reduce_sum") {
+    int64_t n = (int64_t{64} << 20) / shrink;
+    w.dtype = "f32", w.shape = dims({n}), w.bytes = 4.0 * n;
+    w.fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].sum()}; };
+    w.inputs = {randn({n}).to(f32)};
   } else if (name == "small_ops") {
     int64_t n = 256;
     w.dtype = "f32", w.shape = dims({n, n}), w.bytes = 3.0 * 4 * n * n;
@@ -70,7 +75,7 @@ GpuWorkload make_gpu_workload(const std::string& name, int64_t shrink) {
     };
     w.inputs = {randn({n, n}).to(f32), randn({n, n}).to(f32)};
   } else {
-    throw Error(fmt::format("bench --device cuda: no GPU workload '{}' (pointwise, ln_gelu, softmax, small_ops)", name));
+    throw Error(fmt::format("bench --device cuda: no GPU workload '{}' (pointwise, ln_gelu, softmax, reduce_sum, small_ops)", name));
   }
   return w;
 }
@@ -146,7 +151,7 @@ double max_rel_err(const std::vector<Tensor>& got, const std::vector<Tensor>& wa
 int bench_cuda(const BenchOptions& opt) {
   SINTER_CHECK(cuda::is_available(), "bench --device cuda: {}", cuda::unavailable_reason());
   cuda::DeviceProperties props = cuda::get_device_properties(0);
-  std::vector<std::string> names = {"pointwise", "ln_gelu", "softmax", "small_ops"};
+  std::vector<std::string> names = {"pointwise", "ln_gelu", "softmax", "reduce_sum", "small_ops"};
   if (!opt.only.empty()) names = {opt.only};
   const int64_t shrink = opt.quick && cuda::is_simulated() ? 64 : 1;
   std::string run_cache = make_temp_dir("sinter-bench-cuda");  // cold compiles start from an empty cache
