@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ops/shape_util.h"
 #include "runtime/cuda_sim.h"
 #include "sinter/ops.h"
 #include "support/check.h"
@@ -54,7 +55,8 @@ void CudaLauncher::run_loops(RunState& r, int k) const {
   std::vector<void*> params;
   for (void*& p : ptrs) params.push_back(&p);
   for (const int64_t& s : r.syms) params.push_back(const_cast<int64_t*>(&s));
-  auto device_array = [&](int64_t n, DType dt) { return empty({n}, TensorOptions(dt).device(device_)); };
+  // From the allocator directly: an eager `empty` on CUDA would stage through the host (ops/cuda_fallback.h).
+  auto device_array = [&](int64_t n, DType dt) { return empty_from_meta(dense_meta(SymIntList{n}, dt, device_)); };
   Tensor flag, workspace, counters;
   void* flag_ptr = nullptr;
   if (e.error_flag) {
