@@ -45,4 +45,9 @@ int64_t max_memory_allocated(int device = 0);
 void reset_peak_memory_stats(int device = 0);
 void empty_cache();  // returns every cached free block of every device to the driver
 
+// float32 matrix products on a GPU are computed in float32 unless TF32 is allowed (torch's
+// backends.cuda.matmul.allow_tf32; off by default). One setting for the process.
+void set_matmul_allow_tf32(bool allow);
+bool matmul_allow_tf32();
+
 }  // namespace sinter::cuda

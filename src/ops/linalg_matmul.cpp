@@ -1,6 +1,8 @@
 // mm, bmm, matmul (every rank case of torch.matmul), addmm and linear: shape rules, and kernels that all
 // reduce to matmul_into (linalg_util.h) over views, so no operand is copied unless BLAS cannot read its
 // layout.
+#include "ops/cuda_blas.h"
+#include "ops/cuda_fallback.h"
 #include "ops/linalg_util.h"
 
 namespace sinter {
@@ -162,6 +164,14 @@ void linear_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {
               has_bias ? 1 : 0);
 }
 
+// On CUDA the same kernels: matmul_into hands floating products to cuBLAS (ops/cuda_blas.h). Integer products,
+// and every product on the simulated device, run the CPU kernel (ops/cuda_fallback.h).
+template <KernelFn cpu>
+void cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
+  if (cuda::gemm_supported(outs.at(0).dtype())) return cpu(op, args, outs);
+  run_cpu_kernel_for_cuda(cpu, op, args, outs, false, outs[0].device());
+}
+
 }  // namespace
 
 void register_matmul_ops(OpTable& t) {
@@ -170,6 +180,11 @@ void register_matmul_ops(OpTable& t) {
   t.set(OpId::matmul, matmul_shape, matmul_kernel);
   t.set(OpId::addmm, addmm_shape, addmm_kernel);
   t.set(OpId::linear, linear_shape, linear_kernel);
+  t.set_kernel(OpId::mm, kCUDA, cuda_kernel<mm_kernel>);
+  t.set_kernel(OpId::bmm, kCUDA, cuda_kernel<mm_kernel>);
+  t.set_kernel(OpId::matmul, kCUDA, cuda_kernel<matmul_kernel>);
+  t.set_kernel(OpId::addmm, kCUDA, cuda_kernel<addmm_kernel>);
+  t.set_kernel(OpId::linear, kCUDA, cuda_kernel<linear_kernel>);
 }
 
 }  // namespace sinter

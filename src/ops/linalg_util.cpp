@@ -5,6 +5,8 @@
 
 #include "ops/blas.h"
 #include "ops/copy.h"
+#include "ops/cuda_blas.h"
+#include "sinter/cuda.h"
 
 namespace sinter {
 
@@ -30,6 +32,12 @@ Tensor contiguous_as(const Tensor& t, DType dtype, MemoryFormat format) {
 
 void write_into(const Tensor& dst, const Tensor& src) {
   if (dst.is_same(src)) return;
+  // On a GPU through the op (its CUDA kernel where it has one) rather than copy_strided's host round trip.
+  if (dst.is_cuda() && !cuda::is_simulated()) {
+    Tensor d = dst;
+    d.copy_(src);
+    return;
+  }
   copy_strided(dst, src);
 }
 
@@ -157,6 +165,8 @@ void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out, const Scal
       out.dim() >= 2 && a.dim() == out.dim() && b.dim() == out.dim() && out.is_contiguous(),
       "matmul_into: bad operands");
   if (out.numel().hint() == 0) return;
+  if (out.is_cuda() && cuda::gemm_supported(out.dtype()))
+    return cuda::gemm(a, b, out, alpha.to_double(), beta.to_double());
   DType cd = compute_dtype(out.dtype());
   bool direct = cd == out.dtype();
   Tensor A = a, B = b;

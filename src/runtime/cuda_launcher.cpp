@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ops/linalg_util.h"
 #include "ops/shape_util.h"
 #include "runtime/cuda_sim.h"
 #include "sinter/ops.h"
@@ -85,6 +86,18 @@ void CudaLauncher::run_loops(RunState& r, int k) const {
   }
   if (e.error_flag)
     SINTER_CHECK(flag.item<int>() == 0, "ZeroDivisionError: integer division by zero in compiled kernel {}", e.name);
+}
+
+bool CudaLauncher::run_library(RunState& r, int k) const {
+  const inductor::Kernel& kernel = parts_->schedule.kernels[k];
+  const inductor::LoopNode& n = parts_->program->nodes[kernel.nodes[0]];
+  if (!n.gemm) return false;
+  Tensor a = r.view(n.tensor_args[0]), b = r.view(n.tensor_args[1]);
+  const Tensor& c = r.bufs[n.outs[0]];
+  int64_t m = a.size(0).hint(), cols = b.size(1).hint();
+  matmul_into(a, b, strided_view(c, {m, cols}, {cols, 1}));  // the product's buffer is dense
+  if (kernel.epilogue >= 0) run_loops(r, kernel.epilogue);
+  return true;
 }
 
 }  // namespace sinter::runtime

@@ -30,7 +30,8 @@ class CudaLauncher final : public Launcher {
                std::shared_ptr<const void> code, Device device, int multiprocessors);
   Tensor allocate(const TensorMeta& meta) const override;
   void run_loops(RunState& r, int k) const override;
-  bool run_library(RunState&, int) const override { return false; }
+  // GEMM externs: cuBLAS on a GPU (the CPU's GEMM on the simulated device), then the kernel's epilogue if any.
+  bool run_library(RunState& r, int k) const override;
 
  private:
   std::shared_ptr<const CompiledGraphParts> parts_;
