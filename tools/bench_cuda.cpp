@@ -1,6 +1,6 @@
 // `sinter bench --device cuda`: the GPU workloads of bench/WORKLOADS.md that the CUDA code generator covers
-// (pointwise, ln_gelu, softmax, reduce_sum, small_ops; the GEMM, attention and convolution workloads need the
-// library calls of the next GPU issue), eager and compiled with the inductor backend on cuda:0, with the fields of the CPU bench.
+// (pointwise, ln_gelu, softmax, reduce_sum, small_ops) and mlp (cuBLAS GEMMs beside generated kernels; attention
+// and convolutions need the library calls of the next GPU issue), eager and compiled with the inductor backend on cuda:0, with the fields of the CPU bench.
 // On a GPU the steady calls are timed with CUDA events after warm-up (eager and compiled alternately, medians);
 // on the simulated device (SINTER_CUDA_SIM=1) with the wall clock, and --quick shrinks the shapes 64-fold.
 // Compile seconds: cold is the first call of a fresh compiled function on an empty kernel cache, warm the first
@@ -17,6 +17,7 @@
 #include "support/check.h"
 #include "tensor/cuda_driver.h"
 #include "tools.h"
+#include "workloads.h"
 
 namespace sinter::tools {
 namespace {
@@ -24,6 +25,8 @@ namespace {
 struct GpuWorkload {
   std::string name, dtype, shape;
   double bytes = 0;
+  double flops = 0;                    // the matrix products' floating-point operations per call
+  std::shared_ptr<nn::Module> module;  // keeps a module workload's parameters alive
   std::function<std::vector<Tensor>(const std::vector<Tensor>&)> fn;
   std::vector<Tensor> inputs;  // on cuda:0
 };
@@ -56,6 +59,16 @@ GpuWorkload make_gpu_workload(const std::string& name, int64_t shrink) {
     w.dtype = "f32", w.shape = dims({n, d}), w.bytes = 2.0 * 4 * n * d;
     w.fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0] * 0.125, -1)}; };
     w.inputs = {randn({n, d}).to(f32)};
+  } else if (name == "mlp") {
+    // cuBLAS GEMMs (extern kernels of the graph) with the generated kernels between them.
+    int64_t t = 8192 / shrink, d = 4096 / shrink, h = 16384 / shrink;
+    auto m = std::make_shared<Mlp>(d, h);
+    m->eval();
+    m->to(kCUDA, kBFloat16);
+    w.module = m;
+    w.dtype = "bf16", w.shape = fmt::format("T{} D{} H{}", t, d, h), w.flops = 2.0 * 2 * t * d * h;
+    w.fn = [m](const std::vector<Tensor>& in) { return std::vector<Tensor>{(*m)(in[0])}; };
+    w.inputs = {randn({t, d}).to(bf16)};
   } else if (name == "reduce_sum") {
     int64_t n = (int64_t{64} << 20) / shrink;
     w.dtype = "f32", w.shape = dims({n}), w.bytes = 4.0 * n;
@@ -75,7 +88,7 @@ GpuWorkload make_gpu_workload(const std::string& name, int64_t shrink) {
     };
     w.inputs = {randn({n, n}).to(f32), randn({n, n}).to(f32)};
   } else {
-    throw Error(fmt::format("bench --device cuda: no GPU workload '{}' (pointwise, ln_gelu, softmax, reduce_sum, small_ops)", name));
+    throw Error(fmt::format("bench --device cuda: no GPU workload '{}' (pointwise, ln_gelu, softmax, mlp, reduce_sum, small_ops)", name));
   }
   return w;
 }
@@ -151,15 +164,16 @@ double max_rel_err(const std::vector<Tensor>& got, const std::vector<Tensor>& wa
 int bench_cuda(const BenchOptions& opt) {
   SINTER_CHECK(cuda::is_available(), "bench --device cuda: {}", cuda::unavailable_reason());
   cuda::DeviceProperties props = cuda::get_device_properties(0);
-  std::vector<std::string> names = {"pointwise", "ln_gelu", "softmax", "reduce_sum", "small_ops"};
+  std::vector<std::string> names = {"pointwise", "ln_gelu", "softmax", "mlp", "reduce_sum", "small_ops"};
   if (!opt.only.empty()) names = {opt.only};
   const int64_t shrink = opt.quick && cuda::is_simulated() ? 64 : 1;
   std::string run_cache = make_temp_dir("sinter-bench-cuda");  // cold compiles start from an empty cache
   setenv("SINTER_CACHE_DIR", run_cache.c_str(), 1);
   fmt::print("sinter bench --device cuda: {} (sm_{}{}, {} SMs){}, {}\n", props.name, props.major, props.minor,
              props.multiprocessors, cuda::is_simulated() ? ", simulated" : "", machine_name());
-  fmt::print("{:<10} {:>5} {:>16} {:>11} {:>11} {:>8} {:>9} {:>8} {:>9} {:>8} {:>10} {:>8}\n", "workload", "dtype",
-             "shape", "eager ms", "compiled ms", "speedup", "GB/s", "kernels", "cold s", "warm s", "max_rel", "host us");
+  fmt::print("{:<10} {:>5} {:>16} {:>11} {:>11} {:>8} {:>9} {:>8} {:>8} {:>9} {:>8} {:>10} {:>8}\n", "workload",
+             "dtype", "shape", "eager ms", "compiled ms", "speedup", "GB/s", "TFLOP/s", "kernels", "cold s", "warm s",
+             "max_rel", "host us");
   std::vector<std::string> items;
   for (const std::string& name : names) {
     GpuWorkload w = make_gpu_workload(name, shrink);
@@ -180,15 +194,18 @@ int bench_cuda(const BenchOptions& opt) {
     std::optional<double> kernels;
     if (compiled.stats().kernels_per_call >= 0) kernels = compiled.stats().kernels_per_call;
     double gbps = w.bytes > 0 ? w.bytes / (compiled_ms * 1e6) : NAN;
+    double tflops = w.flops > 0 ? w.flops / (compiled_ms * 1e9) : NAN;
     double host_us = host_us_per_call([&] { compiled(in); }, cuda::is_simulated() ? 3 : 50);
-    fmt::print("{:<10} {:>5} {:>16} {:>11.4f} {:>11.4f} {:>7.2f}x {:>9.1f} {:>8} {:>9.3f} {:>8.4f} {:>10.2e} {:>8.1f}\n",
-               w.name, w.dtype, w.shape, eager_ms, compiled_ms, eager_ms / compiled_ms, gbps,
+    fmt::print("{:<10} {:>5} {:>16} {:>11.4f} {:>11.4f} {:>7.2f}x {:>9.1f} {:>8.1f} {:>8} {:>9.3f} {:>8.4f} {:>10.2e} "
+               "{:>8.1f}\n",
+               w.name, w.dtype, w.shape, eager_ms, compiled_ms, eager_ms / compiled_ms, gbps, tflops,
                kernels ? fmt::format("{}", *kernels) : "-", cold, warm, err, host_us);
     std::fflush(stdout);
     Json j;
     j.add("workload", w.name).add("dtype", w.dtype).add("shape", w.shape).add("backend", "inductor");
     j.add("eager_ms", eager_ms).add("compiled_ms", compiled_ms).add("speedup", eager_ms / compiled_ms);
     if (w.bytes > 0) j.add("gbps", gbps);
+    if (w.flops > 0) j.add("tflops", tflops);
     if (kernels) j.add("kernels_per_call", *kernels);
     j.add("compile_cold_s", cold).add("compile_warm_s", warm).add("max_rel_err", err).add("host_us_per_call", host_us);
     items.push_back(j.str());
