@@ -526,7 +526,8 @@ CudaKernel KernelWriter::write() {
       group_ = pow2_at_least((vectors + steps - 1) / steps, 4, 1024);
       fast.slots = static_cast<int>((vectors + group_ - 1) / group_);
       if (fast.slots * v_ > kMaxPersistent) fast.slots = 0;
-      scalar.slots = fast.slots > 0 ? fast.slots * v_ : 0;
+      // The scalar path (misaligned views) loops over memory instead: kept whole, its rows would unroll V times
+      // as many steps, for NVRTC to compile and the GPU to cache, for a case that is rare.
     } else {
       group_ = vectors <= 1024 ? pow2_at_least(vectors, 4, 32) : vectors <= 16384 ? 256 : 1024;
     }
