@@ -66,6 +66,7 @@ std::vector<std::string> compile_cubins(const std::vector<CudaKernel>& kernels, 
     if (!kernels[k].name.empty()) todo.push_back(k);
   std::vector<std::string> cubins(kernels.size());
   std::vector<std::string> errors(kernels.size());
+  std::vector<bool> compiler_faults(kernels.size(), false);
   std::atomic<size_t> next{0}, compiled{0};
   auto work = [&] {
     for (size_t i; (i = next++) < todo.size();) {
@@ -84,6 +85,7 @@ std::vector<std::string> compile_cubins(const std::vector<CudaKernel>& kernels, 
         ++compiled;
       } catch (const std::exception& e) {
         errors[k] = e.what();
+        compiler_faults[k] = dynamic_cast<const CompilerError*>(&e) != nullptr;
       }
     }
   };
@@ -92,8 +94,11 @@ std::vector<std::string> compile_cubins(const std::vector<CudaKernel>& kernels, 
   for (unsigned t = 1; t < std::min<size_t>(threads, todo.size()); ++t) pool.emplace_back(work);
   work();
   for (std::thread& t : pool) t.join();
-  for (const std::string& e : errors)
-    if (!e.empty()) throw Error(e);
+  for (size_t k = 0; k < errors.size(); ++k) {
+    if (errors[k].empty()) continue;
+    if (compiler_faults[k]) throw CompilerError(errors[k]);  // keeps its kind: the graph may fall back
+    throw Error(errors[k]);
+  }
   compiled_count = compiled.load();
   return cubins;
 }

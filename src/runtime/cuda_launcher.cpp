@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "ops/cuda_blas.h"
 #include "ops/linalg_util.h"
 #include "ops/shape_util.h"
 #include "runtime/cuda_sim.h"
@@ -91,9 +92,11 @@ void CudaLauncher::run_loops(RunState& r, int k) const {
 bool CudaLauncher::run_library(RunState& r, int k) const {
   const inductor::Kernel& kernel = parts_->schedule.kernels[k];
   const inductor::LoopNode& n = parts_->program->nodes[kernel.nodes[0]];
-  if (!n.gemm) return false;
-  Tensor a = r.view(n.tensor_args[0]), b = r.view(n.tensor_args[1]);
   const Tensor& c = r.bufs[n.outs[0]];
+  // Without cuBLAS (or for a dtype it lacks) the op's eager kernel computes the product; on the simulated device
+  // matmul_into's CPU GEMM runs on the device memory itself.
+  if (!n.gemm || (!cuda::is_simulated() && !cuda::gemm_supported(c.dtype()))) return false;
+  Tensor a = r.view(n.tensor_args[0]), b = r.view(n.tensor_args[1]);
   int64_t m = a.size(0).hint(), cols = b.size(1).hint();
   matmul_into(a, b, strided_view(c, {m, cols}, {cols, 1}));  // the product's buffer is dense
   if (kernel.epilogue >= 0) run_loops(r, kernel.epilogue);

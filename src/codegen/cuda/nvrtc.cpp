@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 
+#include "sinter/compile.h"
 #include "sinter/error.h"
 #include "support/dynamic_symbols.h"
 
@@ -135,6 +137,9 @@ NvrtcResult compile_cuda(const std::string& source, const std::string& name, con
     std::string msg = fmt::format("NVRTC failed to compile CUDA kernel {} for {}: {}: {}", name, arch, call,
                                   a->nvrtcGetErrorString(r));
     if (!log.empty()) msg += "\n" + head_of(log, 40);
+    // Source NVRTC rejects is a fault of sinter's generator (as CompilerError is for the host compiler), so the
+    // graph may fall back to aot_eager; a failing API call is not.
+    if (std::string_view(call) == "nvrtcCompileProgram") throw CompilerError(msg);
     throw Error(msg);
   };
   Program p{*a};
