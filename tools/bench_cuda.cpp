@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "backends/backends.h"
 #include "bench_util.h"
 #include "sinter/sinter.h"
 #include "support/check.h"
@@ -171,14 +172,24 @@ int bench_cuda(const BenchOptions& opt) {
   setenv("SINTER_CACHE_DIR", run_cache.c_str(), 1);
   fmt::print("sinter bench --device cuda: {} (sm_{}{}, {} SMs){}, {}\n", props.name, props.major, props.minor,
              props.multiprocessors, cuda::is_simulated() ? ", simulated" : "", machine_name());
-  fmt::print("{:<10} {:>5} {:>16} {:>11} {:>11} {:>8} {:>9} {:>8} {:>8} {:>9} {:>8} {:>10} {:>8}\n", "workload",
-             "dtype", "shape", "eager ms", "compiled ms", "speedup", "GB/s", "TFLOP/s", "kernels", "cold s", "warm s",
-             "max_rel", "host us");
+  fmt::print("{:<10} {:>5} {:>16} {:>11} {:>11} {:>8} {:>9} {:>8} {:>8} {:>9} {:>8} {:>10} {:>8} {:>8} {:>8}\n",
+             "workload", "dtype", "shape", "eager ms", "compiled ms", "speedup", "GB/s", "TFLOP/s", "kernels", "cold s",
+             "warm s", "max_rel", "host us", "eag cold", "eag warm");
   std::vector<std::string> items;
   for (const std::string& name : names) {
     GpuWorkload w = make_gpu_workload(name, shrink);
     auto fn = w.fn;
     std::vector<Tensor> in = w.inputs;
+    // Eager's first use compiles its generated kernels (cold: an empty cache of its own; warm: the disk cache
+    // filled, the process's programs forgotten).
+    std::string eager_cache = make_temp_dir("sinter-bench-cuda-eager");
+    setenv("SINTER_CACHE_DIR", eager_cache.c_str(), 1);
+    backends::clear_cuda_eager_programs();
+    double eager_cold = seconds_of_first_call([&] { fn(in); }, 0);
+    backends::clear_cuda_eager_programs();
+    double eager_warm = seconds_of_first_call([&] { fn(in); }, 0);
+    setenv("SINTER_CACHE_DIR", run_cache.c_str(), 1);
+    remove_dir(eager_cache);
     auto compiled = compile(fn, {.backend = "inductor"});
     auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> out = compiled(in);
@@ -196,10 +207,12 @@ int bench_cuda(const BenchOptions& opt) {
     double gbps = w.bytes > 0 ? w.bytes / (compiled_ms * 1e6) : NAN;
     double tflops = w.flops > 0 ? w.flops / (compiled_ms * 1e9) : NAN;
     double host_us = host_us_per_call([&] { compiled(in); }, cuda::is_simulated() ? 3 : 50);
+    eager_cold = std::max(0.0, eager_cold - eager_ms / 1000);
+    eager_warm = std::max(0.0, eager_warm - eager_ms / 1000);
     fmt::print("{:<10} {:>5} {:>16} {:>11.4f} {:>11.4f} {:>7.2f}x {:>9.1f} {:>8.1f} {:>8} {:>9.3f} {:>8.4f} {:>10.2e} "
-               "{:>8.1f}\n",
+               "{:>8.1f} {:>8.3f} {:>8.4f}\n",
                w.name, w.dtype, w.shape, eager_ms, compiled_ms, eager_ms / compiled_ms, gbps, tflops,
-               kernels ? fmt::format("{}", *kernels) : "-", cold, warm, err, host_us);
+               kernels ? fmt::format("{}", *kernels) : "-", cold, warm, err, host_us, eager_cold, eager_warm);
     std::fflush(stdout);
     Json j;
     j.add("workload", w.name).add("dtype", w.dtype).add("shape", w.shape).add("backend", "inductor");
@@ -208,6 +221,7 @@ int bench_cuda(const BenchOptions& opt) {
     if (w.flops > 0) j.add("tflops", tflops);
     if (kernels) j.add("kernels_per_call", *kernels);
     j.add("compile_cold_s", cold).add("compile_warm_s", warm).add("max_rel_err", err).add("host_us_per_call", host_us);
+    j.add("eager_first_call_cold_s", eager_cold).add("eager_first_call_warm_s", eager_warm);
     items.push_back(j.str());
   }
   remove_dir(run_cache);

@@ -31,4 +31,8 @@ std::shared_ptr<runtime::CompiledGraphParts> plan_graph(const Graph& graph, cons
                                                        const std::string& name, support::DebugDump& dump);
 std::string next_graph_name();  // "graph_<n>", unique in the process
 
+// Eager CUDA ops run generated kernels (cuda_eager.cpp), kept in memory per op and operand layout; this forgets
+// them, so that the next call of each loads its kernels again (from the disk cache where they are there).
+void clear_cuda_eager_programs();
+
 }  // namespace sinter::backends

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/cuda_fallback.h"
 #include "ops/kernel_util.h"
 #include "ops/shape_util.h"
 #include "tensor/cuda_device.h"
@@ -136,10 +137,49 @@ void copy_through_host(const Tensor& dst, const Tensor& src) {
 
 }  // namespace
 
+namespace {
+
+// A copy between two tensors of one CUDA device: one memcpy when both have one dense layout and dtype, else the
+// generated copy kernel (ops/cuda_fallback.h); a destination that is not dense (a window of a larger tensor, as
+// a cache written at one position) is split along its outermost dim into at most `budget` such copies. False
+// when none of these serves.
+bool copy_on_device(const Tensor& dst, const Tensor& src, int64_t budget = 64) {
+  if (dst.dtype() == src.dtype() && dst.sizes().hints() == src.sizes().hints() &&
+      dst.strides().hints() == src.strides().hints() && !may_overlap(dst, src)) {
+    auto [lo, hi] = element_span(dst);
+    if (hi - lo + 1 == dst.numel().hint()) {
+      int64_t shift = (lo - dst.storage_offset().hint()) * static_cast<int64_t>(dst.element_size());
+      cuda::copy_on_device(static_cast<char*>(dst.data_ptr()) + shift, static_cast<const char*>(src.data_ptr()) + shift,
+                           static_cast<size_t>(hi - lo + 1) * dst.element_size(), dst.device().index);
+      return true;
+    }
+  }
+  std::vector<Tensor> outs{dst};
+  if (run_cuda_generated(OpId::copy_, {dst, src, false}, outs)) return true;
+  int64_t outer = -1;
+  for (int64_t d = 0; d < dst.dim(); ++d)
+    if (dst.size(d).hint() > 1 && (outer < 0 || dst.stride(d).hint() > dst.stride(outer).hint())) outer = d;
+  if (outer < 0 || dst.size(outer).hint() > budget || may_overlap(dst, src)) return false;
+  auto [lo, hi] = element_span(dst);
+  if (hi - lo + 1 == dst.numel().hint()) return false;  // dense: the generated copy declined for another reason
+  Tensor from = src.sizes().hints() == dst.sizes().hints() ? src : src.expand(dst.sizes());
+  int64_t n = dst.size(outer).hint();
+  for (int64_t i = 0; i < n; ++i)
+    if (!copy_on_device(dst.select(outer, i), from.select(outer, i), budget / n)) {
+      SINTER_INTERNAL_ASSERT(i == 0, "a copy on the device failed after {} of its {} slices", i, n);
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+
 void copy_strided(const Tensor& dst, const Tensor& src) {
   int64_t n = dst.numel().hint();
   if (n == 0) return;
   // Simulated device memory is host memory: the CPU loops below serve it directly.
+  bool one_device = dst.is_cuda() && src.is_cuda() && dst.device() == src.device();
+  if (one_device && (!cuda::is_simulated() || cuda_eager_generated()) && copy_on_device(dst, src)) return;
   if ((dst.is_cuda() || src.is_cuda()) && !cuda::is_simulated()) return copy_through_host(dst, src);
   if (may_overlap(dst, src) && !(dst.is_same(src))) {
     bool same_view = dst.storage_offset().hint() == src.storage_offset().hint() &&

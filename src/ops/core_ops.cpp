@@ -122,6 +122,11 @@ void register_core_ops(OpTable& t) {
   t.set(OpId::clone, clone_rule, clone_kernel);
   t.set(OpId::to_copy, to_copy_rule, clone_kernel);
   t.set(OpId::as_strided_scatter, as_strided_scatter_rule, as_strided_scatter_kernel);
+  // Copies serve CUDA tensors as they are: copy_strided moves the data between or within devices.
+  t.set_kernel(OpId::copy_, kCUDA, copy_kernel);
+  t.set_kernel(OpId::clone, kCUDA, clone_kernel);
+  t.set_kernel(OpId::to_copy, kCUDA, clone_kernel);
+  t.set_kernel(OpId::as_strided_scatter, kCUDA, as_strided_scatter_kernel);
   t.set(OpId::batch_norm_functional, batch_norm_functional_rule, batch_norm_functional_kernel);
   t.set(OpId::fill__Scalar, self_rule, fill_kernel);
   t.set(OpId::zero_, self_rule, zero_kernel);

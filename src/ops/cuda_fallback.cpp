@@ -1,5 +1,7 @@
 #include "ops/cuda_fallback.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -7,6 +9,7 @@
 #include "ops/dispatch.h"
 #include "ops/shape_util.h"
 #include "support/log.h"
+#include "support/warning.h"
 #include "tensor/cuda_device.h"
 
 namespace sinter {
@@ -53,10 +56,37 @@ void hint_once(OpId op) {
                op_def(op).schema.full_name());
 }
 
+std::atomic<CudaGeneratedKernel> installed{nullptr};
+std::atomic<int64_t> generated_calls{0}, cpu_calls{0};
+
 }  // namespace
 
-void run_cpu_kernel_for_cuda(KernelFn cpu_kernel, OpId op, const Args& args, std::vector<Tensor>& outs,
+void set_cuda_generated_kernel(CudaGeneratedKernel fn) { installed.store(fn); }
+
+bool cuda_eager_generated() {
+  const char* v = std::getenv("SINTER_CUDA_EAGER");
+  std::string_view s = v ? v : "";
+  if (s == "generated") return true;
+  if (s == "cpu") return false;
+  if (!s.empty())
+    warn_once("SINTER_CUDA_EAGER", fmt::format("SINTER_CUDA_EAGER='{}' is neither 'generated' nor 'cpu'; using the "
+                                               "default", s));
+  return !cuda::is_simulated();
+}
+
+CudaEagerCounts cuda_eager_counts() { return {generated_calls.load(), cpu_calls.load()}; }
+
+bool run_cuda_generated(OpId op, const Args& args, std::vector<Tensor>& outs) {
+  CudaGeneratedKernel generated = installed.load();
+  if (!generated || !cuda_eager_generated() || !generated(op, args, outs)) return false;
+  ++generated_calls;
+  return true;
+}
+
+void run_without_cuda_kernel(KernelFn cpu_kernel, OpId op, const Args& args, std::vector<Tensor>& outs,
                              bool data_dependent, Device device) {
+  if (!data_dependent && run_cuda_generated(op, args, outs)) return;
+  ++cpu_calls;
   if (cuda::is_simulated()) {
     cpu_kernel(op, args, outs);  // simulated device memory is host memory
   } else {

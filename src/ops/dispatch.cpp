@@ -144,13 +144,13 @@ Tensor make_view(const Tensor& base, const TensorMeta& meta) {
   return Tensor(std::move(impl));
 }
 
-// The device's kernel, or on CUDA the CPU kernel through the fallback (ops/cuda_fallback.h).
+// The device's kernel, or on CUDA a generated kernel or the CPU kernel through the fallback (ops/cuda_fallback.h).
 void run_device_kernel(const OpDef& def, OpId op, const Args& args, std::vector<Tensor>& outs, Device device,
                        bool data_dependent) {
   if (KernelFn kernel = def.kernels[static_cast<int>(device.type)]) return kernel(op, args, outs);
   KernelFn cpu = def.kernels[static_cast<int>(DeviceType::kCPU)];
   SINTER_CHECK(device.is_cuda() && cpu, "{} has no {} kernel yet", def.schema.full_name(), device.str());
-  run_cpu_kernel_for_cuda(cpu, op, args, outs, data_dependent, device);
+  run_without_cuda_kernel(cpu, op, args, outs, data_dependent, device);
 }
 
 Device kernel_device(const Args& args, const ShapeResult& r) {

@@ -7,6 +7,7 @@
 #include "ops/copy.h"
 #include "ops/kernel_util.h"
 #include "ops/shape_util.h"
+#include "tensor/cuda_device.h"
 #include "tensor/generator.h"
 
 namespace sinter {
@@ -36,6 +37,11 @@ ShapeResult sized_rule(OpId op, const Args& a) {
 
 void empty_kernel(OpId, const Args&, std::vector<Tensor>&) {}
 void zeros_kernel(OpId, const Args&, std::vector<Tensor>& outs) { fill_strided(outs[0], Scalar(0)); }
+// zeros on a CUDA device: one memset of the (dense) output in stream order.
+void zeros_cuda_kernel(OpId, const Args&, std::vector<Tensor>& outs) {
+  const Tensor& o = outs[0];
+  cuda::zero_async(o.data_ptr(), static_cast<size_t>(o.numel().hint()) * o.element_size(), o.device().index);
+}
 void ones_kernel(OpId, const Args&, std::vector<Tensor>& outs) { fill_strided(outs[0], Scalar(1)); }
 
 ShapeResult full_rule(OpId, const Args& a) {
@@ -244,6 +250,8 @@ void register_factory_ops(OpTable& t) {
   t.set(OpId::empty, sized_rule, empty_kernel);
   t.set(OpId::zeros, sized_rule, zeros_kernel);
   t.set(OpId::ones, sized_rule, ones_kernel);
+  t.set_kernel(OpId::empty, kCUDA, empty_kernel);
+  t.set_kernel(OpId::zeros, kCUDA, zeros_cuda_kernel);
   t.set(OpId::full, full_rule, full_kernel);
   t.set(OpId::arange, arange_rule, arange_kernel);
   t.set(OpId::linspace, linspace_rule, linspace_kernel);

@@ -169,7 +169,7 @@ void linear_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {
 template <KernelFn cpu>
 void cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   if (cuda::gemm_supported(outs.at(0).dtype())) return cpu(op, args, outs);
-  run_cpu_kernel_for_cuda(cpu, op, args, outs, false, outs[0].device());
+  run_without_cuda_kernel(cpu, op, args, outs, false, outs[0].device());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "ops/copy.h"
 #include "ops/dispatch.h"
 #include "sinter/ops.h"
 #include "support/check.h"
@@ -219,7 +220,40 @@ void Executor::run_extern(RunState& r, int k) const {
   }
 }
 
-std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const { return run(inputs, {}); }
+
+// Whether output `o`'s buffer may be `into` itself: the output is the whole of a buffer a loop kernel writes,
+// laid out as `into`, no other output shares the buffer, and `into` overlaps no input unless it is that input
+// exactly and every kernel is flat pointwise (each element then is read before it is written, by one thread).
+bool Executor::writes_directly(const RunState& r, int o, const Tensor& into, const std::vector<Tensor>& inputs) const {
+  const inductor::LoopProgram& program = *parts_->program;
+  const BufferView& v = program.outputs[o];
+  const Buffer& b = program.buffers[v.buffer];
+  if (b.kind != BufferKind::kIntermediate || r.ev(v.offset) != 0 || into.dtype() != b.dtype) return false;
+  for (size_t p = 0; p < program.outputs.size(); ++p)
+    if (static_cast<int>(p) != o && program.outputs[p].buffer == v.buffer) return false;
+  for (const LoopNode& n : program.nodes)
+    if (n.kind == LoopKind::kExtern)
+      for (int out : n.outs)
+        if (out == v.buffer) return false;
+  SymIntList sizes = r.evs(b.sizes), strides = r.evs(b.strides);
+  if (static_cast<int64_t>(sizes.size()) != into.dim() || r.evs(v.sizes).hints() != sizes.hints()) return false;
+  for (int64_t d = 0; d < into.dim(); ++d)
+    if (into.size(d).hint() != sizes[d].hint() || (sizes[d].hint() > 1 && into.stride(d).hint() != strides[d].hint()))
+      return false;
+  for (const Tensor& in : inputs) {
+    if (!in.defined() || !may_overlap(in, into)) continue;
+    if (!in.is_same(into) && !(in.storage_offset().hint() == into.storage_offset().hint() &&
+                               in.sizes().hints() == into.sizes().hints() &&
+                               in.strides().hints() == into.strides().hints()))
+      return false;
+    for (const Kernel& k : parts_->schedule.kernels)
+      if (k.kind != Kernel::Kind::kLoops || k.rows) return false;
+  }
+  return true;
+}
+
+std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, std::vector<Tensor> into) const {
   const inductor::LoopProgram& program = *parts_->program;
   const std::vector<Kernel>& kernels = parts_->schedule.kernels;
   RunState r;
@@ -233,12 +267,19 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const {
     if (b.kind == BufferKind::kInput) r.bufs[b.id] = inputs.at(b.graph_input);
     else if (b.kind == BufferKind::kConstant) r.bufs[b.id] = b.constant;
   }
+  std::vector<bool> direct(program.outputs.size(), false);
+  for (size_t o = 0; o < into.size() && o < program.outputs.size(); ++o) {
+    if (!into[o].defined() || !writes_directly(r, static_cast<int>(o), into[o], inputs)) continue;
+    direct[o] = true;
+    r.bufs[program.outputs[o].buffer] = into[o];
+  }
   std::vector<double> seconds(profile_ ? kernels.size() : 0);
   for (size_t k = 0; k < kernels.size(); ++k) {
     const Kernel& kernel = kernels[k];
     if (kernel.epilogue_of >= 0) continue;  // ran inside its GEMM
     auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    for (int b : allocs_[k]) allocate(r, b);
+    for (int b : allocs_[k])
+      if (!r.bufs[b].defined()) allocate(r, b);
     const int ki = static_cast<int>(k);
     if (kernel.kind == Kernel::Kind::kLoops) launcher_->run_loops(r, ki);
     else if (!launcher_->run_library(r, ki)) run_extern(r, ki);
@@ -250,9 +291,14 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const {
     ++profile_->calls;
     for (size_t k = 0; k < seconds.size(); ++k) profile_->seconds[k] += seconds[k];
   }
-  std::vector<Tensor> outs;
-  for (const BufferView& v : program.outputs) outs.push_back(r.view(v));
-  return outs;
+  into.resize(program.outputs.size());
+  for (size_t o = 0; o < program.outputs.size(); ++o) {
+    if (direct[o]) continue;
+    Tensor value = r.view(program.outputs[o]);
+    if (into[o].defined()) into[o].copy_(value);
+    else into[o] = std::move(value);
+  }
+  return into;
 }
 
 }  // namespace sinter::runtime

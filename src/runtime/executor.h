@@ -54,6 +54,11 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  // As run, with output i written into `into[i]` where that is defined (same sizes and dtype, on the device):
+  // the kernel that computes it writes there directly when `into[i]` has the strides of its buffer and
+  // aliasing allows it, and otherwise the output is copied into it. Returns `into`, with the missing outputs
+  // filled in.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, std::vector<Tensor> into) const;
   int launches() const { return parts_->schedule.launches(); }
   const CompiledGraphParts& parts() const { return *parts_; }
   // "kernel3 loops: %5 = gelu(%4) ..." / "kernel1 gemm 256x2304x768 + epilogue kernel2" / "kernel4 extern conv2d"
@@ -70,6 +75,7 @@ class Executor {
   void plan_lifetimes();
   void run_extern(RunState& r, int k) const;
   void allocate(RunState& r, int buffer) const;
+  bool writes_directly(const RunState& r, int output, const Tensor& into, const std::vector<Tensor>& inputs) const;
 
   std::shared_ptr<const CompiledGraphParts> parts_;
   std::unique_ptr<Launcher> launcher_;

@@ -170,6 +170,18 @@ void copy_to_device(void* device_dst, const void* host_src, size_t bytes, int in
                 "cuMemcpyHtoD");
 }
 
+void copy_on_device(void* device_dst, const void* device_src, size_t bytes, int index) {
+  if (bytes == 0) return;
+  if (is_simulated()) {
+    std::memmove(device_dst, device_src, bytes);
+    return;
+  }
+  driver::use_device(index);
+  driver::check(driver::require().cuMemcpyDtoDAsync(reinterpret_cast<driver::CUdeviceptr>(device_dst),
+                                                    reinterpret_cast<driver::CUdeviceptr>(device_src), bytes, nullptr),
+                "cuMemcpyDtoDAsync");
+}
+
 void zero_async(void* device_dst, size_t bytes, int index) {
   if (bytes == 0) return;
   if (is_simulated()) {

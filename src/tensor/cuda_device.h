@@ -19,6 +19,8 @@ Allocator& device_allocator(int index);
 // Copies `bytes` between host and device memory of the current mode (memcpy when simulated). Synchronous.
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes, int index);
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes, int index);
+// Copies `bytes` between two places of one device's memory, in stream order on the default stream.
+void copy_on_device(void* device_dst, const void* device_src, size_t bytes, int index);
 // Zeroes `bytes` of device memory, in stream order on the default stream (memset when simulated).
 void zero_async(void* device_dst, size_t bytes, int index);
 
