@@ -797,3 +797,5 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace sinter::nn
+
+#include "sinter/nn_loss.h"  // the loss modules (L1Loss, CrossEntropyLoss, ...), which build on Module above

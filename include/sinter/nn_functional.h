@@ -173,7 +173,9 @@ struct DropoutFuncOptions {
 struct EmbeddingFuncOptions {
   SINTER_ARG(std::optional<int64_t>, padding_idx);
 };
-// reduction: "mean", "sum" or "none" (LibTorch's torch::kMean, kSum, kNone).
+// ---- the losses' options; the loss modules of sinter/nn_loss.h take the same structs, as LibTorch's do ----
+// reduction: "mean", "sum" or "none" (LibTorch's torch::kMean, kSum, kNone). Where LibTorch's options take the
+// reduction as their one constructor argument (L1LossFuncOptions(torch::kSum)), these take it as a string.
 struct CrossEntropyFuncOptions {
   SINTER_ARG(Tensor, weight);
   SINTER_ARG(int64_t, ignore_index) = -100;
@@ -186,7 +188,43 @@ struct NLLLossFuncOptions {
   SINTER_ARG(std::string, reduction) = "mean";
 };
 struct MSELossFuncOptions {
+  MSELossFuncOptions() = default;
+  explicit MSELossFuncOptions(std::string reduction) : reduction_(std::move(reduction)) {}
   SINTER_ARG(std::string, reduction) = "mean";
+};
+struct L1LossFuncOptions {
+  L1LossFuncOptions() = default;
+  explicit L1LossFuncOptions(std::string reduction) : reduction_(std::move(reduction)) {}
+  SINTER_ARG(std::string, reduction) = "mean";
+};
+// beta unset: 1.0, as in LibTorch.
+struct SmoothL1LossFuncOptions {
+  SmoothL1LossFuncOptions() = default;
+  explicit SmoothL1LossFuncOptions(std::string reduction) : reduction_(std::move(reduction)) {}
+  SINTER_ARG(std::string, reduction) = "mean";
+  SINTER_ARG(std::optional<double>, beta);
+};
+struct HuberLossFuncOptions {
+  HuberLossFuncOptions() = default;
+  explicit HuberLossFuncOptions(std::string reduction) : reduction_(std::move(reduction)) {}
+  SINTER_ARG(std::string, reduction) = "mean";
+  SINTER_ARG(double, delta) = 1.0;
+};
+// reduction: also "batchmean".
+struct KLDivFuncOptions {
+  KLDivFuncOptions() = default;
+  explicit KLDivFuncOptions(std::string reduction) : reduction_(std::move(reduction)) {}
+  SINTER_ARG(std::string, reduction) = "mean";
+  SINTER_ARG(bool, log_target) = false;
+};
+struct BinaryCrossEntropyFuncOptions {
+  SINTER_ARG(Tensor, weight);
+  SINTER_ARG(std::string, reduction) = "mean";
+};
+struct BinaryCrossEntropyWithLogitsFuncOptions {
+  SINTER_ARG(Tensor, weight);
+  SINTER_ARG(std::string, reduction) = "mean";
+  SINTER_ARG(Tensor, pos_weight);
 };
 struct NormalizeFuncOptions {
   SINTER_ARG(double, p) = 2.0;
@@ -271,6 +309,18 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOpti
                 Loc loc = Loc::current());
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options,
                 Loc loc = Loc::current());
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options,
+               Loc loc = Loc::current());
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options,
+                      Loc loc = Loc::current());
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options,
+                  Loc loc = Loc::current());
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options, Loc loc = Loc::current());
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options,
+                            Loc loc = Loc::current());
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyWithLogitsFuncOptions& options,
+                                        Loc loc = Loc::current());
 Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options, Loc loc = Loc::current());
 Tensor pad(const Tensor& input, const PadFuncOptions& options, Loc loc = Loc::current());
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options,

@@ -204,6 +204,26 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOpti
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o, Loc loc) {
   return sinter::mse_loss(input, target, o.reduction(), loc);
 }
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o, Loc loc) {
+  return l1_loss(input, target, o.reduction(), loc);
+}
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o, Loc loc) {
+  return smooth_l1_loss(input, target, o.reduction(), o.beta().value_or(1.0), loc);
+}
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o, Loc loc) {
+  return huber_loss(input, target, o.reduction(), o.delta(), loc);
+}
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& o, Loc loc) {
+  return kl_div(input, target, o.reduction(), o.log_target(), loc);
+}
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& o,
+                            Loc loc) {
+  return binary_cross_entropy(input, target, o.weight(), o.reduction(), loc);
+}
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyWithLogitsFuncOptions& o, Loc loc) {
+  return binary_cross_entropy_with_logits(input, target, o.weight(), o.reduction(), o.pos_weight(), loc);
+}
 Tensor normalize(const Tensor& input, const NormalizeFuncOptions& o, Loc loc) {
   return normalize(input, o.p(), o.dim(), o.eps(), loc);
 }

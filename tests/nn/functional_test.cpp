@@ -104,6 +104,30 @@ TEST(NnFunctional, OptionStructsAsInLibTorch) {
       interpolate(img, {}, std::vector<double>{2, 2}, "bilinear"));
 }
 
+// The option structs of the composed losses (LibTorch's F::L1LossFuncOptions, ...) give the plain forms' results;
+// those whose LibTorch form takes the reduction as its constructor argument take it here as a string.
+TEST(NnFunctional, LossOptionStructsAreThePlainForms) {
+  Tensor x = random({4, 6}, kFloat32, 1), y = random({4, 6}, kFloat32, 2);
+  EXPECT_TENSOR_EQ(F::l1_loss(x, y, F::L1LossFuncOptions("sum")), F::l1_loss(x, y, "sum"));
+  EXPECT_TENSOR_EQ(F::mse_loss(x, y, F::MSELossFuncOptions("none")), mse_loss(x, y, "none"));
+  EXPECT_TENSOR_EQ(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions()), F::smooth_l1_loss(x, y));
+  EXPECT_TENSOR_EQ(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions("none").beta(0.5)),
+                   F::smooth_l1_loss(x, y, "none", 0.5));
+  EXPECT_FALSE(F::SmoothL1LossFuncOptions().beta().has_value());  // unset means 1.0, as in LibTorch
+  EXPECT_TENSOR_EQ(F::huber_loss(x, y, F::HuberLossFuncOptions().delta(0.3).reduction("sum")),
+                   F::huber_loss(x, y, "sum", 0.3));
+  Tensor logp = log_softmax(x, 1), p = softmax(y, 1);
+  EXPECT_TENSOR_EQ(F::kl_div(logp, p, F::KLDivFuncOptions("batchmean")), F::kl_div(logp, p, "batchmean"));
+  EXPECT_TENSOR_EQ(F::kl_div(logp, logp, F::KLDivFuncOptions().log_target(true)), F::kl_div(logp, logp, "mean", true));
+  Tensor prob = sigmoid(x), t = random_positive({4, 6}, kFloat32, 0.0, 1.0, 3), w = random_positive({6}, kFloat32);
+  EXPECT_TENSOR_EQ(F::binary_cross_entropy(prob, t, F::BinaryCrossEntropyFuncOptions().weight(w).reduction("sum")),
+                   F::binary_cross_entropy(prob, t, w, "sum"));
+  EXPECT_TENSOR_EQ(
+      F::binary_cross_entropy_with_logits(x, t, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(w * 2)),
+      F::binary_cross_entropy_with_logits(x, t, {}, "mean", w * 2));
+  EXPECT_ERROR(F::l1_loss(x, y, F::L1LossFuncOptions("avg")), "l1_loss", "reduction", "avg");
+}
+
 TEST(NnFunctional, EmbeddingTakesIndicesFirst) {
   Tensor weight = random({10, 4}, kFloat32, 1);
   Tensor idx = from_vector(std::vector<int64_t>{3, 9, 0, 3}, {2, 2});
