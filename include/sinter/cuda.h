@@ -46,6 +46,14 @@ int64_t max_memory_allocated(int device = 0);
 void reset_peak_memory_stats(int device = 0);
 void empty_cache();  // returns every cached free block of every device to the driver
 
+// Pinned (page-locked) host memory, behind Tensor::pin_memory() and TensorOptions::pinned_memory(true): a caching
+// allocator over cuMemHostAlloc, counted as the device allocator is (torch.cuda.host_memory_stats). A freed block
+// that an asynchronous copy still uses is reused only once the copy has completed. On the simulated device it is
+// ordinary host memory marked pinned; without a CUDA device, pinning throws Error.
+MemoryStats host_memory_stats();
+void reset_peak_host_memory_stats();
+void host_empty_cache();  // returns the cached free pinned blocks to the driver
+
 // Streams. sinter queues all of a device's work (generated kernels, cuBLAS calls, copies and fills) on one stream,
 // the device's default stream, so work runs in the order it is issued. Stream names that stream: current_stream
 // is the only way to get one, and there are no others to create or switch to. Synchronise with it (or with an

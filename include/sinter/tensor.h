@@ -27,6 +27,7 @@ class TensorIndex;  // sinter/indexing.h
 struct DataPtr {
   void* data = nullptr;
   std::function<void(void*)> deleter;  // empty: memory owned elsewhere (from_blob without a deleter)
+  bool pinned = false;                 // page-locked host memory from the pinned allocator (cuda.h)
 };
 
 class Allocator {
@@ -51,6 +52,7 @@ class Storage {
   void* data() const { return data_.data; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  bool pinned() const { return data_.pinned; }
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -91,23 +93,27 @@ struct TensorImpl {
   std::shared_ptr<TraceState> trace;  // set while capture follows this tensor
 };
 
-// What a factory makes: dtype, device, requires_grad, as LibTorch's TensorOptions. A DType or a Device converts
-// (zeros({2, 3}, kInt64)); the setters return a changed copy (TensorOptions().dtype(kInt64).device(kCPU)), and
-// the free functions dtype(), device() and requires_grad() start a chain. Without a dtype, dtype() is float32
-// and the factories that infer one from their values (full, arange, tensor) do so.
+// What a factory makes: dtype, device, requires_grad, pinned_memory, as LibTorch's TensorOptions. A DType or a
+// Device converts (zeros({2, 3}, kInt64)); the setters return a changed copy (TensorOptions().dtype(kInt64)
+// .device(kCPU)), and the free functions dtype(), device() and requires_grad() start a chain. Without a dtype,
+// dtype() is float32 and the factories that infer one from their values (full, arange, tensor) do so; without a
+// device, device() is the CPU. pinned_memory(true) makes the factories allocate page-locked host memory (a CPU
+// tensor; see Tensor::pin_memory).
 class TensorOptions {
  public:
   TensorOptions() = default;
   TensorOptions(DType dtype) : dtype_(dtype) {}      // NOLINT: converts, as in LibTorch
   TensorOptions(Device device) : device_(device) {}  // NOLINT
-  TensorOptions(DeviceType type) : device_(type) {}  // NOLINT
+  TensorOptions(DeviceType type) : device_(Device(type)) {}  // NOLINT
   TensorOptions(DType dtype, Device device, bool requires_grad = false)
       : dtype_(dtype), device_(device), requires_grad_(requires_grad) {}
 
   DType dtype() const { return dtype_.value_or(kFloat32); }
   bool has_dtype() const { return dtype_.has_value(); }
-  Device device() const { return device_; }
+  Device device() const { return device_.value_or(kCPU); }
+  bool has_device() const { return device_.has_value(); }
   bool requires_grad() const { return requires_grad_; }
+  bool pinned_memory() const { return pinned_memory_; }
 
   TensorOptions dtype(DType dtype) const {
     TensorOptions o = *this;
@@ -124,12 +130,18 @@ class TensorOptions {
     o.requires_grad_ = on;
     return o;
   }
+  TensorOptions pinned_memory(bool on) const {
+    TensorOptions o = *this;
+    o.pinned_memory_ = on;
+    return o;
+  }
   friend bool operator==(const TensorOptions&, const TensorOptions&) = default;
 
  private:
   std::optional<DType> dtype_;
-  Device device_ = kCPU;
+  std::optional<Device> device_;
   bool requires_grad_ = false;
+  bool pinned_memory_ = false;
 };
 inline TensorOptions dtype(DType dtype) { return TensorOptions(dtype); }
 inline TensorOptions device(Device device) { return TensorOptions(device); }
@@ -240,6 +252,12 @@ class Tensor {
   Tensor to(Device device, DType dtype, Loc loc = Loc::current()) const;
   Tensor to(MemoryFormat format, Loc loc = Loc::current()) const;
   Tensor to(const TensorOptions& options, Loc loc = Loc::current()) const;
+  // Page-locked host memory, as PyTorch's: pin_memory() returns a CPU tensor with self's sizes, dtype and strides
+  // (dense strides where self has broadcast dims) in memory from the pinned host allocator, or self when it is
+  // pinned already. It throws Error for a CUDA tensor, and where no CUDA device can be used (the simulated
+  // device's pinned memory is ordinary host memory). is_pinned() says whether a tensor's memory came from it.
+  Tensor pin_memory(Loc loc = Loc::current()) const;
+  bool is_pinned() const { return has_storage() && storage()->pinned(); }
   Tensor cpu(Loc loc = Loc::current()) const { return to(kCPU, loc); }
   Tensor cuda(Loc loc = Loc::current()) const { return to(kCUDA, loc); }
   Tensor float_(Loc loc = Loc::current()) const { return to(kFloat32, loc); }

@@ -2,10 +2,12 @@
 // tensor_op_methods.cpp.
 // Methods call the free functions of ops.h; in-place methods dispatch their `_` rows. Operators cannot take a
 // defaulted source location, so they pass an empty one and errors they raise say the location is unknown.
+#include "ops/copy.h"
 #include "ops/dispatch.h"
 #include "ops/index_loop.h"  // strides_like_channels_last
 #include "sinter/ops.h"
 #include "support/check.h"
+#include "tensor/allocator.h"
 
 namespace sinter {
 
@@ -119,6 +121,24 @@ Tensor Tensor::to(MemoryFormat format, Loc loc) const {
 }
 Tensor Tensor::to(const TensorOptions& options, Loc loc) const {
   return to_impl(*this, options.dtype(), options.device(), std::nullopt, loc);
+}
+
+Tensor Tensor::pin_memory(Loc loc) const {
+  SINTER_CHECK_AT(loc, defined(), "pin_memory() of an undefined tensor");
+  SINTER_CHECK_AT(loc, is_cpu(), "cannot pin a {} tensor: only dense CPU tensors can be pinned", device().str());
+  if (is_pinned()) return *this;
+  // The copy reads the data: under capture that is a graph break, as any host read.
+  Tensor src = *this;
+  if (ReadHook* hook = current_read_hook()) src = hook->materialize(*this, "pin_memory()", loc);
+  SINTER_CHECK_AT(loc, src.has_storage(), "pin_memory(): this tensor has no data (a meta tensor)");
+  TensorMeta m = src.meta();
+  m.offset = 0;
+  bool broadcast = false;
+  for (int64_t d = 0; d < dim(); ++d) broadcast = broadcast || (m.sizes[d].hint() > 1 && m.strides[d].hint() == 0);
+  if (broadcast) m.strides = contiguous_strides(m.sizes);
+  Tensor out = empty_pinned(m);
+  copy_strided(out, src);
+  return out;
 }
 
 // ---- in place ----

@@ -20,15 +20,6 @@ namespace {
 constexpr int kMaxDevices = 16;
 constexpr size_t kAlignment = 256;  // cudaMalloc's alignment, which 16-byte vector loads rely on
 
-// Size classes as the CPU allocator's: 512-byte granules below 1 MiB, then 1/8 steps between powers of two.
-size_t size_class(size_t nbytes) {
-  size_t rounded = (std::max<size_t>(nbytes, 1) + 511) / 512 * 512;
-  if (rounded < (size_t{1} << 20)) return rounded;
-  size_t power = size_t{1} << (63 - __builtin_clzll(rounded));
-  size_t step = power / 8;
-  return (rounded + step - 1) / step * step;
-}
-
 std::string mib(size_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 class CachingAllocator final : public Allocator {
@@ -149,6 +140,14 @@ CachingAllocator& allocator(int index) {
 }
 
 }  // namespace
+
+size_t size_class(size_t nbytes) {
+  size_t rounded = (std::max<size_t>(nbytes, 1) + 511) / 512 * 512;
+  if (rounded < (size_t{1} << 20)) return rounded;
+  size_t power = size_t{1} << (63 - __builtin_clzll(rounded));
+  size_t step = power / 8;
+  return (rounded + step - 1) / step * step;
+}
 
 bool is_simulated() {
   static const bool sim = [] {
