@@ -97,8 +97,8 @@ struct TensorImpl {
 // Device converts (zeros({2, 3}, kInt64)); the setters return a changed copy (TensorOptions().dtype(kInt64)
 // .device(kCPU)), and the free functions dtype(), device() and requires_grad() start a chain. Without a dtype,
 // dtype() is float32 and the factories that infer one from their values (full, arange, tensor) do so; without a
-// device, device() is the CPU. pinned_memory(true) makes the factories allocate page-locked host memory (a CPU
-// tensor; see Tensor::pin_memory).
+// device, device() is the CPU and to(options) keeps the tensor's device. pinned_memory(true) makes the factories
+// allocate page-locked host memory (a CPU tensor; see Tensor::pin_memory).
 class TensorOptions {
  public:
   TensorOptions() = default;
@@ -246,12 +246,26 @@ class Tensor {
   // Copies and conversions.
   Tensor contiguous(MemoryFormat format = MemoryFormat::kContiguous, Loc loc = Loc::current()) const;
   Tensor clone(std::optional<MemoryFormat> format = {}, Loc loc = Loc::current()) const;
+  // non_blocking, as PyTorch's: a copy between pinned host memory (pin_memory()) and a CUDA tensor is queued on
+  // the device's stream and returns at once; kernels sinter launches on the device afterwards run after it. From
+  // or to pageable memory the copy is synchronous. A copy to pinned host memory has not landed when it returns:
+  // synchronize (cuda::current_stream().synchronize(), a cuda::Event, cuda::synchronize()) before reading the
+  // destination. The source of a copy from the host must not be written until the copy has completed. A copy
+  // that converts dtype or layout on the way to the device is staged in pinned memory and queued; one from the
+  // device that does so is synchronous. On the simulated device every copy is done when it returns.
+  // to(..., non_blocking=true) from a CUDA tensor to the CPU returns a pinned tensor (as PyTorch does); with
+  // copy=true, to() copies even when nothing changes.
   Tensor& copy_(const Tensor& src, Loc loc = Loc::current());
+  Tensor& copy_(const Tensor& src, bool non_blocking, Loc loc = Loc::current());
   Tensor to(DType dtype, Loc loc = Loc::current()) const;
   Tensor to(Device device, Loc loc = Loc::current()) const;
   Tensor to(Device device, DType dtype, Loc loc = Loc::current()) const;
   Tensor to(MemoryFormat format, Loc loc = Loc::current()) const;
   Tensor to(const TensorOptions& options, Loc loc = Loc::current()) const;
+  Tensor to(DType dtype, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const;
+  Tensor to(Device device, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const;
+  Tensor to(Device device, DType dtype, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const;
+  Tensor to(const TensorOptions& options, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const;
   // Page-locked host memory, as PyTorch's: pin_memory() returns a CPU tensor with self's sizes, dtype and strides
   // (dense strides where self has broadcast dims) in memory from the pinned host allocator, or self when it is
   // pinned already. It throws Error for a CUDA tensor, and where no CUDA device can be used (the simulated
@@ -399,6 +413,9 @@ class Tensor {
   // other's dtype (and device, for to(other)).
   Tensor type_as(const Tensor& other, Loc loc = Loc::current()) const { return to(other.dtype(), loc); }
   Tensor to(const Tensor& other, Loc loc = Loc::current()) const { return to(other.device(), other.dtype(), loc); }
+  Tensor to(const Tensor& other, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const {
+    return to(other.device(), other.dtype(), non_blocking, copy, loc);
+  }
   // Factories of self's dtype and device unless options say otherwise, as LibTorch's new_* methods.
   Tensor new_empty(const SymIntList& size, std::optional<TensorOptions> options = {}, Loc loc = Loc::current()) const;
   Tensor new_zeros(const SymIntList& size, std::optional<TensorOptions> options = {}, Loc loc = Loc::current()) const;

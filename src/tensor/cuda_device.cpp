@@ -63,6 +63,11 @@ class CachingAllocator final : public Allocator {
       stats_.reserved -= static_cast<int64_t>(cached_);
       cached_ = 0;
     }
+    // A cached block may still be the source or destination of a queued copy or kernel: wait for them first.
+    if (!blocks.empty() && !is_simulated()) {
+      driver::use_device(index_);
+      driver::check(driver::require().cuCtxSynchronize(), "cuCtxSynchronize");
+    }
     for (auto& [bytes, p] : blocks) backing_free(p);
   }
 
@@ -189,6 +194,30 @@ void copy_to_host(void* host_dst, const void* device_src, size_t bytes, int inde
   driver::use_device(index);
   driver::check(driver::require().cuMemcpyDtoH(host_dst, reinterpret_cast<driver::CUdeviceptr>(device_src), bytes),
                 "cuMemcpyDtoH");
+}
+
+void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, int index) {
+  if (bytes == 0) return;
+  if (is_simulated()) {
+    std::memcpy(device_dst, host_src, bytes);
+    return;
+  }
+  driver::use_device(index);
+  driver::check(driver::require().cuMemcpyHtoDAsync(reinterpret_cast<driver::CUdeviceptr>(device_dst), host_src, bytes,
+                                                     nullptr),
+                "cuMemcpyHtoDAsync");
+}
+
+void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, int index) {
+  if (bytes == 0) return;
+  if (is_simulated()) {
+    std::memcpy(host_dst, device_src, bytes);
+    return;
+  }
+  driver::use_device(index);
+  driver::check(driver::require().cuMemcpyDtoHAsync(host_dst, reinterpret_cast<driver::CUdeviceptr>(device_src), bytes,
+                                                     nullptr),
+                "cuMemcpyDtoHAsync");
 }
 
 MemoryStats memory_stats(int device) { return allocator(device).stats(); }

@@ -3,7 +3,9 @@
 // simulator in src/runtime/cuda_sim.h). Both hand out memory through one caching allocator per device: freed
 // blocks are kept by size class and reused, `empty_cache` returns them, and running out of memory says how much
 // was asked for and how much is free. Work is issued on one stream per device (the legacy default stream) today,
-// so a block freed by one kernel can be reused by the next in stream order without waiting.
+// so a block freed by one kernel can be reused by the next in stream order without waiting, and a device block
+// an asynchronous copy reads or writes is safe to hand out again the same way. Pinned host blocks are not: the
+// host may touch them at once, so the pinned allocator waits on an event recorded after the copy.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +24,10 @@ size_t size_class(size_t nbytes);
 // Copies `bytes` between host and device memory of the current mode (memcpy when simulated). Synchronous.
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes, int index);
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes, int index);
+// The same copies queued on cuda:<index>'s stream: they return at once when the host memory is pinned (and the
+// host must not touch it until the copy completes), and behave as the synchronous ones from pageable memory.
+void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, int index);
+void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, int index);
 // Zeroes `bytes` of device memory, in stream order on the default stream (memset when simulated).
 void zero_async(void* device_dst, size_t bytes, int index);
 
