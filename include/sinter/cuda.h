@@ -4,6 +4,7 @@
 // sinter::Error saying why (the driver's own error name and text when it answered).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace sinter::cuda {
@@ -44,6 +45,58 @@ int64_t memory_reserved(int device = 0);
 int64_t max_memory_allocated(int device = 0);
 void reset_peak_memory_stats(int device = 0);
 void empty_cache();  // returns every cached free block of every device to the driver
+
+// Pinned (page-locked) host memory, behind Tensor::pin_memory() and TensorOptions::pinned_memory(true): a caching
+// allocator over cuMemHostAlloc, counted as the device allocator is (torch.cuda.host_memory_stats). A freed block
+// that an asynchronous copy still uses is reused only once the copy has completed. On the simulated device it is
+// ordinary host memory marked pinned; without a CUDA device, pinning throws Error.
+MemoryStats host_memory_stats();
+void reset_peak_host_memory_stats();
+void host_empty_cache();  // returns the cached free pinned blocks to the driver
+
+// Streams. sinter queues all of a device's work (generated kernels, cuBLAS calls, copies and fills) on one stream,
+// the device's default stream, so work runs in the order it is issued. Stream names that stream: current_stream
+// is the only way to get one, and there are no others to create or switch to. Synchronise with it (or with an
+// Event) before reading the destination of a non_blocking copy to the host.
+class Stream {
+ public:
+  int device_index() const { return device_; }
+  bool query() const;        // whether all work queued on it has completed
+  void synchronize() const;  // waits until it has
+  friend bool operator==(const Stream&, const Stream&) = default;
+
+ private:
+  friend Stream current_stream(int device);
+  explicit Stream(int device) : device_(device) {}
+  int device_ = 0;
+};
+Stream current_stream(int device = 0);  // throws Error when cuda:<device> cannot be used
+
+// A CUDA event, as torch.cuda.Event: record() marks a point in a stream's work; query() and synchronize() ask
+// whether it has been reached and wait until it has; elapsed_time(end) is the time in milliseconds from this
+// event to `end`, both recorded with timing enabled (enable_timing, off by default as in PyTorch) and both
+// reached (synchronize `end` first). An event not yet recorded counts as reached. The driver's event is created
+// on the first record, on the stream's device. On the simulated device, whose work is done when it returns,
+// record() reads the host's clock.
+class Event {
+ public:
+  explicit Event(bool enable_timing = false);
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record();  // on current_stream()
+  void record(const Stream& stream);
+  bool query() const;
+  void synchronize() const;
+  float elapsed_time(const Event& end) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // float32 matrix products on a GPU are computed in float32 unless TF32 is allowed (torch's
 // backends.cuda.matmul.allow_tf32; off by default). One setting for the process.

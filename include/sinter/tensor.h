@@ -27,6 +27,7 @@ class TensorIndex;  // sinter/indexing.h
 struct DataPtr {
   void* data = nullptr;
   std::function<void(void*)> deleter;  // empty: memory owned elsewhere (from_blob without a deleter)
+  bool pinned = false;                 // page-locked host memory from the pinned allocator (cuda.h)
 };
 
 class Allocator {
@@ -51,6 +52,7 @@ class Storage {
   void* data() const { return data_.data; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  bool pinned() const { return data_.pinned; }
   uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -91,23 +93,27 @@ struct TensorImpl {
   std::shared_ptr<TraceState> trace;  // set while capture follows this tensor
 };
 
-// What a factory makes: dtype, device, requires_grad, as LibTorch's TensorOptions. A DType or a Device converts
-// (zeros({2, 3}, kInt64)); the setters return a changed copy (TensorOptions().dtype(kInt64).device(kCPU)), and
-// the free functions dtype(), device() and requires_grad() start a chain. Without a dtype, dtype() is float32
-// and the factories that infer one from their values (full, arange, tensor) do so.
+// What a factory makes: dtype, device, requires_grad, pinned_memory, as LibTorch's TensorOptions. A DType or a
+// Device converts (zeros({2, 3}, kInt64)); the setters return a changed copy (TensorOptions().dtype(kInt64)
+// .device(kCPU)), and the free functions dtype(), device() and requires_grad() start a chain. Without a dtype,
+// dtype() is float32 and the factories that infer one from their values (full, arange, tensor) do so; without a
+// device, device() is the CPU and to(options) keeps the tensor's device. pinned_memory(true) makes the factories
+// allocate page-locked host memory (a CPU tensor; see Tensor::pin_memory).
 class TensorOptions {
  public:
   TensorOptions() = default;
   TensorOptions(DType dtype) : dtype_(dtype) {}      // NOLINT: converts, as in LibTorch
   TensorOptions(Device device) : device_(device) {}  // NOLINT
-  TensorOptions(DeviceType type) : device_(type) {}  // NOLINT
+  TensorOptions(DeviceType type) : device_(Device(type)) {}  // NOLINT
   TensorOptions(DType dtype, Device device, bool requires_grad = false)
       : dtype_(dtype), device_(device), requires_grad_(requires_grad) {}
 
   DType dtype() const { return dtype_.value_or(kFloat32); }
   bool has_dtype() const { return dtype_.has_value(); }
-  Device device() const { return device_; }
+  Device device() const { return device_.value_or(kCPU); }
+  bool has_device() const { return device_.has_value(); }
   bool requires_grad() const { return requires_grad_; }
+  bool pinned_memory() const { return pinned_memory_; }
 
   TensorOptions dtype(DType dtype) const {
     TensorOptions o = *this;
@@ -124,12 +130,18 @@ class TensorOptions {
     o.requires_grad_ = on;
     return o;
   }
+  TensorOptions pinned_memory(bool on) const {
+    TensorOptions o = *this;
+    o.pinned_memory_ = on;
+    return o;
+  }
   friend bool operator==(const TensorOptions&, const TensorOptions&) = default;
 
  private:
   std::optional<DType> dtype_;
-  Device device_ = kCPU;
+  std::optional<Device> device_;
   bool requires_grad_ = false;
+  bool pinned_memory_ = false;
 };
 inline TensorOptions dtype(DType dtype) { return TensorOptions(dtype); }
 inline TensorOptions device(Device device) { return TensorOptions(device); }
@@ -234,12 +246,32 @@ class Tensor {
   // Copies and conversions.
   Tensor contiguous(MemoryFormat format = MemoryFormat::kContiguous, Loc loc = Loc::current()) const;
   Tensor clone(std::optional<MemoryFormat> format = {}, Loc loc = Loc::current()) const;
+  // non_blocking, as PyTorch's: a copy between pinned host memory (pin_memory()) and a CUDA tensor is queued on
+  // the device's stream and returns at once; kernels sinter launches on the device afterwards run after it. From
+  // or to pageable memory the copy is synchronous. A copy to pinned host memory has not landed when it returns:
+  // synchronize (cuda::current_stream().synchronize(), a cuda::Event, cuda::synchronize()) before reading the
+  // destination. The source of a copy from the host must not be written until the copy has completed. A copy
+  // that converts dtype or layout on the way to the device is staged in pinned memory and queued; one from the
+  // device that does so is synchronous. On the simulated device every copy is done when it returns.
+  // to(..., non_blocking=true) from a CUDA tensor to the CPU returns a pinned tensor (as PyTorch does); with
+  // copy=true, to() copies even when nothing changes.
   Tensor& copy_(const Tensor& src, Loc loc = Loc::current());
+  Tensor& copy_(const Tensor& src, bool non_blocking, Loc loc = Loc::current());
   Tensor to(DType dtype, Loc loc = Loc::current()) const;
   Tensor to(Device device, Loc loc = Loc::current()) const;
   Tensor to(Device device, DType dtype, Loc loc = Loc::current()) const;
   Tensor to(MemoryFormat format, Loc loc = Loc::current()) const;
   Tensor to(const TensorOptions& options, Loc loc = Loc::current()) const;
+  Tensor to(DType dtype, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const;
+  Tensor to(Device device, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const;
+  Tensor to(Device device, DType dtype, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const;
+  Tensor to(const TensorOptions& options, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const;
+  // Page-locked host memory, as PyTorch's: pin_memory() returns a CPU tensor with self's sizes, dtype and strides
+  // (dense strides where self has broadcast dims) in memory from the pinned host allocator, or self when it is
+  // pinned already. It throws Error for a CUDA tensor, and where no CUDA device can be used (the simulated
+  // device's pinned memory is ordinary host memory). is_pinned() says whether a tensor's memory came from it.
+  Tensor pin_memory(Loc loc = Loc::current()) const;
+  bool is_pinned() const { return has_storage() && storage()->pinned(); }
   Tensor cpu(Loc loc = Loc::current()) const { return to(kCPU, loc); }
   Tensor cuda(Loc loc = Loc::current()) const { return to(kCUDA, loc); }
   Tensor float_(Loc loc = Loc::current()) const { return to(kFloat32, loc); }
@@ -381,6 +413,9 @@ class Tensor {
   // other's dtype (and device, for to(other)).
   Tensor type_as(const Tensor& other, Loc loc = Loc::current()) const { return to(other.dtype(), loc); }
   Tensor to(const Tensor& other, Loc loc = Loc::current()) const { return to(other.device(), other.dtype(), loc); }
+  Tensor to(const Tensor& other, bool non_blocking, bool copy = false, Loc loc = Loc::current()) const {
+    return to(other.device(), other.dtype(), non_blocking, copy, loc);
+  }
   // Factories of self's dtype and device unless options say otherwise, as LibTorch's new_* methods.
   Tensor new_empty(const SymIntList& size, std::optional<TensorOptions> options = {}, Loc loc = Loc::current()) const;
   Tensor new_zeros(const SymIntList& size, std::optional<TensorOptions> options = {}, Loc loc = Loc::current()) const;

@@ -24,11 +24,22 @@ Tensor with_grad(Tensor t, bool requires_grad) {
 // The dtype argument of a factory row: None without one (the row infers it, as LibTorch's factories do).
 Value dtype_arg(const TensorOptions& options) { return options.has_dtype() ? Value(options.dtype()) : Value(); }
 
+// A factory row's result, in pinned host memory when the options ask for it. Under capture the factory is traced
+// and its result pinned by pin_memory(), a graph break.
+Tensor made(OpId op, Args args, const TensorOptions& options, const Loc& loc) {
+  if (!options.pinned_memory()) return with_grad(dispatch1(op, std::move(args), loc), options.requires_grad());
+  SINTER_CHECK_AT(loc, options.device().is_cpu(), "only dense CPU tensors can be pinned (the options ask for a {} "
+                  "tensor in pinned memory)", options.device().str());
+  Tensor t = current_hook() ? dispatch1(op, std::move(args), loc).pin_memory(loc)
+                            : run_pinned(op, std::move(args), loc);
+  return with_grad(t, options.requires_grad());
+}
+
 // A factory row called with sizes and options: (size, <extra args>, dtype, device).
 Tensor factory(OpId op, Args args, const TensorOptions& options, const Loc& loc) {
   args.push_back(dtype_arg(options));
   args.push_back(options.device());
-  return with_grad(dispatch1(op, std::move(args), loc), options.requires_grad());
+  return made(op, std::move(args), options, loc);
 }
 
 // The order of self's dims from outermost to innermost in memory, as PyTorch's preserve_format picks it: the
@@ -86,7 +97,7 @@ Tensor empty(const SymIntList& size, const TensorOptions& options, Loc loc) {
 }
 Tensor empty(const SymIntList& size, const TensorOptions& options, MemoryFormat memory_format, Loc loc) {
   Args args{size, dtype_arg(options), options.device(), memory_format};
-  return with_grad(dispatch1(OpId::empty, std::move(args), loc), options.requires_grad());
+  return made(OpId::empty, std::move(args), options, loc);
 }
 Tensor zeros(const SymIntList& size, const TensorOptions& options, Loc loc) {
   return factory(OpId::zeros, {size}, options, loc);
@@ -213,6 +224,11 @@ Tensor tensor(const TensorData& data, const TensorOptions& options, Loc loc) {
   }
   if (data.sizes().empty()) t = t.view(SymIntList(), loc);  // from_vector makes a 1-d tensor of no sizes
   t = t.to(options.device(), options.has_dtype() ? options.dtype() : data.dtype(), loc);
+  if (options.pinned_memory()) {
+    SINTER_CHECK_AT(loc, options.device().is_cpu(), "only dense CPU tensors can be pinned (the options ask for a {} "
+                    "tensor in pinned memory)", options.device().str());
+    t = t.pin_memory(loc);
+  }
   return with_grad(t, options.requires_grad());
 }
 

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "ops/cuda_fallback.h"
 #include "ops/kernel_util.h"
 #include "ops/shape_util.h"
+#include "tensor/allocator.h"
 #include "tensor/cuda_device.h"
 
 namespace sinter {
@@ -104,11 +106,12 @@ std::pair<int64_t, int64_t> element_span(const Tensor& t) {
   return {lo, hi};
 }
 
-// A CPU tensor with `t`'s sizes and strides over a host copy of the storage span `t` lies in; its values are
-// fetched from the device when `fetch`.
-Tensor host_mirror(const Tensor& t, bool fetch) {
+// A CPU tensor with `t`'s sizes and strides over a host copy of the storage span `t` lies in (in pinned memory
+// when `pinned`); its values are fetched from the device when `fetch`.
+Tensor host_mirror(const Tensor& t, bool fetch, bool pinned = false) {
   auto [lo, hi] = element_span(t);
-  Tensor buf = empty_from_meta(dense_meta(SymIntList{hi - lo + 1}, t.dtype(), kCPU));
+  TensorMeta span = dense_meta(SymIntList{hi - lo + 1}, t.dtype(), kCPU);
+  Tensor buf = pinned ? empty_pinned(span) : empty_from_meta(span);
   if (fetch)
     cuda::copy_to_host(buf.data_ptr(), static_cast<const char*>(t.storage()->data()) + lo * t.element_size(),
                        static_cast<size_t>(hi - lo + 1) * t.element_size(), t.device().index);
@@ -121,18 +124,57 @@ Tensor host_mirror(const Tensor& t, bool fetch) {
   return Tensor(std::move(impl));
 }
 
+// Where a view's elements start and how many bytes their span has, when they cover it densely.
+std::optional<std::pair<char*, size_t>> dense_span(const Tensor& t) {
+  auto [lo, hi] = element_span(t);
+  if (hi - lo + 1 != t.numel().hint()) return std::nullopt;
+  return std::pair{static_cast<char*>(t.storage()->data()) + lo * static_cast<int64_t>(t.element_size()),
+                   static_cast<size_t>(hi - lo + 1) * t.element_size()};
+}
+
+// Whether a copy between host and device can move the bytes as they are: one dtype, one layout, no broadcast,
+// both dense (each element of the span is one of the tensor's).
+bool same_bytes(const Tensor& dst, const Tensor& src) {
+  if (dst.dtype() != src.dtype() || dst.sizes().hints() != src.sizes().hints()) return false;
+  for (int64_t d = 0; d < dst.dim(); ++d)
+    if (dst.sizes()[d].hint() > 1 && dst.strides()[d].hint() != src.strides()[d].hint()) return false;
+  return dense_span(dst) && dense_span(src);
+}
+
 // Copies with a real GPU on one side (or both): through host mirrors of the device views. A destination whose
-// elements do not cover its span densely is fetched first, so the bytes between its elements survive.
-void copy_through_host(const Tensor& dst, const Tensor& src) {
+// elements do not cover its span densely is fetched first, so the bytes between its elements survive. With
+// `non_blocking`, a copy between pinned host memory and the device is queued on the device's stream (ordered
+// with the work sinter queues there) and the pinned block is marked in use until it has completed; one that
+// must convert on the way to the device is converted into a pinned mirror, which is then queued the same way.
+void copy_through_host(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  if (!dst.is_cuda()) {
+    if (non_blocking && dst.is_pinned() && same_bytes(dst, src)) {
+      auto [to, bytes] = *dense_span(dst);
+      cuda::copy_to_host_async(to, dense_span(src)->first, bytes, src.device().index);
+      cuda::record_pinned_use(dst.storage()->data(), src.device().index);
+      return;
+    }
+    return copy_strided(dst, host_mirror(src, true));
+  }
+  int index = dst.device().index;
+  bool queued = non_blocking && src.is_cpu() && src.is_pinned();
+  if (queued && same_bytes(dst, src)) {
+    auto [from, bytes] = *dense_span(src);
+    cuda::copy_to_device_async(dense_span(dst)->first, from, bytes, index);
+    cuda::record_pinned_use(src.storage()->data(), index);
+    return;
+  }
   Tensor s = src.is_cuda() ? host_mirror(src, true) : src;
-  if (!dst.is_cuda()) return copy_strided(dst, s);
   auto [lo, hi] = element_span(dst);
   bool dense = hi - lo + 1 == dst.numel().hint();
-  Tensor d = host_mirror(dst, !dense);
+  Tensor d = host_mirror(dst, !dense, queued);
   copy_strided(d, s);
-  cuda::copy_to_device(static_cast<char*>(dst.storage()->data()) + lo * dst.element_size(),
-                       static_cast<const char*>(d.data_ptr()) - d.storage_offset().hint() * d.element_size(),
-                       static_cast<size_t>(hi - lo + 1) * dst.element_size(), dst.device().index);
+  void* to = static_cast<char*>(dst.storage()->data()) + lo * dst.element_size();
+  const void* from = d.storage()->data();
+  size_t bytes = static_cast<size_t>(hi - lo + 1) * dst.element_size();
+  if (!queued) return cuda::copy_to_device(to, from, bytes, index);
+  cuda::copy_to_device_async(to, from, bytes, index);
+  cuda::record_pinned_use(from, index);
 }
 
 }  // namespace
@@ -174,13 +216,13 @@ bool copy_on_device(const Tensor& dst, const Tensor& src, int64_t budget = 64) {
 
 }  // namespace
 
-void copy_strided(const Tensor& dst, const Tensor& src) {
+void copy_strided(const Tensor& dst, const Tensor& src, bool non_blocking) {
   int64_t n = dst.numel().hint();
   if (n == 0) return;
-  // Simulated device memory is host memory: the CPU loops below serve it directly.
+  // Simulated device memory is host memory: the CPU loops below serve it directly (and are done when they return).
   bool one_device = dst.is_cuda() && src.is_cuda() && dst.device() == src.device();
   if (one_device && (!cuda::is_simulated() || cuda_eager_generated()) && copy_on_device(dst, src)) return;
-  if ((dst.is_cuda() || src.is_cuda()) && !cuda::is_simulated()) return copy_through_host(dst, src);
+  if ((dst.is_cuda() || src.is_cuda()) && !cuda::is_simulated()) return copy_through_host(dst, src, non_blocking);
   if (may_overlap(dst, src) && !(dst.is_same(src))) {
     bool same_view = dst.storage_offset().hint() == src.storage_offset().hint() &&
                      dst.strides().hints() == src.strides().hints() && dst.sizes().hints() == src.sizes().hints() &&

@@ -16,7 +16,16 @@ ShapeResult copy_rule(OpId, const Args& a) {
                "shape {}", src.sizes().str(), self.sizes().str());
   return self.meta();
 }
-void copy_kernel(OpId, const Args& a, std::vector<Tensor>& outs) { copy_strided(outs[0], a[1].tensor()); }
+// copy_(self, src, non_blocking) and _to_copy(self, ..., non_blocking): copy_strided serves every pair of devices
+// itself, so these are the CUDA kernels too (rather than the fallback, which would stage the host operand again).
+// non_blocking is read only when given: passes run these kernels on arguments without the defaults filled in.
+bool given_flag(const Args& a, size_t i) { return i < a.size() && a[i].to_bool(); }
+void copy_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
+  copy_strided(outs[0], a[1].tensor(), given_flag(a, 2));
+}
+void to_copy_kernel(OpId, const Args& a, std::vector<Tensor>& outs) {
+  copy_strided(outs[0], a[0].tensor(), given_flag(a, 4));
+}
 
 // A copy keeps the input's layout when it is dense (memory_format=preserve), as PyTorch's clone and to do.
 TensorMeta copy_meta(const Tensor& self, DType dtype, Device device, const Value& format) {
@@ -120,12 +129,12 @@ void register_core_ops(OpTable& t) {
   register_view_ops(t);
   t.set(OpId::copy_, copy_rule, copy_kernel);
   t.set(OpId::clone, clone_rule, clone_kernel);
-  t.set(OpId::to_copy, to_copy_rule, clone_kernel);
+  t.set(OpId::to_copy, to_copy_rule, to_copy_kernel);
   t.set(OpId::as_strided_scatter, as_strided_scatter_rule, as_strided_scatter_kernel);
   // Copies serve CUDA tensors as they are: copy_strided moves the data between or within devices.
   t.set_kernel(OpId::copy_, kCUDA, copy_kernel);
   t.set_kernel(OpId::clone, kCUDA, clone_kernel);
-  t.set_kernel(OpId::to_copy, kCUDA, clone_kernel);
+  t.set_kernel(OpId::to_copy, kCUDA, to_copy_kernel);
   t.set_kernel(OpId::as_strided_scatter, kCUDA, as_strided_scatter_kernel);
   t.set(OpId::batch_norm_functional, batch_norm_functional_rule, batch_norm_functional_kernel);
   t.set(OpId::fill__Scalar, self_rule, fill_kernel);

@@ -5,6 +5,7 @@
 
 #include "ops/shape_util.h"
 #include "support/check.h"
+#include "tensor/allocator.h"
 
 namespace sinter {
 namespace {
@@ -247,6 +248,21 @@ std::vector<Tensor> run_eager(OpId op, const Args& args, const Loc& loc) {
   SINTER_INTERNAL_ASSERT(r.data_dependent || outs.size() == r.outputs.size(), "{} returned {} outputs, expected {}",
                          schema.full_name(), outs.size(), r.outputs.size());
   return outs;
+}
+
+Tensor run_pinned(OpId op, Args args, const Loc& loc) {
+  CallScope scope(op, &args, loc);
+  const OpDef& def = op_def(op);
+  normalize_args(def, args);
+  if (any_meta(args)) return run_meta(op, args)[0];
+  SINTER_CHECK(def.shape, "{} is not implemented yet (no shape rule)", def.schema.full_name());
+  ShapeResult r = def.shape(op, args);
+  SINTER_INTERNAL_ASSERT(r.outputs.size() == 1 && !r.data_dependent && !def.schema.is_view() &&
+                             !def.schema.is_inplace(),
+                         "{} cannot make a pinned result", def.schema.full_name());
+  std::vector<Tensor> outs{empty_pinned(r.outputs[0])};
+  run_device_kernel(def, op, args, outs, kCPU, false);
+  return outs[0];
 }
 
 void run_kernel_into(OpId op, const Args& args, std::vector<Tensor>& outs, const Loc& loc) {

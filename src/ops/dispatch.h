@@ -41,6 +41,10 @@ std::vector<Tensor> run_meta(OpId op, const Args& args);
 // already knows (the interpreter replaying a graph's concrete recorded metas). Not for views, in-place ops or
 // data-dependent ops.
 void run_kernel_into(OpId op, const Args& args, std::vector<Tensor>& outs, const Loc& loc);
+// Runs `op` (one output, not a view, not in place) eagerly whatever hook is active, with its output in pinned host
+// memory: factories with pinned_memory(true), non-blocking copies to the host. Throws Error unless the output is
+// a CPU tensor ("only dense CPU tensors can be pinned").
+Tensor run_pinned(OpId op, Args args, const Loc& loc);
 // Fills in defaults and checks each argument's kind against the schema; throws Error on a mismatch.
 void normalize_args(const OpDef& def, Args& args);
 

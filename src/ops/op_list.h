@@ -75,8 +75,8 @@
   X(copy_, 0, "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)")                       \
   /* ---- copies and conversions ---- */                                                                         \
   X(to_copy, 0,                                                                                                  \
-    "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, MemoryFormat? memory_format=None) "   \
-    "-> Tensor")                                                                                                 \
+    "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None, MemoryFormat? memory_format=None, "   \
+    "bool non_blocking=False) -> Tensor")                                                                        \
   X(clone, 0, "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor")                               \
   /* functional form of a write through a view: a copy of self with src written where the view points */        \
   X(as_strided_scatter, 0,                                                                                       \

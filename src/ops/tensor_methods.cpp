@@ -2,10 +2,12 @@
 // tensor_op_methods.cpp.
 // Methods call the free functions of ops.h; in-place methods dispatch their `_` rows. Operators cannot take a
 // defaulted source location, so they pass an empty one and errors they raise say the location is unknown.
+#include "ops/copy.h"
 #include "ops/dispatch.h"
 #include "ops/index_loop.h"  // strides_like_channels_last
 #include "sinter/ops.h"
 #include "support/check.h"
+#include "tensor/allocator.h"
 
 namespace sinter {
 
@@ -19,14 +21,31 @@ MemoryFormat suggest_memory_format(const Tensor& t) {
   return strides_like_channels_last(t) ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous;
 }
 
-// PyTorch's to() returns self when nothing would change (to_will_alias), else one _to_copy.
+// PyTorch's to() returns self when nothing would change (to_will_alias) unless asked to copy, else one
+// _to_copy. A copy to the CPU lands in pinned memory when `pinned` (options with pinned_memory) or when it is a
+// non-blocking copy from a CUDA tensor, so that it can be queued (PyTorch's _to_copy pins its result then too);
+// under capture the traced copy has no memory to pin.
 Tensor to_impl(const Tensor& self, std::optional<DType> dtype, std::optional<Device> device,
-               std::optional<MemoryFormat> format, const Loc& loc) {
+               std::optional<MemoryFormat> format, bool non_blocking, bool copy, const Loc& loc,
+               bool pinned = false) {
   bool same_dtype = !dtype || *dtype == self.dtype();
   bool same_device = !device || *device == self.device();
   bool same_format = !format || *format == MemoryFormat::kPreserve || suggest_memory_format(self) == *format;
-  if (same_dtype && same_device && same_format) return self;
-  return to_copy(self, dtype, device, format, loc);
+  if (same_dtype && same_device && same_format && !copy) return self;
+  bool to_cpu = device ? device->is_cpu() : self.is_cpu();
+  SINTER_CHECK_AT(loc, !pinned || to_cpu, "only dense CPU tensors can be pinned (the options ask for a {} tensor in "
+                  "pinned memory)", device ? device->str() : self.device().str());
+  Args args{self, dtype, device, format, non_blocking};
+  if ((pinned || (non_blocking && self.is_cuda() && to_cpu)) && !current_hook())
+    return run_pinned(OpId::to_copy, std::move(args), loc);
+  return dispatch1(OpId::to_copy, std::move(args), loc);
+}
+
+std::optional<DType> options_dtype(const TensorOptions& options) {
+  return options.has_dtype() ? std::optional<DType>(options.dtype()) : std::nullopt;
+}
+std::optional<Device> options_device(const TensorOptions& options) {
+  return options.has_device() ? std::optional<Device>(options.device()) : std::nullopt;
 }
 
 }  // namespace
@@ -101,24 +120,49 @@ Tensor Tensor::contiguous(MemoryFormat format, Loc loc) const {
 Tensor Tensor::clone(std::optional<MemoryFormat> format, Loc loc) const {
   return sinter::clone(*this, format, loc);
 }
-Tensor& Tensor::copy_(const Tensor& src, Loc loc) {
-  dispatch1(OpId::copy_, {*this, src, false}, loc);
+Tensor& Tensor::copy_(const Tensor& src, Loc loc) { return copy_(src, false, loc); }
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking, Loc loc) {
+  dispatch1(OpId::copy_, {*this, src, non_blocking}, loc);
   return *this;
 }
-Tensor Tensor::to(DType dtype, Loc loc) const {
-  return to_impl(*this, dtype, std::nullopt, std::nullopt, loc);
-}
-Tensor Tensor::to(Device device, Loc loc) const {
-  return to_impl(*this, std::nullopt, device, std::nullopt, loc);
-}
-Tensor Tensor::to(Device device, DType dtype, Loc loc) const {
-  return to_impl(*this, dtype, device, std::nullopt, loc);
-}
+Tensor Tensor::to(DType dtype, Loc loc) const { return to(dtype, false, false, loc); }
+Tensor Tensor::to(Device device, Loc loc) const { return to(device, false, false, loc); }
+Tensor Tensor::to(Device device, DType dtype, Loc loc) const { return to(device, dtype, false, false, loc); }
 Tensor Tensor::to(MemoryFormat format, Loc loc) const {
-  return to_impl(*this, std::nullopt, std::nullopt, format, loc);
+  return to_impl(*this, std::nullopt, std::nullopt, format, false, false, loc);
 }
-Tensor Tensor::to(const TensorOptions& options, Loc loc) const {
-  return to_impl(*this, options.dtype(), options.device(), std::nullopt, loc);
+Tensor Tensor::to(const TensorOptions& options, Loc loc) const { return to(options, false, false, loc); }
+Tensor Tensor::to(DType dtype, bool non_blocking, bool copy, Loc loc) const {
+  return to_impl(*this, dtype, std::nullopt, std::nullopt, non_blocking, copy, loc);
+}
+Tensor Tensor::to(Device device, bool non_blocking, bool copy, Loc loc) const {
+  return to_impl(*this, std::nullopt, device, std::nullopt, non_blocking, copy, loc);
+}
+Tensor Tensor::to(Device device, DType dtype, bool non_blocking, bool copy, Loc loc) const {
+  return to_impl(*this, dtype, device, std::nullopt, non_blocking, copy, loc);
+}
+// What options leave unset is kept, as LibTorch's to(TensorOptions); pinned_memory pins a copy to the host.
+Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy, Loc loc) const {
+  return to_impl(*this, options_dtype(options), options_device(options), std::nullopt, non_blocking, copy, loc,
+                 options.pinned_memory());
+}
+
+Tensor Tensor::pin_memory(Loc loc) const {
+  SINTER_CHECK_AT(loc, defined(), "pin_memory() of an undefined tensor");
+  SINTER_CHECK_AT(loc, is_cpu(), "cannot pin a {} tensor: only dense CPU tensors can be pinned", device().str());
+  if (is_pinned()) return *this;
+  // The copy reads the data: under capture that is a graph break, as any host read.
+  Tensor src = *this;
+  if (ReadHook* hook = current_read_hook()) src = hook->materialize(*this, "pin_memory()", loc);
+  SINTER_CHECK_AT(loc, src.has_storage(), "pin_memory(): this tensor has no data (a meta tensor)");
+  TensorMeta m = src.meta();
+  m.offset = 0;
+  bool broadcast = false;
+  for (int64_t d = 0; d < dim(); ++d) broadcast = broadcast || (m.sizes[d].hint() > 1 && m.strides[d].hint() == 0);
+  if (broadcast) m.strides = contiguous_strides(m.sizes);
+  Tensor out = empty_pinned(m);
+  copy_strided(out, src);
+  return out;
 }
 
 // ---- in place ----

@@ -20,15 +20,6 @@ namespace {
 constexpr int kMaxDevices = 16;
 constexpr size_t kAlignment = 256;  // cudaMalloc's alignment, which 16-byte vector loads rely on
 
-// Size classes as the CPU allocator's: 512-byte granules below 1 MiB, then 1/8 steps between powers of two.
-size_t size_class(size_t nbytes) {
-  size_t rounded = (std::max<size_t>(nbytes, 1) + 511) / 512 * 512;
-  if (rounded < (size_t{1} << 20)) return rounded;
-  size_t power = size_t{1} << (63 - __builtin_clzll(rounded));
-  size_t step = power / 8;
-  return (rounded + step - 1) / step * step;
-}
-
 std::string mib(size_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
 class CachingAllocator final : public Allocator {
@@ -71,6 +62,11 @@ class CachingAllocator final : public Allocator {
       blocks.swap(free_);
       stats_.reserved -= static_cast<int64_t>(cached_);
       cached_ = 0;
+    }
+    // A cached block may still be the source or destination of a queued copy or kernel: wait for them first.
+    if (!blocks.empty() && !is_simulated()) {
+      driver::use_device(index_);
+      driver::check(driver::require().cuCtxSynchronize(), "cuCtxSynchronize");
     }
     for (auto& [bytes, p] : blocks) backing_free(p);
   }
@@ -150,6 +146,14 @@ CachingAllocator& allocator(int index) {
 
 }  // namespace
 
+size_t size_class(size_t nbytes) {
+  size_t rounded = (std::max<size_t>(nbytes, 1) + 511) / 512 * 512;
+  if (rounded < (size_t{1} << 20)) return rounded;
+  size_t power = size_t{1} << (63 - __builtin_clzll(rounded));
+  size_t step = power / 8;
+  return (rounded + step - 1) / step * step;
+}
+
 bool is_simulated() {
   static const bool sim = [] {
     const char* v = std::getenv("SINTER_CUDA_SIM");
@@ -202,6 +206,30 @@ void copy_to_host(void* host_dst, const void* device_src, size_t bytes, int inde
   driver::use_device(index);
   driver::check(driver::require().cuMemcpyDtoH(host_dst, reinterpret_cast<driver::CUdeviceptr>(device_src), bytes),
                 "cuMemcpyDtoH");
+}
+
+void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, int index) {
+  if (bytes == 0) return;
+  if (is_simulated()) {
+    std::memcpy(device_dst, host_src, bytes);
+    return;
+  }
+  driver::use_device(index);
+  driver::check(driver::require().cuMemcpyHtoDAsync(reinterpret_cast<driver::CUdeviceptr>(device_dst), host_src, bytes,
+                                                     nullptr),
+                "cuMemcpyHtoDAsync");
+}
+
+void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, int index) {
+  if (bytes == 0) return;
+  if (is_simulated()) {
+    std::memcpy(host_dst, device_src, bytes);
+    return;
+  }
+  driver::use_device(index);
+  driver::check(driver::require().cuMemcpyDtoHAsync(host_dst, reinterpret_cast<driver::CUdeviceptr>(device_src), bytes,
+                                                     nullptr),
+                "cuMemcpyDtoHAsync");
 }
 
 MemoryStats memory_stats(int device) { return allocator(device).stats(); }

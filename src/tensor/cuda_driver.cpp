@@ -63,8 +63,10 @@ Loaded& loaded() {
     resolve_symbol(lib, "cuStreamDestroy_v2", a.cuStreamDestroy, missing);
     resolve_symbol(lib, "cuStreamSynchronize", a.cuStreamSynchronize, missing);
     resolve_symbol(lib, "cuStreamWaitEvent", a.cuStreamWaitEvent, missing);
+    resolve_symbol(lib, "cuStreamQuery", a.cuStreamQuery, missing);
     resolve_symbol(lib, "cuEventCreate", a.cuEventCreate, missing);
     resolve_symbol(lib, "cuEventRecord", a.cuEventRecord, missing);
+    resolve_symbol(lib, "cuEventQuery", a.cuEventQuery, missing);
     resolve_symbol(lib, "cuEventSynchronize", a.cuEventSynchronize, missing);
     // cuda.h 12.8+ maps cuEventElapsedTime to _v2 (same signature); drivers before it have only the first.
     if (dlsym(lib, "cuEventElapsedTime_v2") != nullptr)

@@ -18,6 +18,8 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 inline constexpr CUresult kSuccess = 0;
+inline constexpr CUresult kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
+inline constexpr CUresult kNotReady = 600;  // CUDA_ERROR_NOT_READY: a queried stream or event has work pending
 
 // Flags and attribute numbers (cuda.h's values).
 inline constexpr unsigned int kStreamNonBlocking = 0x1;            // CU_STREAM_NON_BLOCKING
@@ -71,8 +73,10 @@ struct Api {
   CUresult (*cuStreamDestroy)(CUstream) = nullptr;  // cuStreamDestroy_v2
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
   CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int) = nullptr;
+  CUresult (*cuStreamQuery)(CUstream) = nullptr;
   CUresult (*cuEventCreate)(CUevent*, unsigned int) = nullptr;
   CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventQuery)(CUevent) = nullptr;
   CUresult (*cuEventSynchronize)(CUevent) = nullptr;
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;  // cuEventElapsedTime_v2 (older drivers: v1)
   CUresult (*cuEventDestroy)(CUevent) = nullptr;                       // cuEventDestroy_v2

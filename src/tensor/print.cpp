@@ -119,7 +119,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str
 
 std::ostream& operator<<(std::ostream& os, const TensorOptions& o) {
   return os << "TensorOptions(dtype=" << (o.has_dtype() ? dtype_name(o.dtype()) : "None")
-            << ", device=" << o.device().str() << ", requires_grad=" << (o.requires_grad() ? "true" : "false") << ")";
+            << ", device=" << o.device().str() << ", requires_grad=" << (o.requires_grad() ? "true" : "false")
+            << (o.pinned_memory() ? ", pinned_memory=true)" : ")");
 }
 
 }  // namespace sinter

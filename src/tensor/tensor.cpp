@@ -5,6 +5,8 @@
 
 #include <limits>
 
+#include "tensor/allocator.h"
+#include "tensor/cuda_device.h"
 #include "tensor/dims.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/read_hook.h"
@@ -187,14 +189,25 @@ void check_sizes(const SymIntList& sizes) {
 }  // namespace
 
 Tensor empty_from_meta(const TensorMeta& meta, bool with_data) {
+  if (with_data) return empty_with_allocator(meta, allocator_for(meta.device));
   check_sizes(meta.sizes);
   auto impl = std::make_shared<TensorImpl>();
   impl->meta = meta;
-  if (with_data) {
-    size_t nbytes = storage_bytes(meta);
-    impl->storage = std::make_shared<Storage>(allocator_for(meta.device).allocate(nbytes), nbytes, meta.device);
-  }
   return Tensor(std::move(impl));
+}
+
+Tensor empty_with_allocator(const TensorMeta& meta, Allocator& allocator) {
+  check_sizes(meta.sizes);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->meta = meta;
+  size_t nbytes = storage_bytes(meta);
+  impl->storage = std::make_shared<Storage>(allocator.allocate(nbytes), nbytes, meta.device);
+  return Tensor(std::move(impl));
+}
+
+Tensor empty_pinned(const TensorMeta& meta) {
+  SINTER_CHECK(meta.device.is_cpu(), "only dense CPU tensors can be pinned, not a {} tensor", meta.device.str());
+  return empty_with_allocator(meta, cuda::pinned_allocator());
 }
 
 Tensor from_blob(void* data, const SymIntList& sizes, const SymIntList& strides, const TensorOptions& options,
