@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "ops/copy.h"
 #include "ops/index_loop.h"
 #include "ops/index_ops.h"
 #include "ops/shape_util.h"
@@ -280,9 +281,9 @@ void index_put_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   if (op == OpId::index_put_) {
     check_no_internal_overlap(target);
     // Inputs that share memory with the tensor being written are read from a copy.
-    if (loops::may_overlap(values, target)) values = contiguous_copy(values);
+    if (may_overlap(values, target)) values = contiguous_copy(values);
     for (Tensor& t : indices)
-      if (t.defined() && loops::may_overlap(t, target)) t = contiguous_copy(t);
+      if (t.defined() && may_overlap(t, target)) t = contiguous_copy(t);
   } else {
     copy_tensor(target, self);
   }

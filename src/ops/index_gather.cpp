@@ -3,6 +3,7 @@
 // [0, size) as in PyTorch: checked as they are read, or before anything is written for the in-place forms.
 #include <fmt/format.h>
 
+#include "ops/copy.h"
 #include "ops/index_loop.h"
 #include "ops/index_ops.h"
 #include "ops/shape_util.h"
@@ -116,12 +117,12 @@ void scatter_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   const bool inplace = scatter_inplace(op);
   if (inplace) check_index_values(index, d.sizes[dim], dim, /*allow_negative=*/false);
   // Inputs that share memory with the tensor being written are read from a copy.
-  if (loops::may_overlap(index, dst)) index = contiguous_copy(index);
+  if (may_overlap(index, dst)) index = contiguous_copy(index);
   Tensor src;
   ElementBytes value;
   if (args[3].is_tensor()) {
     src = args[3].tensor();
-    if (loops::may_overlap(src, dst)) src = contiguous_copy(src);
+    if (may_overlap(src, dst)) src = contiguous_copy(src);
   } else {
     value = scalar_to_element(args[3].scalar(), dst.dtype());
   }

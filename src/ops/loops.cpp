@@ -1,5 +1,5 @@
 // The non-template half of the elementwise loop utility: operand geometry (broadcast strides, dim order,
-// coalescing), the chunked driver that feeds each op's inner loop, dtype conversion and overlap checks.
+// coalescing), the chunked driver that feeds each op's inner loop, dtype conversion and unaliasing of inputs.
 #include "ops/loops.h"
 
 #include <algorithm>
@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+
+#include "ops/copy.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -188,27 +190,8 @@ void stream_fence() {
 #endif
 }
 
-bool may_overlap(const Tensor& a, const Tensor& b) {
-  if (!a.has_storage() || !b.has_storage() || a.storage().get() != b.storage().get()) return false;
-  auto range = [](const Tensor& t, const char*& lo, const char*& hi) {
-    const char* p = static_cast<const char*>(t.data_ptr());
-    int64_t first = 0, last = 0;
-    for (int64_t d = 0; d < t.dim(); ++d) {
-      int64_t size = t.sizes()[d].hint(), stride = t.strides()[d].hint();
-      if (size == 0) return false;
-      (stride < 0 ? first : last) += (size - 1) * stride;
-    }
-    lo = p + first * static_cast<int64_t>(t.element_size());
-    hi = p + (last + 1) * static_cast<int64_t>(t.element_size());
-    return true;
-  };
-  const char *alo, *ahi, *blo, *bhi;
-  if (!range(a, alo, ahi) || !range(b, blo, bhi)) return false;
-  return alo < bhi && blo < ahi;
-}
-
 Tensor unalias_input(const Tensor& out, const Tensor& in) {
-  if (!may_overlap(out, in)) return in;
+  if (!sinter::may_overlap(out, in)) return in;
   bool same = in.data_ptr() == out.data_ptr() && in.dtype() == out.dtype() && in.dim() <= out.dim();
   for (int64_t d = 0; same && d < out.dim(); ++d) {
     int64_t size = out.sizes()[d].hint();
@@ -482,4 +465,5 @@ void Loop::run_chunks(const DType* compute, ChunkFn fn, ChunkFn bf16, const void
   });
 }
 
-}  // namespace sinter::loops
+}  // namespace sinter::loops#include "ops/copy.h"
+

@@ -92,8 +92,6 @@ decltype(auto) visit_compute_floating(DType dtype, F&& f) {
 void convert(const char* src, int64_t src_stride, DType src_dtype, char* dst, int64_t dst_stride, DType dst_dtype,
              int64_t n);
 
-// Whether `a` and `b` may share an element (same storage, overlapping byte ranges).
-bool may_overlap(const Tensor& a, const Tensor& b);
 // `in` as an input of an op that writes `out`: itself unless it overlaps `out` without being elementwise the same
 // memory (x.add_(x) is fine, x.add_(x.t()) or x.add_(x[0]) is not), in which case a copy.
 Tensor unalias_input(const Tensor& out, const Tensor& in);

@@ -1,6 +1,7 @@
 // Tests of the elementwise loop utility (src/ops/loops.h) used directly, as other families may: mixed dtypes
 // converted at load and store, constants, strided and broadcast operands, short rows packed into chunks, and the
 // overlap helpers that in-place ops rely on.
+#include "ops/copy.h"
 #include "ops/loops.h"
 
 #include "testing.h"
@@ -51,10 +52,10 @@ TEST(PointwiseLoops, ZeroDimAndEmpty) {
 
 TEST(PointwiseLoops, OverlapHelpers) {
   Tensor x = zeros({4, 4});
-  EXPECT_TRUE(loops::may_overlap(x, x.t()));
-  EXPECT_TRUE(loops::may_overlap(x, x[2]));
-  EXPECT_FALSE(loops::may_overlap(x[1], x[2]));
-  EXPECT_FALSE(loops::may_overlap(x, zeros({4, 4})));
+  EXPECT_TRUE(may_overlap(x, x.t()));
+  EXPECT_TRUE(may_overlap(x, x[2]));
+  EXPECT_FALSE(may_overlap(x[1], x[2]));
+  EXPECT_FALSE(may_overlap(x, zeros({4, 4})));
   // Elementwise the same memory: used as it is; anything else overlapping: a copy.
   EXPECT_EQ(loops::unalias_input(x, x).data_ptr(), x.data_ptr());
   EXPECT_NE(loops::unalias_input(x, x.t()).data_ptr(), x.data_ptr());
