@@ -65,6 +65,7 @@ std::vector<Config> case_configs(const FuzzOptions& o, uint64_t case_id) {
     if (!o.backends.empty() && std::find(o.backends.begin(), o.backends.end(), c.backend) == o.backends.end()) continue;
     if (c.backend == "inductor" && !inductor) continue;
     out.push_back(c);
+    out.back().device = o.device;
   }
   return out;
 }
@@ -303,6 +304,7 @@ int Driver::replay() {
   for (const Config& c : all_configs()) {
     if (o_.backends.empty() || std::find(o_.backends.begin(), o_.backends.end(), c.backend) != o_.backends.end()) {
       configs.push_back(c);
+      configs.back().device = o_.device;
     }
   }
   fmt::print("{}", to_text(p));

@@ -11,7 +11,8 @@ namespace sinter::tools::fuzz {
 struct Config {
   std::string backend;
   bool dynamic_always = false;
-  std::string str() const;  // "inductor/always"
+  Device device = kCPU;     // where the compiled side runs; the eager reference always runs on the CPU
+  std::string str() const;  // "inductor/always", "inductor/always@cuda:0"
 };
 
 // What one case gave. kind: "ok", "invalid" (eager rejects the program: not a finding), "mismatch",

@@ -128,7 +128,7 @@ std::string layout_cpp(const InputSpec& in, const std::string& base, const std::
   }
 }
 
-Tensor make_input(const Program& p, size_t i, int v) {
+Tensor make_input(const Program& p, size_t i, int v, Device device) {
   const InputSpec& in = p.inputs[i];
   std::vector<int64_t> logical = input_sizes(p, i, v);
   std::vector<int64_t> phys = storage_sizes(in, logical);
@@ -136,7 +136,8 @@ Tensor make_input(const Program& p, size_t i, int v) {
   for (int64_t s : phys) n *= s;
   std::vector<double> vals(n);
   for (int64_t k = 0; k < n; ++k) vals[k] = element_value(p.data_seed, int(i), k, in.dtype, in.index_bound, p.specials);
-  return apply_layout(in, from_vector<double>(vals, SymIntList(phys), in.dtype), logical);
+  // The layout is applied on the device, so a strided input stays a view of a larger storage there too.
+  return apply_layout(in, from_vector<double>(vals, SymIntList(phys), in.dtype).to(device), logical);
 }
 
 }  // namespace
@@ -153,18 +154,18 @@ std::vector<int64_t> input_sizes(const Program& p, size_t i, int v) {
   return s;
 }
 
-std::vector<Tensor> make_inputs(const Program& p, int v) {
+std::vector<Tensor> make_inputs(const Program& p, int v, Device device) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < p.inputs.size(); ++i) {
-    if (!p.inputs[i].is_param) out.push_back(make_input(p, i, v));
+    if (!p.inputs[i].is_param) out.push_back(make_input(p, i, v, device));
   }
   return out;
 }
 
-Context make_context(const Program& p) {
+Context make_context(const Program& p, Device device) {
   Context ctx;
   for (size_t i = 0; i < p.inputs.size(); ++i) {
-    if (p.inputs[i].is_param) ctx.params.push_back(make_input(p, i, 0));
+    if (p.inputs[i].is_param) ctx.params.push_back(make_input(p, i, 0, device));
   }
   // Module weights come from sinter's generator, seeded from the program (the C++ printout does the same).
   manual_seed(p.data_seed);
@@ -172,6 +173,8 @@ Context make_context(const Program& p) {
     if (m.kind == "Linear") ctx.modules.push_back(std::make_shared<nn::Linear>(m.ints.at(0), m.ints.at(1), m.ints.at(2) != 0));
     else ctx.modules.push_back(std::make_shared<nn::LayerNorm>(m.ints.at(0), 1e-5, m.ints.at(1) != 0));
   }
+  if (!device.is_cpu())
+    for (auto& m : ctx.modules) m->to(device);
   return ctx;
 }
 

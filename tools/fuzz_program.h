@@ -76,14 +76,14 @@ Program compact_classes(const Program& p);
 std::vector<int64_t> input_sizes(const Program& p, size_t i, int v);
 // Fresh input tensors for variant v (arguments then params), deterministic in the data seed; the same data the
 // printed C++ program makes.
-std::vector<Tensor> make_inputs(const Program& p, int v);
+std::vector<Tensor> make_inputs(const Program& p, int v, Device device = kCPU);
 
 // Modules and params a program's function closes over; built once per program and variant.
 struct Context {
   std::vector<std::shared_ptr<nn::Module>> modules;
   std::vector<Tensor> params;
 };
-Context make_context(const Program& p);  // params have static sizes
+Context make_context(const Program& p, Device device = kCPU);  // params have static sizes
 
 // Runs the steps on `args` (real or traced tensors) and returns the outputs.
 // `values`, when given, receives every value (inputs, then one per step).

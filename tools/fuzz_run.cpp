@@ -320,7 +320,26 @@ bool rounding_amplified(const Tensor& want, const Tensor& got, const Tensor& exa
 
 }  // namespace
 
-std::string Config::str() const { return fmt::format("{}/{}", backend, dynamic_always ? "always" : "auto"); }
+namespace {
+
+// A CPU copy of `t` with its sizes, strides and offset (to() would make a dense copy): the span of storage its
+// elements lie in, copied as one 1-d view, then viewed as `t` is.
+Tensor to_host_keeping_layout(const Tensor& t) {
+  int64_t lo = t.storage_offset().hint(), hi = lo;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    int64_t extent = (t.size(d).hint() - 1) * t.stride(d).hint();
+    (extent < 0 ? lo : hi) += extent;
+  }
+  if (t.numel().hint() == 0) return t.cpu();
+  Tensor span = t.as_strided({hi - lo + 1}, {1}, lo).cpu();
+  return span.as_strided(t.sizes(), t.strides(), t.storage_offset().hint() - lo);
+}
+
+}  // namespace
+
+std::string Config::str() const {
+  return fmt::format("{}/{}{}", backend, dynamic_always ? "always" : "auto", device.is_cpu() ? "" : "@" + device.str());
+}
 
 bool is_finding(const std::string& kind) { return kind != "ok" && kind != "invalid"; }
 
@@ -348,7 +367,7 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
     }
   }
   for (const Config& c : configs) {
-    Context ctx = make_context(p);
+    Context ctx = make_context(p, c.device);
     CompileOptions o;
     o.backend = c.backend;
     o.dynamic = c.dynamic_always ? Dynamic::kAlways : Dynamic::kAuto;
@@ -357,7 +376,7 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
     bool exact = c.backend != "inductor";
     for (int v = 0; v < nv; ++v) {
       if (!valid[v]) continue;
-      std::vector<Tensor> args = make_inputs(p, v);
+      std::vector<Tensor> args = make_inputs(p, v, c.device);
       mark_inputs(p, args);
       std::vector<Tensor> got;
       try {
@@ -374,6 +393,9 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
       if (fn.fallbacks() > 0)
         return {"compiler-fallback", c.str(), v, "a compiled graph ran on aot_eager instead (its backend failed)"};
       got.insert(got.end(), args.begin(), args.end());
+      if (!c.device.is_cpu())
+        for (Tensor& t : got)
+          if (t.defined()) t = to_host_keeping_layout(t);
       if (got.size() != ref[v].size()) {
         return {"mismatch", c.str(), v, fmt::format("{} results vs eager {}", got.size(), ref[v].size())};
       }

@@ -52,8 +52,9 @@ const char* const kFuzzUsage =
     "  fuzz [--seconds N] [--seed S] [--out DIR] [--replay FILE] [--jobs 1] [--disable F,G] [--backends B,C]\n"
     "       [--ignore KIND,...] [--max-steps N] [--reduce-per-kind N]\n"
     "       [--inductor-rate R] [--batch N] [--cases N] [--case K] [--timeout S] [--reduce-seconds S]\n"
-    "       [--no-reduce] [--expect-clean] [--print [--cpp]] [--features] [-v]\n"
-    "                                         differential fuzzing: random programs, eager vs every backend\n";
+    "       [--no-reduce] [--expect-clean] [--print [--cpp]] [--features] [--device cuda] [-v]\n"
+    "                                         differential fuzzing: random programs, eager vs every backend\n"
+    "                                         (--device cuda: the backends on the GPU, eager on the CPU)\n";
 
 int usage(FILE* out, int rc) {
   fmt::print(out, "usage: sinter <command> [options]   (sinter <command> --help: that command's options)\n{}{}{}{}{}",
@@ -124,6 +125,7 @@ int fuzz(const std::vector<std::string>& args) {
     else if (a == "--backends") opt.backends = split_list(value());
     else if (a == "--ignore") opt.ignore = split_list(value());
     else if (a == "--inductor-rate") opt.inductor_rate = parse_double_option(a, value(), 0);
+    else if (a == "--device") opt.device = sinter::parse_device(value());
     else if (a == "--batch") opt.batch = parse_u64_option(a, value(), 1);
     else if (a == "--cases") opt.cases = parse_u64_option(a, value(), 0);
     else if (a == "--case") opt.first_case = parse_u64_option(a, value(), 0);

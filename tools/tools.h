@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "sinter/types.h"
+
 namespace sinter::tools {
 
 struct BenchOptions {
@@ -60,6 +62,7 @@ struct FuzzOptions {
   std::string replay;            // re-run this saved program instead of generating
   std::vector<std::string> disabled;   // generator features left out (sinter fuzz --features lists them)
   std::vector<std::string> backends;   // empty: eager, aot_eager, inductor
+  Device device = kCPU;                // --device cuda: the compiled side on the GPU (or the simulated one)
   std::vector<std::string> ignore;     // finding kinds that are counted apart and do not fail the run
   double inductor_rate = 0.3;    // the share of cases that also run under inductor
   uint64_t batch = 25;           // cases per child process

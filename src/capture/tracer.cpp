@@ -161,11 +161,12 @@ Value Tracer::to_graph(const Value& v, bool concretize) {
   return v;
 }
 
-Tensor Tracer::scalar_input(const Scalar& s) {
+// A 0-d input holding `s`, on the device of the op that reads it (a CUDA graph takes no host inputs).
+Tensor Tracer::scalar_input(const Scalar& s, Device device) {
   DType dtype = s.is_floating() ? kFloat64 : s.is_bool() ? kBool : kInt64;
   uint64_t bits =
       s.is_floating() ? std::bit_cast<uint64_t>(s.to_double()) : static_cast<uint64_t>(s.to_int());
-  std::pair<int, uint64_t> key{static_cast<int>(s.kind()), bits};
+  std::tuple<int, uint64_t, std::string> key{static_cast<int>(s.kind()), bits, device.str()};
   auto known = scalar_inputs_.find(key);
   if (known != scalar_inputs_.end()) return segment_.graph.node(known->second).output();
   Tensor real = empty_from_meta(TensorMeta{{}, {}, 0, dtype, kCPU});
@@ -175,6 +176,10 @@ Tensor Tracer::scalar_input(const Scalar& s) {
     *real.data_ptr<bool>() = s.to_bool();
   else
     *real.data_ptr<int64_t>() = s.to_int();
+  if (!device.is_cpu()) {
+    HookScope eager(nullptr);  // the copy is not part of the graph
+    real = real.to(device);
+  }
   real.impl()->wrapped_number = true;
   Tensor proxy = segment_.graph.add_input(fmt::format("scalar{}", scalar_inputs_.size()), real.meta());
   proxy.impl()->wrapped_number = true;
@@ -184,6 +189,12 @@ Tensor Tracer::scalar_input(const Scalar& s) {
 }
 
 void Tracer::rewrite_scalars(OpId& op, Args& args) {
+  Device device = kCPU;
+  for (const Value& v : args)
+    if (v.is_tensor() && v.tensor().defined()) {
+      device = v.tensor().device();
+      break;
+    }
   if (op == OpId::pow_Tensor_Scalar) {
     // The Scalar form has exponent shortcuts (x*x for 2, sqrt for 0.5, ...) and refuses negative integer
     // powers of integers: only other floating exponents run the same std::pow as the Tensor form. The rest
@@ -191,7 +202,7 @@ void Tracer::rewrite_scalars(OpId& op, Args& args) {
     const Scalar e = args[1].scalar();
     const double x = e.to_double();
     if (!e.is_floating() || x == 2 || x == 3 || x == 0.5 || x == -0.5 || x == -1 || x == -2) return;
-    args[1] = Value(scalar_input(e));
+    args[1] = Value(scalar_input(e, device));
     op = OpId::pow_Tensor_Tensor;
     return;
   }
@@ -200,7 +211,7 @@ void Tracer::rewrite_scalars(OpId& op, Args& args) {
     for (int pos : r.positions) {
       if (pos < 0 || pos >= static_cast<int>(args.size())) continue;
       if (args[pos].is_none()) continue;
-      args[pos] = Value(scalar_input(args[pos].scalar()));
+      args[pos] = Value(scalar_input(args[pos].scalar(), device));
     }
     op = r.to;
     return;

@@ -5,6 +5,8 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <string>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -105,7 +107,7 @@ class Tracer final : public DispatchHook {
   Value to_graph(const Value& v, bool concretize);
   Tensor lift(const Tensor& t);
   void rewrite_scalars(OpId& op, Args& args);
-  Tensor scalar_input(const Scalar& s);
+  Tensor scalar_input(const Scalar& s, Device device);
   [[noreturn]] void fail_fullgraph(const BreakRecord& record);
   void take_break(BreakRecord record);
   void flush();
@@ -130,7 +132,7 @@ class Tracer final : public DispatchHook {
   int num_argument_inputs_ = 0;
   int segments_run_ = 0;
   // Scalar inputs of this segment by (dtype, value bits): a value used twice is one input.
-  std::map<std::pair<int, uint64_t>, int> scalar_inputs_;
+  std::map<std::tuple<int, uint64_t, std::string>, int> scalar_inputs_;  // (kind, bits, device)
 };
 
 // The run-time input that carries a symbolic integer argument's value: an int64 tensor of sizes [value],
