@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backends/backends.h"
+#include "function_cases.h"
 #include "inductor_ops_cases.h"
 #include "sinter/compile.h"
 #include "sinter/ops.h"
@@ -467,12 +468,11 @@ TEST(InductorOps, SymbolicViewMergingDimsOfAComputedValue) {
 // later size of that dim reuses the symbolic entry.
 TEST(InductorOps, AutomaticDynamicShapesRecompileOnce) {
   Probe probe;
-  auto f = [](const Tensor& x, const Tensor& w) { return softmax(x * 2, -1) + layer_norm(x, {24}, w) * x.sum(); };
-  auto c = compile(f, {.backend = kProbeBackend, .dynamic = Dynamic::kAuto});
-  Tensor w = random({24}, kFloat32, 9);
-  for (int64_t m : {4, 7, 30, 5}) {
-    Tensor x = random({m, 24}, kFloat32, static_cast<uint64_t>(m));
-    EXPECT_CLOSE(c(x, w), f(x, w)) << m;
+  corpus::SizedCase f = corpus::named(corpus::dynamic_cases(), "softmax + layer_norm * sum");
+  auto c = compile(f.fn, {.backend = kProbeBackend, .dynamic = Dynamic::kAuto});
+  for (int64_t m : f.sizes) {
+    corpus::Ts x = f.sized(kFloat32, m);
+    EXPECT_CLOSE(c(x)[0], f.fn(x)[0]) << m;
   }
   EXPECT_EQ(*probe.graphs, 2);
   EXPECT_EQ(c.stats().recompiles, 1);
