@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "function_cases.h"
 #include "sinter/compile.h"
 #include "testing.h"
 
@@ -21,33 +22,26 @@ Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) {
 }  // namespace
 
 TEST(CaptureBreaks, ItemFedBackDoesNotRecompilePerValue) {
-  auto f = [](const Tensor& x) {
-    double s = x.sum().item<double>();
-    return (x * s - s) / (s + 1.5);
-  };
-  auto c = compile(f, {.backend = "aot_eager"});
+  corpus::BreakCase f = corpus::named(corpus::break_cases(), "item fed back");
+  auto c = compile(f.fn, {.backend = "aot_eager"});
   for (uint64_t i = 0; i < 10; ++i) {
-    Tensor x = rnd({4, 3}, i + 1);
-    EXPECT_TRUE(st::equal(c(x), f(x))) << i;
+    corpus::Ts x = f.seeded(kFloat32, i);
+    EXPECT_TRUE(st::equal(c(x)[0], f.fn(x)[0])) << i;
   }
   CompileStats s = c.stats();
   EXPECT_EQ(s.graph_breaks, 1);
-  EXPECT_LE(s.compiles, 3) << s.str();
+  EXPECT_LE(s.compiles, f.max_compiles) << s.str();
   EXPECT_EQ(s.eager_fallbacks, 0);
 }
 
 TEST(CaptureBreaks, BranchOnDataFollowsEachCall) {
-  auto f = [](const Tensor& x) {
-    Tensor y = x * 2;
-    if (bool(y.sum() > 0)) return y.relu() + 1;
-    return y.neg().exp();
-  };
-  auto c = compile(f, {.backend = "aot_eager"});
+  corpus::BreakCase f = corpus::named(corpus::break_cases(), "branch on data");
+  auto c = compile(f.fn, {.backend = "aot_eager"});
   for (uint64_t i = 0; i < 12; ++i) {
-    Tensor x = rnd({5}, i + 1);
-    EXPECT_TRUE(st::equal(c(x), f(x))) << i;
+    corpus::Ts x = f.seeded(kFloat32, i);
+    EXPECT_TRUE(st::equal(c(x)[0], f.fn(x)[0])) << i;
   }
-  EXPECT_LE(c.stats().compiles, 4);
+  EXPECT_LE(c.stats().compiles, f.max_compiles);
 }
 
 TEST(CaptureBreaks, ToVectorAndLoopOnHostValues) {
@@ -213,15 +207,11 @@ TEST(CaptureBreaks, EqualHostValuesShareAnInputDistinctOnesDoNot) {
 }
 
 TEST(CaptureBreaks, HostValuesInPowClampWhereMaskedFill) {
-  auto f = [](const Tensor& x) {
-    double m = x.abs().max().item<double>();
-    Tensor y = pow(x.abs() + 1, m).clamp(-m, m) + pow(x, 2.0);
-    return where(x > 0, y, m).masked_fill(x < -m / 2, m / 3) / m;
-  };
-  auto c = compile(f);
+  corpus::BreakCase f = corpus::named(corpus::break_cases(), "host values in pow clamp where masked_fill");
+  auto c = compile(f.fn);
   for (uint64_t i = 0; i < 6; ++i) {
-    Tensor x = rnd({7}, i + 1);
-    EXPECT_TRUE(st::equal(c(x), f(x))) << i;
+    corpus::Ts x = f.seeded(kFloat32, i);
+    EXPECT_TRUE(st::equal(c(x)[0], f.fn(x)[0])) << i;
   }
-  EXPECT_LE(c.stats().compiles, 3) << c.stats().str();
+  EXPECT_LE(c.stats().compiles, f.max_compiles) << c.stats().str();
 }

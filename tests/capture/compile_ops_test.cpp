@@ -1,6 +1,7 @@
 // End-to-end capture tests, part 2: views, reductions, pointwise chains, dtypes, control flow on sizes, and
 // non-tensor arguments. Every function runs eagerly, then compiled with aot_eager and with the eager backend
 // (the capture call and a guard hit); the results must be identical.
+#include "function_cases.h"
 #include "sinter/compile.h"
 #include "testing.h"
 
@@ -38,6 +39,13 @@ void expect_compiles_exactly(Fn fn, const A&... args) {
   }
 }
 
+// The corpus case `name` (tests/function_cases.h) in its dtype.
+void expect_case_compiles_exactly(const std::string& name) {
+  corpus::FunctionCase c = corpus::named(corpus::capture_cases(), name);
+  SCOPED_TRACE(name);
+  expect_compiles_exactly(c.fn, c.inputs(c.dtype));
+}
+
 Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) {
   return st::random(sizes, dtype, seed);
 }
@@ -46,61 +54,23 @@ Tensor rnd(const SymIntList& sizes, uint64_t seed, DType dtype = kFloat32) {
 
 // ---- views ----
 
-TEST(CaptureOps, ViewPermuteContiguousChain) {
-  expect_compiles_exactly(
-      [](const Tensor& x) {
-        return x.view({4, 6}).permute({1, 0}).contiguous().view({-1}) * 2;
-      },
-      rnd({2, 2, 6}, 1));
-}
+TEST(CaptureOps, ViewPermuteContiguousChain) { expect_case_compiles_exactly("view permute contiguous chain"); }
 
-TEST(CaptureOps, TransposeThenMatmul) {
-  expect_compiles_exactly([](const Tensor& a, const Tensor& b) { return matmul(a.t(), b); }, rnd({5, 3}, 1),
-                          rnd({5, 4}, 2));
-}
+TEST(CaptureOps, TransposeThenMatmul) { expect_case_compiles_exactly("transpose then matmul"); }
 
-TEST(CaptureOps, SliceNarrowSelect) {
-  expect_compiles_exactly(
-      [](const Tensor& x) {
-        return x.slice(0, 1, 5, 2) + x.narrow(0, 0, 2) * x.select(1, 3).narrow(0, 0, 2).unsqueeze(1);
-      },
-      rnd({6, 4}, 1));
-}
+TEST(CaptureOps, SliceNarrowSelect) { expect_case_compiles_exactly("slice narrow select"); }
 
-TEST(CaptureOps, UnsqueezeSqueezeExpand) {
-  expect_compiles_exactly(
-      [](const Tensor& x) {
-        return x.unsqueeze(0).expand({3, 4, 5}).sum({0}) + x.squeeze();
-      },
-      rnd({4, 5}, 1));
-}
+TEST(CaptureOps, UnsqueezeSqueezeExpand) { expect_case_compiles_exactly("unsqueeze squeeze expand"); }
 
-TEST(CaptureOps, SplitChunkCat) {
-  expect_compiles_exactly(
-      [](const Tensor& x) {
-        std::vector<Tensor> parts = x.chunk(3, 1);
-        std::vector<Tensor> halves = x.split(2, 0);
-        return std::vector<Tensor>{cat({parts[2], parts[0]}, 1), halves[1].relu()};
-      },
-      rnd({4, 9}, 1));
-}
+TEST(CaptureOps, SplitChunkCat) { expect_case_compiles_exactly("split chunk cat"); }
 
-TEST(CaptureOps, UnbindAndStack) {
-  expect_compiles_exactly([](const Tensor& x) { return stack(x.unbind(1), 0).exp(); }, rnd({3, 4}, 1));
-}
+TEST(CaptureOps, UnbindAndStack) { expect_case_compiles_exactly("unbind and stack"); }
 
-TEST(CaptureOps, FlattenUnflatten) {
-  expect_compiles_exactly(
-      [](const Tensor& x) {
-        return x.flatten(1).unflatten(1, {3, 4}).sum({2});
-      },
-      rnd({2, 3, 4}, 1));
-}
+TEST(CaptureOps, FlattenUnflatten) { expect_case_compiles_exactly("flatten unflatten"); }
 
 TEST(CaptureOps, NonContiguousInputs) {
-  Tensor base = rnd({8, 6}, 1);
-  expect_compiles_exactly([](const Tensor& x) { return x.sigmoid() + 1; }, base.t());
-  expect_compiles_exactly([](const Tensor& x) { return x * x; }, base.slice(0, 0, 8, 2));
+  expect_case_compiles_exactly("sigmoid of a transpose");
+  expect_case_compiles_exactly("square of a stepped slice");
 }
 
 TEST(CaptureOps, ReturnsInputTransposeAsView) {
@@ -115,97 +85,49 @@ TEST(CaptureOps, ReturnsInputTransposeAsView) {
 
 // ---- reductions ----
 
-TEST(CaptureOps, SumMeanKeepdim) {
-  expect_compiles_exactly(
-      [](const Tensor& x) {
-        return x.sum({0, 2}, true) + x.mean({1}, true).sum();
-      },
-      rnd({3, 4, 5}, 1));
-}
+TEST(CaptureOps, SumMeanKeepdim) { expect_case_compiles_exactly("sum mean keepdim"); }
 
-TEST(CaptureOps, AmaxAminArgmax) {
-  expect_compiles_exactly(
-      [](const Tensor& x) { return std::make_tuple(x.amax({1}), x.amin({0}), x.argmax(1), argmin(x)); },
-      rnd({4, 6}, 1));
-}
+TEST(CaptureOps, AmaxAminArgmax) { expect_case_compiles_exactly("amax amin argmax argmin"); }
 
-TEST(CaptureOps, MaxDimReturnsPair) {
-  expect_compiles_exactly([](const Tensor& x) { return max(x, 1, true); }, rnd({5, 3}, 1));
-}
+TEST(CaptureOps, MaxDimReturnsPair) { expect_case_compiles_exactly("max dim keepdim"); }
 
-TEST(CaptureOps, VarStdLogsumexp) {
-  expect_compiles_exactly(
-      [](const Tensor& x) { return std::make_tuple(x.var({1}), x.std({0}, true, 0), logsumexp(x, {1})); },
-      rnd({4, 7}, 1));
-}
+TEST(CaptureOps, VarStdLogsumexp) { expect_case_compiles_exactly("var std logsumexp"); }
 
 TEST(CaptureOps, CumsumProdNorm) {
-  expect_compiles_exactly([](const Tensor& x) { return std::make_tuple(cumsum(x, 1), norm(x)); },
-                          rnd({3, 5}, 1));
-  expect_compiles_exactly([](const Tensor& x) { return prod(x); }, rnd({5}, 2, kInt32));
+  expect_case_compiles_exactly("cumsum norm");
+  expect_case_compiles_exactly("int32 prod");
 }
 
-TEST(CaptureOps, AllAnyOfComparisons) {
-  expect_compiles_exactly(
-      [](const Tensor& x) { return std::make_tuple(all(x > -5), any(x > 1), any(x >= 0, {1})); },
-      rnd({4, 5}, 1));
-}
+TEST(CaptureOps, AllAnyOfComparisons) { expect_case_compiles_exactly("all any of comparisons"); }
 
 TEST(CaptureOps, TopkAndSort) {
-  expect_compiles_exactly([](const Tensor& x) { return topk(x, 3); }, rnd({4, 8}, 1));
-  expect_compiles_exactly([](const Tensor& x) { return sort(x, 0, true); }, rnd({6, 2}, 2));
+  expect_case_compiles_exactly("topk");
+  expect_case_compiles_exactly("sort descending");
 }
 
 // ---- pointwise and dtypes ----
 
-TEST(CaptureOps, UnaryChain) {
-  expect_compiles_exactly([](const Tensor& x) { return tanh(log1p(exp(x).abs())).sigmoid() - sin(x); },
-                          rnd({17}, 1));
-}
+TEST(CaptureOps, UnaryChain) { expect_case_compiles_exactly("unary chain"); }
 
 TEST(CaptureOps, ScalarsAreWeak) {
-  expect_compiles_exactly([](const Tensor& x) { return x * 1.5 + 2; }, rnd({8}, 1, kBFloat16));
-  expect_compiles_exactly([](const Tensor& x) { return (x * 1.5) / 3; }, rnd({8}, 2, kInt64));
+  expect_case_compiles_exactly("weak scalars");
+  expect_case_compiles_exactly("int64 weak scalars");
 }
 
-TEST(CaptureOps, WhereClampMaskedFill) {
-  expect_compiles_exactly(
-      [](const Tensor& x, const Tensor& y) {
-        return where(x > y, x, y).clamp(-0.5, 0.5).masked_fill(x < -1, 7.0);
-      },
-      rnd({5, 5}, 1), rnd({5, 5}, 2));
-}
+TEST(CaptureOps, WhereClampMaskedFill) { expect_case_compiles_exactly("where clamp masked_fill"); }
 
-TEST(CaptureOps, IntFloatPromotion) {
-  expect_compiles_exactly([](const Tensor& a, const Tensor& b) { return a + b; }, rnd({6}, 1, kInt32),
-                          rnd({6}, 2, kFloat64));
-}
+TEST(CaptureOps, IntFloatPromotion) { expect_case_compiles_exactly("int float promotion"); }
 
 TEST(CaptureOps, HalfPrecisionChain) {
-  expect_compiles_exactly([](const Tensor& x) { return gelu(x * x + 1).softmax(-1); },
-                          rnd({3, 8}, 1, kBFloat16));
-  expect_compiles_exactly([](const Tensor& x) { return x.sqrt().rsqrt(); },
-                          st::random_positive({9}, kFloat16));
+  expect_case_compiles_exactly("gelu softmax chain");
+  expect_case_compiles_exactly("sqrt rsqrt");
 }
 
-TEST(CaptureOps, IntegerArithmetic) {
-  expect_compiles_exactly(
-      [](const Tensor& a, const Tensor& b) {
-        return std::make_tuple(remainder(a, b), floor_divide(a, b), remainder(a, 3));
-      },
-      rnd({7}, 1, kInt64), st::random_positive({7}, kFloat32, 1, 5).to(kInt64));
-}
+TEST(CaptureOps, IntegerArithmetic) { expect_case_compiles_exactly("integer arithmetic"); }
 
-TEST(CaptureOps, LogicalAndBitwise) {
-  expect_compiles_exactly(
-      [](const Tensor& a, const Tensor& b) { return std::make_tuple(logical_and(a > 0, b > 0), a & b, ~a); },
-      rnd({6}, 1, kInt32), rnd({6}, 2, kInt32));
-}
+TEST(CaptureOps, LogicalAndBitwise) { expect_case_compiles_exactly("logical and bitwise"); }
 
-TEST(CaptureOps, PowVariants) {
-  expect_compiles_exactly([](const Tensor& x) { return x.pow(2) + pow(x.abs(), 0.5) + pow(2.0, x); },
-                          rnd({10}, 1));
-}
+TEST(CaptureOps, PowVariants) { expect_case_compiles_exactly("pow variants"); }
 
 // ---- indexing and reordering ----
 
@@ -223,13 +145,7 @@ TEST(CaptureOps, IndexWithIntegerTensorDoesNotBreak) {
   EXPECT_EQ(explain(f, rnd({4, 2}, 1)).graph_break_count, 0);
 }
 
-TEST(CaptureOps, PadTrilTriuRollFlip) {
-  expect_compiles_exactly(
-      [](const Tensor& x) {
-        return std::make_tuple(pad(x, {1, 2}), tril(x, -1) + triu(x), roll(x, {1}, {0}), x.flip({1}));
-      },
-      rnd({4, 4}, 1));
-}
+TEST(CaptureOps, PadTrilTriuRollFlip) { expect_case_compiles_exactly("pad tril triu roll flip"); }
 
 TEST(CaptureOps, FactoriesInsideTheFunction) {
   expect_compiles_exactly(
@@ -269,12 +185,12 @@ TEST(CaptureOps, LoopOverASize) {
 }
 
 TEST(CaptureOps, ReshapeWithSizeArithmetic) {
-  auto f = [](const Tensor& x) { return x.reshape({x.size(0) * x.size(1), -1}).mean({1}); };
-  expect_compiles_exactly(f, rnd({3, 4, 5}, 1));
-  auto c = compile(f, {.dynamic = Dynamic::kAlways});
-  for (int64_t n : {3, 7, 9}) {
-    Tensor x = rnd({n, 4, 5}, n);
-    EXPECT_TRUE(same({c(x)}, {f(x)}));
+  corpus::SizedCase f = corpus::named(corpus::dynamic_cases(), "reshape with size arithmetic");
+  expect_compiles_exactly(f.fn, f.sized(kFloat32, 3));
+  auto c = compile(f.fn, {.dynamic = Dynamic::kAlways});
+  for (int64_t n : f.sizes) {
+    corpus::Ts x = f.sized(kFloat32, n);
+    EXPECT_TRUE(same(c(x), f.fn(x)));
   }
   EXPECT_EQ(c.stats().compiles, 1);
 }
@@ -301,11 +217,7 @@ TEST(CaptureOps, SymIntArgumentStaysSymbolic) {
   EXPECT_EQ(c.stats().compiles, 1);
 }
 
-TEST(CaptureOps, ThreeOutputsAndUnusedInput) {
-  expect_compiles_exactly(
-      [](const Tensor& a, const Tensor& b, const Tensor&) { return std::make_tuple(a + b, a - b, a * b); },
-      rnd({3}, 1), rnd({3}, 2), rnd({3}, 3));
-}
+TEST(CaptureOps, ThreeOutputsAndUnusedInput) { expect_case_compiles_exactly("three outputs and an unused input"); }
 
 TEST(CaptureOps, NoTensorArgumentsOnlyFactories) {
   auto f = [](int64_t n, double scale) { return arange(0, n, 1, TensorOptions(kFloat32)) * scale; };
@@ -313,6 +225,6 @@ TEST(CaptureOps, NoTensorArgumentsOnlyFactories) {
 }
 
 TEST(CaptureOps, EmptyAndZeroDimTensors) {
-  expect_compiles_exactly([](const Tensor& x) { return x.sum({0}) + 1; }, rnd({0, 3}, 1));
-  expect_compiles_exactly([](const Tensor& x) { return x * x + 2; }, scalar_tensor(1.5));
+  expect_case_compiles_exactly("empty sum");
+  expect_case_compiles_exactly("zero-dim");
 }

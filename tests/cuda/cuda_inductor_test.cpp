@@ -70,6 +70,12 @@ TEST(CudaInductor, CompositesFloat32AndBFloat16) {
 
 TEST(CudaInductor, ViewsNansAndDivisions) {
   check_cases(view_cases(), {random({4, 6, 10}, kFloat32, 1)}, -1, kCUDA);
+  for (DType dt : {kFloat32, kBFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    check_cases(nan_cases(), nan_inputs(dt), -1, kCUDA);
+  }
+  check_cases(division_cases(), division_inputs(kFloat32), 0, kCUDA);
+  check_cases(division_cases(), division_inputs(kInt32), -1, kCUDA);
 }
 
 TEST(CudaInductor, IntegerDivisionByZeroRaises) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "backends/backends.h"
 #include "passes/pipeline.h"
 #include "runtime/executor.h"
@@ -384,6 +387,28 @@ std::vector<Case> nan_cases() {
       {"inf * 0", [](const Inputs& i) { return i[0] * 0; }},
       {"rounding", [](const Inputs& i) { return floor(i[0]) + ceil(i[1]) + round(i[0]) + trunc(i[1]); }},
   };
+}
+
+Inputs nan_inputs(DType dt) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  std::vector<double> xs = {nan, 1.0, -2.0, inf, -inf, 0.5, nan, -0.25, 3.0, 0.0, -inf, 2.0,
+                            1.5, nan, 0.75, -1.0, 4.0, inf, -3.0, 0.1, 0.2, -0.3, 0.4, -0.5};
+  std::vector<double> ys = {0.0, nan, nan, 1.0, 2.0, -inf, 3.0, inf, -1.0, nan, 0.5, -2.0,
+                            nan, 1.0, -0.5, 2.5, nan, 0.0, -inf, inf, 1.0, 2.0, 3.0, 4.0};
+  return {from_vector(xs, {4, 6}, dt), from_vector(ys, {4, 6}, dt)};
+}
+
+Inputs division_inputs(DType dt) {
+  if (is_floating(dt)) {
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> as = {1.0, -1.0, 7.5, -7.5, 7.5, -7.5, 0.3, 5.0, -1.0, 1.0, 0.0, -0.0, 2.0, 1e10};
+    std::vector<double> bs = {0.1, 0.1, 2.0, 2.0, -2.0, -2.0, 0.1, 0.5, inf, -inf, 3.0, 3.0, 0.0, 3.3};
+    return {from_vector(as, {14}, dt), from_vector(bs, {14}, dt)};
+  }
+  std::vector<int64_t> a = {7, -7, 7, -7, 6, -6, 0, 1, -1, 13, -13, 9}, b = {2, 2, -2, -2, 3, -3, 5, -1, 7, -4, 4, 1};
+  a.push_back(dt == kInt64 ? std::numeric_limits<int64_t>::min() : dt == kInt32 ? INT32_MIN : -128);
+  b.push_back(-1);
+  return {from_vector(a, {13}, dt), from_vector(b, {13}, dt)};
 }
 
 std::vector<Case> division_cases() {

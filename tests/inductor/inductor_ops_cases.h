@@ -54,8 +54,13 @@ Inputs composite_inputs(DType dt);
 std::vector<Case> view_cases();
 // Inputs {x, y} holding NaN and +-inf.
 std::vector<Case> nan_cases();
+// {x, y} [4, 6] of floating dtype `dt`: NaN, +-inf, zeros and finite values in every pairing.
+Inputs nan_inputs(DType dt);
 // Inputs {a, b}: divisions, remainders and rounding modes.
 std::vector<Case> division_cases();
+// {a, b} of dtype `dt`: for integers every sign combination, exact multiples and INT_MIN / -1 (which traps in C);
+// for floats also 1 // 0.1 (9 in PyTorch, not floor(1 / 0.1) = 10), division by +-inf and by zero.
+Inputs division_inputs(DType dt);
 // Inputs {x [m, n] f32, v [n] f32, h [m, n] bf16, k [m, n] int64} with symbolic m, n.
 std::vector<Case> symbolic_cases();
 

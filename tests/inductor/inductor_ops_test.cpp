@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backends/backends.h"
+#include "function_cases.h"
 #include "inductor_ops_cases.h"
 #include "sinter/compile.h"
 #include "sinter/ops.h"
@@ -355,26 +356,14 @@ TEST(InductorOps, WeakScalarsKeepTheTensorDtype) {
 TEST(InductorOps, NaNAndInfPropagate) {
   for (DType dt : {kFloat32, kFloat64, kBFloat16, kFloat16}) {
     SCOPED_TRACE(dtype_name(dt));
-    const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
-    std::vector<double> xs = {nan, 1.0, -2.0, inf, -inf, 0.5, nan, -0.25, 3.0, 0.0, -inf, 2.0,
-                              1.5, nan, 0.75, -1.0, 4.0, inf, -3.0, 0.1, 0.2, -0.3, 0.4, -0.5};
-    std::vector<double> ys = {0.0, nan, nan, 1.0, 2.0, -inf, 3.0, inf, -1.0, nan, 0.5, -2.0,
-                              nan, 1.0, -0.5, 2.5, nan, 0.0, -inf, inf, 1.0, 2.0, 3.0, 4.0};
-    Inputs in = {from_vector(xs, {4, 6}, dt), from_vector(ys, {4, 6}, dt)};
-    check_cases(nan_cases(), in);
+    check_cases(nan_cases(), nan_inputs(dt));
   }
 }
 
 TEST(InductorOps, IntegerDivisionFollowsPyTorch) {
-  // Every sign combination, exact multiples, and the wrapping corner INT_MIN / -1 (which traps in C).
-  std::vector<int64_t> as = {7, -7, 7, -7, 6, -6, 0, 1, -1, 13, -13, 9}, bs = {2, 2, -2, -2, 3, -3, 5, -1, 7, -4, 4, 1};
   for (DType dt : {kInt64, kInt32, kInt8}) {
     SCOPED_TRACE(dtype_name(dt));
-    std::vector<int64_t> a = as;
-    a.push_back(dt == kInt64 ? std::numeric_limits<int64_t>::min() : dt == kInt32 ? INT32_MIN : -128);
-    std::vector<int64_t> b = bs;
-    b.push_back(-1);
-    check_cases(division_cases(), {from_vector(a, {13}, dt), from_vector(b, {13}, dt)});
+    check_cases(division_cases(), division_inputs(dt));
   }
 }
 
@@ -390,13 +379,9 @@ TEST(InductorOps, IntegerDivisionByZeroIsAnErrorNotACrash) {
 }
 
 TEST(InductorOps, FloatDivisionRoundingFollowsPyTorch) {
-  // 1 // 0.1 is 9 in PyTorch (and Python), not floor(1 / 0.1) = 10; -1 % inf is inf.
-  const double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> as = {1.0, -1.0, 7.5, -7.5, 7.5, -7.5, 0.3, 5.0, -1.0, 1.0, 0.0, -0.0, 2.0, 1e10};
-  std::vector<double> bs = {0.1, 0.1, 2.0, 2.0, -2.0, -2.0, 0.1, 0.5, inf, -inf, 3.0, 3.0, 0.0, 3.3};
   for (DType dt : {kFloat32, kFloat64}) {
     SCOPED_TRACE(dtype_name(dt));
-    check_cases(division_cases(), {from_vector(as, {14}, dt), from_vector(bs, {14}, dt)}, 0);
+    check_cases(division_cases(), division_inputs(dt), 0);
   }
 }
 
@@ -467,12 +452,11 @@ TEST(InductorOps, SymbolicViewMergingDimsOfAComputedValue) {
 // later size of that dim reuses the symbolic entry.
 TEST(InductorOps, AutomaticDynamicShapesRecompileOnce) {
   Probe probe;
-  auto f = [](const Tensor& x, const Tensor& w) { return softmax(x * 2, -1) + layer_norm(x, {24}, w) * x.sum(); };
-  auto c = compile(f, {.backend = kProbeBackend, .dynamic = Dynamic::kAuto});
-  Tensor w = random({24}, kFloat32, 9);
-  for (int64_t m : {4, 7, 30, 5}) {
-    Tensor x = random({m, 24}, kFloat32, static_cast<uint64_t>(m));
-    EXPECT_CLOSE(c(x, w), f(x, w)) << m;
+  corpus::SizedCase f = corpus::named(corpus::dynamic_cases(), "softmax + layer_norm * sum");
+  auto c = compile(f.fn, {.backend = kProbeBackend, .dynamic = Dynamic::kAuto});
+  for (int64_t m : f.sizes) {
+    corpus::Ts x = f.sized(kFloat32, m);
+    EXPECT_CLOSE(c(x)[0], f.fn(x)[0]) << m;
   }
   EXPECT_EQ(*probe.graphs, 2);
   EXPECT_EQ(c.stats().recompiles, 1);

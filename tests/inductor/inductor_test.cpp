@@ -7,6 +7,7 @@
 
 #include "backends/backends.h"
 #include "codegen/cpp/cpp_codegen.h"
+#include "function_cases.h"
 #include "inductor/lower.h"
 #include "inductor/scheduler.h"
 #include "sinter/compile.h"
@@ -58,184 +59,85 @@ int check(Fn fn, const A&... args) {
   return *probe.launches;
 }
 
-TEST(Inductor, PointwiseChainIsOneKernel) {
-  Tensor x = random({1000, 37});
-  auto f = [](const Tensor& x) {
-    Tensor y = x;
-    for (int i = 0; i < 10; ++i) y = (i % 2 ? sigmoid(y) : y * 1.1 + 0.1);
-    return y;
-  };
-  EXPECT_EQ(check(f, x), 1);
+// Compiles the corpus case `name` (tests/function_cases.h) in its dtype, compares with eager, and checks the
+// kernel count the case promises; returns the launches.
+int check_case(const std::string& name) {
+  corpus::FunctionCase c = corpus::named(corpus::inductor_cases(), name);
+  SCOPED_TRACE(name);
+  corpus::Ts in = c.inputs(c.dtype);
+  int launches = check(c.fn, in);
+  if (c.kernels >= 0 && c.at_most) EXPECT_LE(launches, c.kernels);
+  else if (c.kernels >= 0) EXPECT_EQ(launches, c.kernels);
+  return launches;
 }
 
-TEST(Inductor, WorkloadPointwise) {
-  Tensor x = random({100003});
-  auto f = [](const Tensor& x) { return sigmoid(x * 1.5 + 0.5) * tanh(x) + relu(x); };
-  EXPECT_EQ(check(f, x), 1);
-}
+TEST(Inductor, PointwiseChainIsOneKernel) { check_case("pointwise chain"); }
 
-TEST(Inductor, SoftmaxIsOneKernel) {
-  Tensor x = random({64, 1000});
-  EXPECT_EQ(check([](const Tensor& x) { return softmax(x * 0.125, -1); }, x), 1);
-}
+TEST(Inductor, WorkloadPointwise) { check_case("workload pointwise"); }
 
-TEST(Inductor, LayerNormGeluIsOneKernel) {
-  Tensor x = random({64, 256}), r = random({64, 256}, kFloat32, 1), w = random({256}, kFloat32, 2),
-         b = random({256}, kFloat32, 3);
-  auto f = [](const Tensor& x, const Tensor& r, const Tensor& w, const Tensor& b) {
-    return gelu(layer_norm(x + r, {256}, w, b));
-  };
-  EXPECT_EQ(check(f, x, r, w, b), 1);
-}
+TEST(Inductor, SoftmaxIsOneKernel) { check_case("softmax"); }
 
-TEST(Inductor, LayerNormWithSizeOneDimsIsOneKernel) {
-  // Size-1 dims (batch 1) must index the row statistics the same way when they are stored and loaded.
-  Tensor x = random({1, 48, 96}), w = random({96}, kFloat32, 2), b = random({96}, kFloat32, 3);
-  EXPECT_EQ(check([](const Tensor& x, const Tensor& w, const Tensor& b) { return layer_norm(x, {96}, w, b); }, x, w, b),
-            1);
-}
+TEST(Inductor, LayerNormGeluIsOneKernel) { check_case("layer_norm gelu"); }
 
-TEST(Inductor, ResidualLayerNormIsTheGemmsRowEpilogue) {
-  Tensor x = random({64, 96}), w = random({96, 96}, kFloat32, 1), b = random({96}, kFloat32, 2),
-         g = random({96}, kFloat32, 3);
-  auto f = [](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& g) {
-    return layer_norm(x + linear(x, w, b), {96}, g, b);
-  };
-  EXPECT_EQ(check(f, x, w, b, g), 1);
-}
+TEST(Inductor, LayerNormWithSizeOneDimsIsOneKernel) { check_case("layer_norm with size-1 dims"); }
 
-TEST(Inductor, ReorderingEpilogueFusesIntoItsGemm) {
-  // qkv projection -> heads split -> permute -> unbind: the copy that materialises the permuted heads walks the
-  // GEMM's elements in the GEMM's own order, so it runs as the GEMM's epilogue.
-  Tensor x = random({2, 16, 64}), w = random({192, 64}, kFloat32, 1), b = random({192}, kFloat32, 2);
-  auto f = [](const Tensor& x, const Tensor& w, const Tensor& b) {
-    std::vector<Tensor> qkv = linear(x, w, b).view({2, 16, 3, 4, 16}).permute({2, 0, 3, 1, 4}).unbind(0);
-    return matmul(qkv[0], qkv[1].transpose(-2, -1)).sum(DimList{-1}, true) * qkv[2];
-  };
-  EXPECT_LE(check(f, x, w, b), 4);  // GEMM(+epilogue), bmm, sum*v (and at most one copy)
-}
+TEST(Inductor, ResidualLayerNormIsTheGemmsRowEpilogue) { check_case("residual layer_norm of a linear"); }
 
-TEST(Inductor, MlpIsTwoGemmKernels) {
-  Tensor x = random({64, 128}), w1 = random({512, 128}, kFloat32, 1), b1 = random({512}, kFloat32, 2),
-         w2 = random({128, 512}, kFloat32, 3), b2 = random({128}, kFloat32, 4);
-  auto f = [](const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2) {
-    return linear(gelu(linear(x, w1, b1)), w2, b2);
-  };
-  EXPECT_EQ(check(f, x, w1, b1, w2, b2), 2);
-}
+TEST(Inductor, ReorderingEpilogueFusesIntoItsGemm) { check_case("qkv heads of a linear"); }
+
+TEST(Inductor, MlpIsTwoGemmKernels) { check_case("mlp"); }
 
 // A channels-last float32 conv runs as one implicit GEMM with its element-wise consumers (bias, batch-norm
 // affine, residual, relu) applied to each finished tile: conv + bn + relu, then conv + bn + residual + relu, is
 // two kernels. Padding, stride and a 1x1 conv take the same path; a contiguous (NCHW) conv is not fused.
 TEST(Inductor, ConvEpiloguesFuseIntoTheImplicitGemm) {
-  Tensor x = random({2, 16, 9, 11}).contiguous(MemoryFormat::kChannelsLast);
-  Tensor w1 = random({24, 16, 3, 3}, kFloat32, 1), w2 = random({24, 24, 3, 3}, kFloat32, 2);
-  Tensor b1 = random({24}, kFloat32, 3), s = random({24}, kFloat32, 4), t = random({24}, kFloat32, 5);
-  Tensor wr = random({24, 16, 1, 1}, kFloat32, 6);
-  auto block = [](const Tensor& x, const Tensor& w1, const Tensor& w2, const Tensor& b1, const Tensor& s,
-                  const Tensor& t, const Tensor& wr) {
-    Tensor sc = s.view({1, 24, 1, 1}), sh = t.view({1, 24, 1, 1});
-    Tensor h = relu(conv2d(x, w1, b1, {1, 1}, {1, 1}) * sc + sh);
-    Tensor y = conv2d(h, w2, {}, {1, 1}, {1, 1});
-    Tensor shortcut = conv2d(x, wr);  // between y's conv and its batch norm: y's conv moves down past it
-    return relu(y * sc + sh + shortcut);
-  };
-  EXPECT_EQ(check(block, x, w1, w2, b1, s, t, wr), 3);  // three convs, every element-wise op in an epilogue
-  auto strided = [](const Tensor& x, const Tensor& w1, const Tensor& b1) {
-    return sigmoid(conv2d(x, w1, b1, {2, 2}, {0, 1}, {1, 2}));
-  };
-  EXPECT_EQ(check(strided, x, w1, b1), 1);
-  auto nchw = [](const Tensor& x, const Tensor& w1) { return relu(conv2d(x, w1, {}, {1, 1}, {1, 1})); };
-  EXPECT_EQ(check(nchw, x.contiguous(), w1), 2);  // the conv (an ordinary extern), then the relu
+  check_case("conv block");
+  check_case("strided conv");
+  check_case("nchw conv");
 }
 
 // A GEMM whose consumer comes after an unrelated kernel moves down next to it, and the consumer becomes its
 // epilogue: the column sums of z, then the GEMM with relu(y + s) applied per tile.
-TEST(Inductor, GemmMovesNextToItsEpilogue) {
-  Tensor x = random({64, 32}), w = random({32, 48}, kFloat32, 1), z = random({80, 48}, kFloat32, 2);
-  auto f = [](const Tensor& x, const Tensor& w, const Tensor& z) {
-    Tensor y = matmul(x, w);
-    Tensor s = exp(z).sum(DimList{0});
-    return relu(y + s);
-  };
-  EXPECT_EQ(check(f, x, w, z), 2);
-}
+TEST(Inductor, GemmMovesNextToItsEpilogue) { check_case("gemm beside a reduction"); }
 
-TEST(Inductor, SmallOpsAtMostTenKernels) {
-  Tensor x = random({64, 64}), w = random({64, 64}, kFloat32, 1);
-  auto f = [](Tensor x, const Tensor& w) {
-    for (int i = 0; i < 10; ++i) {
-      x = relu(x * 0.9 + 0.1);
-      x = x - x.mean(-1, true);
-      x = tanh(x) + w;
-    }
-    return x;
-  };
-  EXPECT_LE(check(f, x, w), 10);
-}
+TEST(Inductor, SmallOpsAtMostTenKernels) { check_case("small ops"); }
 
 TEST(Inductor, ReductionsOverAnyDims) {
-  Tensor x = random({6, 7, 8});
-  EXPECT_GE(check([](const Tensor& x) { return x.sum(); }, x), 1);
-  check([](const Tensor& x) { return sum(x, DimList{0}); }, x);
-  check([](const Tensor& x) { return sum(x, DimList{1}, true); }, x);
-  check([](const Tensor& x) { return amax(x, DimList{0, 2}); }, x);
-  check([](const Tensor& x) { return amin(x, DimList{2}, true) + x; }, x);
-  check([](const Tensor& x) { return mean(x, DimList{-1}) * 2; }, x);
+  EXPECT_GE(check_case("sum all"), 1);
+  for (const char* name : {"sum dim 0", "sum dim 1 keepdim", "amax dims 0,2", "amin keepdim + x", "mean dim -1"})
+    check_case(name);
 }
 
 TEST(Inductor, ViewsBecomeIndexing) {
-  Tensor x = random({4, 6, 8});
-  check([](const Tensor& x) { return (x.permute({2, 0, 1}) * 2).contiguous(); }, x);
-  check([](const Tensor& x) { return x.transpose(0, 2) + 1; }, x);
-  check([](const Tensor& x) { return x.view({4, 2, 3, 8}).sum(DimList{2}); }, x);
-  check([](const Tensor& x) { return x.select(1, 2) * x.narrow(1, 1, 1).squeeze(1); }, x);
-  check([](const Tensor& x) { return exp(x).unsqueeze(0).expand({3, 4, 6, 8}) + 1; }, x);
+  for (const char* name : {"permute contiguous", "transpose", "view split", "select * narrow", "unsqueeze expand"})
+    check_case(name);
 }
 
-// A view of a view of a computed value: the inner view (select at storage offset 45) is stored, and the outer one
-// (narrow at offset 55) must index that buffer from its own start (offset 10), not from the graph's storage.
-TEST(Inductor, ViewOfAStoredViewIndexesFromItsStart) {
-  Tensor x = random({2, 3, 3}), w = random({15, 3}), b = random({15}), h = random({3, 5});
-  auto f = [](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& h) {
-    Tensor xw = add(matmul(x, w.t()), b);
-    return mul(narrow(select(xw, 0, 1), -1, 10, 5), h) + sigmoid(narrow(select(xw, 0, 0), -1, 5, 5));
-  };
-  check(f, x, w, b, h);
-}
+TEST(Inductor, ViewOfAStoredViewIndexesFromItsStart) { check_case("view of a stored view"); }
 
-TEST(Inductor, NonContiguousAndBroadcastInputs) {
-  Tensor x = testing::non_contiguous(random({16, 9}));
-  Tensor y = random({9});
-  check([](const Tensor& x, const Tensor& y) { return x * y - y.sigmoid(); }, x, y);
-}
+TEST(Inductor, NonContiguousAndBroadcastInputs) { check_case("non-contiguous and broadcast inputs"); }
 
 TEST(Inductor, BFloat16) {
-  Tensor x = random({32, 64}, kBFloat16), w = random({64}, kBFloat16, 1);
-  check([](const Tensor& x, const Tensor& w) { return gelu(x * w + 1.5); }, x, w);
-  check([](const Tensor& x) { return softmax(x, -1); }, x);
+  check_case("bf16 gelu");
+  check_case("bf16 softmax");
 }
 
 TEST(Inductor, IntegerAndBoolOps) {
-  Tensor a = arange(0, 24, 1, TensorOptions(kInt64)).view({4, 6});
-  check([](const Tensor& a) { return remainder(a * 3 + 1, 5); }, a);
-  check([](const Tensor& a) { return where(a > 7, a, a * 2); }, a);
-  check([](const Tensor& a) { return a.sum(); }, a);
+  for (const char* name : {"int remainder", "int where", "int sum"}) check_case(name);
 }
 
 TEST(Inductor, ExternsRunEagerKernels) {
-  Tensor x = random({2, 3, 8, 8}), w = random({4, 3, 3, 3}, kFloat32, 1);
-  check([](const Tensor& x, const Tensor& w) { return relu(conv2d(x, w) + 1); }, x, w);
-  check([](const Tensor& x) { return cat({x * 2, x + 1}, 1); }, x);
+  check_case("conv extern");
+  check_case("cat extern");
 }
 
 TEST(Inductor, SymbolicSizesServeEveryShape) {
   Probe probe;
-  auto f = [](const Tensor& x) { return softmax(x * 2, -1) + x.sum(DimList{1}, true); };
-  auto c = compile(f, {.backend = "inductor_probe", .dynamic = Dynamic::kAlways});
-  for (int64_t n : {3, 17, 64, 5}) {
-    Tensor x = random({n, n + 3});
-    EXPECT_CLOSE(c(x), f(x)) << n;
+  corpus::SizedCase sc = corpus::named(corpus::dynamic_cases(), "softmax + row sums");
+  auto c = compile(sc.fn, {.backend = "inductor_probe", .dynamic = Dynamic::kAlways});
+  for (int64_t n : sc.sizes) {
+    corpus::Ts x = sc.sized(kFloat32, n);
+    EXPECT_CLOSE(c(x)[0], sc.fn(x)[0]) << n;
   }
   EXPECT_EQ(*probe.graphs, 1);
 }
