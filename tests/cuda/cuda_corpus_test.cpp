@@ -202,16 +202,10 @@ TEST(CudaCorpus, GraphBreakOnABranchCompilesBothSegmentsForCuda) {
   }
 }
 
-// BUG (src/capture/tracer.cpp and src/backends/inductor.cpp, not the CUDA code): after a break, every scalar of
-// an op (a value read at the break, as in x * s with s = x.sum().item(), and a constant, as in y.relu() + 1)
-// becomes an input of the segment as a 0-dim CPU tensor (Tracer::rewrite_scalars -> scalar_input, made on kCPU
-// whatever the device of the ops), and the inductor refuses a CUDA graph with a CPU input: "inductor: input
-// 'scalar0' is on cpu, the graph is compiled for cuda sm_90: all inputs of one graph must be on one device",
-// thrown to the caller on the first call (aot_eager mixes them as eager does). So no break case of the corpus
-// compiles for CUDA. Fix: make the scalar input on the device of the tensors it meets, or let CUDA graphs take
-// wrapped-number CPU scalars (copied, or passed by value). Remove the skip when fixed.
+// Every break case compiled for CUDA: a scalar read at the break (x * s with s = x.sum().item()) or a constant
+// after it (y.relu() + 1) is a 0-d input of the next segment on the device of its op, so every segment is a CUDA
+// graph.
 TEST(CudaCorpus, BreakCasesCompileEverySegmentForCuda) {
-  GTEST_SKIP() << "a scalar after a break is a CPU input of the next CUDA graph, which the inductor refuses";
   for (const BreakCase& c : break_cases()) {
     SCOPED_TRACE(c.name);
     auto compiled = compile(c.fn, {.backend = "inductor"});
