@@ -373,7 +373,9 @@ CaseResult run_case(const Program& p, const std::vector<Config>& configs) {
     o.dynamic = c.dynamic_always ? Dynamic::kAlways : Dynamic::kAuto;
     o.freeze = p.freeze;
     CallFn fn = make_compiled(p, ctx, o);
-    bool exact = c.backend != "inductor";
+    // On a GPU even eager ops are other kernels (CUDA's math library, other summation orders): compared within
+    // rounding, as the inductor is.
+    bool exact = c.backend != "inductor" && c.device.is_cpu();
     for (int v = 0; v < nv; ++v) {
       if (!valid[v]) continue;
       std::vector<Tensor> args = make_inputs(p, v, c.device);

@@ -30,6 +30,10 @@ void copy_on_device(void* device_dst, const void* device_src, size_t bytes, int 
 // host must not touch it until the copy completes), and behave as the synchronous ones from pageable memory.
 void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, int index);
 void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, int index);
+// A CPU tensor with a CUDA tensor's sizes, strides and values: the storage span its elements lie in, copied
+// (waiting for the device, as PyTorch's item() does). Made without dispatch, so that host reads under capture
+// (item, bool, to_vector, printing) record nothing.
+Tensor host_values(const Tensor& t);
 // Zeroes `bytes` of device memory, in stream order on the default stream (memset when simulated).
 void zero_async(void* device_dst, size_t bytes, int index);
 

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "tensor/dtype_dispatch.h"
+#include "tensor/cuda_device.h"
 #include "tensor/read_hook.h"
 
 namespace sinter {
@@ -101,7 +102,7 @@ std::string Tensor::str() const {
                                       dtype_name(t.dtype()));
   if (!t.is_cpu()) {
     suffix += fmt::format(", device='{}'", t.device().str());
-    t = t.cpu();
+    t = cuda::host_values(t);
   }
   int64_t numel = t.numel().hint();
   if (numel == 0 && t.dim() != 1) suffix = fmt::format(", size={}", t.sizes().str()) + suffix;

@@ -87,14 +87,14 @@ Tensor& Tensor::requires_grad_(bool on) {
 
 namespace {
 // Host code reading data: while capture is active the hook turns the read into a graph break and gives back a
-// real tensor with the values.
+// real tensor with the values (on the device the program put them on).
 Tensor readable(const Tensor& t, std::string_view what, const Loc& loc) {
   if (!t.defined()) detail::throw_user_error_at(loc, fmt::format("{} of an undefined tensor", what));
-  if (ReadHook* hook = current_read_hook()) return hook->materialize(t, what, loc);
-  if (t.is_meta())
+  Tensor r = t;
+  if (ReadHook* hook = current_read_hook()) r = hook->materialize(t, what, loc);
+  if (r.is_meta())
     detail::throw_user_error_at(loc, fmt::format("{}: this tensor has no data (a meta tensor)", what));
-  if (t.is_cuda()) return t.cpu();  // waits for the device, as PyTorch's item() does
-  return t;
+  return r.is_cuda() ? cuda::host_values(r) : r;
 }
 }  // namespace
 
@@ -117,12 +117,23 @@ Scalar Tensor::item_scalar(Loc loc) const {
 
 template <class T>
 std::vector<T> Tensor::to_vector(Loc loc) const {
-  Tensor t = readable(*this, "to_vector()", loc).contiguous();
+  // Walked by its strides (a contiguous() here would dispatch, and under capture be recorded).
+  Tensor t = readable(*this, "to_vector()", loc);
   int64_t n = t.numel().hint();
   std::vector<T> out(static_cast<size_t>(n));
+  std::vector<int64_t> sizes = t.sizes().hints(), strides = t.strides().hints(), index(sizes.size(), 0);
   visit_dtype(t.dtype(), [&]<class S>() {
     const S* p = t.data_ptr<S>();
-    for (int64_t i = 0; i < n; ++i) out[i] = cast_to<T>(p[i]);
+    int64_t at = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = cast_to<T>(p[at]);
+      for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+        at += strides[d];
+        if (++index[d] < sizes[d]) break;
+        at -= strides[d] * sizes[d];
+        index[d] = 0;
+      }
+    }
   });
   return out;
 }
