@@ -163,73 +163,50 @@ bool is_simulated() {
 }
 Allocator& device_allocator(int index) { return allocator(index); }
 
-void copy_to_device(void* device_dst, const void* host_src, size_t bytes, int index) {
+namespace {
+
+driver::CUdeviceptr dptr(const void* p) { return reinterpret_cast<driver::CUdeviceptr>(p); }
+
+// One memory operation of `bytes` on cuda:<index>: `simulated` on the simulated device (host memory), else the
+// driver call `gpu` makes (checked, named `call` in its error).
+template <class Sim, class Gpu>
+void memory_op(size_t bytes, int index, const char* call, Sim simulated, Gpu gpu) {
   if (bytes == 0) return;
-  if (is_simulated()) {
-    std::memcpy(device_dst, host_src, bytes);
-    return;
-  }
+  if (is_simulated()) return simulated();
   driver::use_device(index);
-  driver::check(driver::require().cuMemcpyHtoD(reinterpret_cast<driver::CUdeviceptr>(device_dst), host_src, bytes),
-                "cuMemcpyHtoD");
+  driver::check(gpu(driver::require()), call);
+}
+
+}  // namespace
+
+void copy_to_device(void* device_dst, const void* host_src, size_t bytes, int index) {
+  memory_op(bytes, index, "cuMemcpyHtoD", [&] { std::memcpy(device_dst, host_src, bytes); },
+            [&](const driver::Api& a) { return a.cuMemcpyHtoD(dptr(device_dst), host_src, bytes); });
 }
 
 void copy_on_device(void* device_dst, const void* device_src, size_t bytes, int index) {
-  if (bytes == 0) return;
-  if (is_simulated()) {
-    std::memmove(device_dst, device_src, bytes);
-    return;
-  }
-  driver::use_device(index);
-  driver::check(driver::require().cuMemcpyDtoDAsync(reinterpret_cast<driver::CUdeviceptr>(device_dst),
-                                                    reinterpret_cast<driver::CUdeviceptr>(device_src), bytes, nullptr),
-                "cuMemcpyDtoDAsync");
+  memory_op(bytes, index, "cuMemcpyDtoDAsync", [&] { std::memmove(device_dst, device_src, bytes); },
+            [&](const driver::Api& a) { return a.cuMemcpyDtoDAsync(dptr(device_dst), dptr(device_src), bytes, nullptr); });
 }
 
 void zero_async(void* device_dst, size_t bytes, int index) {
-  if (bytes == 0) return;
-  if (is_simulated()) {
-    std::memset(device_dst, 0, bytes);
-    return;
-  }
-  driver::use_device(index);
-  driver::check(driver::require().cuMemsetD8Async(reinterpret_cast<driver::CUdeviceptr>(device_dst), 0, bytes, nullptr),
-                "cuMemsetD8Async");
+  memory_op(bytes, index, "cuMemsetD8Async", [&] { std::memset(device_dst, 0, bytes); },
+            [&](const driver::Api& a) { return a.cuMemsetD8Async(dptr(device_dst), 0, bytes, nullptr); });
 }
 
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes, int index) {
-  if (bytes == 0) return;
-  if (is_simulated()) {
-    std::memcpy(host_dst, device_src, bytes);
-    return;
-  }
-  driver::use_device(index);
-  driver::check(driver::require().cuMemcpyDtoH(host_dst, reinterpret_cast<driver::CUdeviceptr>(device_src), bytes),
-                "cuMemcpyDtoH");
+  memory_op(bytes, index, "cuMemcpyDtoH", [&] { std::memcpy(host_dst, device_src, bytes); },
+            [&](const driver::Api& a) { return a.cuMemcpyDtoH(host_dst, dptr(device_src), bytes); });
 }
 
 void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, int index) {
-  if (bytes == 0) return;
-  if (is_simulated()) {
-    std::memcpy(device_dst, host_src, bytes);
-    return;
-  }
-  driver::use_device(index);
-  driver::check(driver::require().cuMemcpyHtoDAsync(reinterpret_cast<driver::CUdeviceptr>(device_dst), host_src, bytes,
-                                                     nullptr),
-                "cuMemcpyHtoDAsync");
+  memory_op(bytes, index, "cuMemcpyHtoDAsync", [&] { std::memcpy(device_dst, host_src, bytes); },
+            [&](const driver::Api& a) { return a.cuMemcpyHtoDAsync(dptr(device_dst), host_src, bytes, nullptr); });
 }
 
 void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, int index) {
-  if (bytes == 0) return;
-  if (is_simulated()) {
-    std::memcpy(host_dst, device_src, bytes);
-    return;
-  }
-  driver::use_device(index);
-  driver::check(driver::require().cuMemcpyDtoHAsync(host_dst, reinterpret_cast<driver::CUdeviceptr>(device_src), bytes,
-                                                     nullptr),
-                "cuMemcpyDtoHAsync");
+  memory_op(bytes, index, "cuMemcpyDtoHAsync", [&] { std::memcpy(host_dst, device_src, bytes); },
+            [&](const driver::Api& a) { return a.cuMemcpyDtoHAsync(host_dst, dptr(device_src), bytes, nullptr); });
 }
 
 Tensor host_values(const Tensor& t) {
