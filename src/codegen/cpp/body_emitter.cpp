@@ -11,6 +11,7 @@ using inductor::LoopDim;
 using inductor::PlannedNode;
 using inductor::SExpr;
 using inductor::SKind;
+using inductor::SOp;
 using inductor::StagePlan;
 
 BodyEmitter::BodyEmitter(const inductor::LoopProgram& p, const inductor::KernelPlan& k) : p_(p), k_(k) {
@@ -59,6 +60,12 @@ std::string BodyEmitter::emit(SExpr root, std::string& out, const std::string& i
     emit_node(e, out, ind);
   }
   return names_.at(root);
+}
+
+std::string BodyEmitter::stored(SExpr root, const std::string& v, DType dt) const {
+  const bool rounds = root->kind == SKind::kOp &&
+                      ((root->op == SOp::round_bf16 && dt == kBFloat16) || (root->op == SOp::round_f16 && dt == kFloat16));
+  return store_str(dt, rounds ? names_.at(root->args[0]) : v);
 }
 
 // One node whose operands all have names.

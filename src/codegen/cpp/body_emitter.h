@@ -19,6 +19,9 @@ class BodyEmitter {
 
   // Emits `root` and the operands it needs that have no name yet into `out`; returns the name of its value.
   std::string emit(inductor::SExpr root, std::string& out, const std::string& ind);
+  // `root`'s value (named `v` by emit) as stored into a buffer of `dt`: a body that ends by rounding to `dt` stores
+  // its operand, rounded once (rounding a value already rounded to `dt` gives the same bits, NaN included).
+  std::string stored(inductor::SExpr root, const std::string& v, DType dt) const;
   std::string var(int k) const { return fmt::format("v{}", k); }
   std::string idx(const ExprPtr& e) const;
   std::string buf(int b) const { return fmt::format("b{}", k_.argument(b)); }

@@ -53,7 +53,9 @@ class KernelWriter : BodyEmitter {
   std::string write();
 
  private:
-  void store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind);
+  // `body`: the scalar body whose value `value` is (null for a reduction's result).
+  void store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind,
+             inductor::SExpr body = nullptr);
   void emit_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind);
   void emit_reduction_stage(const StagePlan& st, std::string& out, const std::string& ind);
   std::string loop(const LoopDim& d, const std::string& ind) const {
@@ -63,10 +65,12 @@ class KernelWriter : BodyEmitter {
   std::string it_ = "sn_i64";  // the index type
 };
 
-void KernelWriter::store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind) {
+void KernelWriter::store(const PlannedNode& n, const std::string& value, std::string& out, const std::string& ind,
+                         inductor::SExpr body) {
   if (!n.stored) return;
   const int b = p_.nodes[n.node].out;
-  out += fmt::format("{}{}[{}] = {};\n", ind, buf(b), idx(n.store), store_str(p_.buffers[b].dtype, value));
+  const DType dt = p_.buffers[b].dtype;
+  out += fmt::format("{}{}[{}] = {};\n", ind, buf(b), idx(n.store), body ? stored(body, value, dt) : store_str(dt, value));
 }
 
 
@@ -86,7 +90,7 @@ void KernelWriter::emit_pointwise_stage(const StagePlan& st, std::string& out, c
       names_[x] = name;
     }
     std::string v = emit(n.body, out, in);
-    store(n, v, out, in);
+    store(n, v, out, in, n.body);
     values_[n.node] = v;
   }
   for (size_t j = 0; j < st.loops.size(); ++j) {
@@ -185,7 +189,7 @@ std::string KernelWriter::write() {
     for (const PlannedNode& n : st.nodes) {
       body += fmt::format("{}  // {}\n", in, p_.nodes[n.node].origin);
       std::string v = emit(n.body, body, in + "  ");
-      store(n, v, body, in + "  ");
+      store(n, v, body, in + "  ", n.body);
       values_[n.node] = v;
     }
     body += in + "}\n";

@@ -355,8 +355,28 @@ SN_INLINE double sn_sigmoid_d(double x) {
   return (x >= 0.0 ? 1.0 : e) / (1.0 + e);
 }
 
-// ---- float16 / bfloat16 <-> float32 (bit manipulation; round to nearest even; NaN stays NaN) ----
+// ---- float16 / bfloat16 <-> float32 (round to nearest even; NaN stays NaN) ----
+// On the GPU one conversion instruction each (sm_80 and later); measured on an H200, bfloat16 layer norm + GELU
+// ran 0.167 -> 0.127 ms against the bit manipulation below. Only a NaN's bits differ: the GPU makes the canonical
+// quiet NaN (0x7fff), as PyTorch's CUDA kernels do.
 SN_INLINE float sn_bf16_to_f32(sn_u16 h) { return sn_from_bits((sn_u32)h << 16); }
+#if defined(__CUDACC__)
+SN_INLINE sn_u16 sn_f32_to_bf16(float f) {
+  sn_u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+SN_INLINE float sn_f16_to_f32(sn_u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+SN_INLINE sn_u16 sn_f32_to_f16(float f) {
+  sn_u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#else
 SN_INLINE sn_u16 sn_f32_to_bf16(float f) {
   sn_u32 u = sn_bits(f);
   sn_u32 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
@@ -383,6 +403,7 @@ SN_INLINE sn_u16 sn_f32_to_f16(float f) {
   h = a > 0x7f800000u ? 0x7e00u : h;                                // NaN: the quiet NaN eager's Half makes
   return (sn_u16)(h | sign);
 }
+#endif
 // ---- PyTorch's division semantics (from fmod, so 1 // 0.1 == 9 and -1 % inf == inf) ----
 SN_INLINE float sn_remainder(float a, float b) {
   const float m = __builtin_fmodf(a, b);

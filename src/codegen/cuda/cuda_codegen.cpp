@@ -293,9 +293,9 @@ void KernelWriter::element_block(const StagePlan& st, const Walk& w, std::string
     } else if (n.stored) {
       auto s = store_vars.find(n.node);
       if (s != store_vars.end())
-        out += fmt::format("{}{}.v[k_] = {};\n", in, s->second, store_str(p_.buffers[ln.out].dtype, v));
+        out += fmt::format("{}{}.v[k_] = {};\n", in, s->second, stored(n.body, v, p_.buffers[ln.out].dtype));
       else
-        out += fmt::format("{}{}[{}] = {};\n", in, buf(ln.out), idx(n.store), store_str(p_.buffers[ln.out].dtype, v));
+        out += fmt::format("{}{}[{}] = {};\n", in, buf(ln.out), idx(n.store), stored(n.body, v, p_.buffers[ln.out].dtype));
     }
     if (!st.reduction) values_[n.node] = v;
   }
