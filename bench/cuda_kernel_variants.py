@@ -82,7 +82,7 @@ def main():
         workload, variant = os.path.basename(path)[:-3].split("-", 1)
         bufs, total, per, moved, (quick, full) = WORKLOADS[workload]
         text = open(path).read().replace(quick, full)
-        block = int(re.search(r"__launch_bounds__\((\d+)\)", text).group(1))
+        block = int(re.search(r"__launch_bounds__\((\d+)", text).group(1))
         for grid, mul in GRIDS.items():
             fill = {"SIZES": ",".join(str(n) for n, _ in bufs), "BYTES": ",".join(str(b) for _, b in bufs),
                     "NB": str(len(bufs)), "TOTAL": str(total), "PER": str(per), "SMS": str(SMS),
