@@ -128,13 +128,14 @@ int conformance(const ConformanceCliOptions& o) {
         continue;
       }
     }
-    onnx::ConformanceOptions co{.data_dir = o.data_dir, .suites = o.suites, .backend = backend, .filter = o.filter,
-                                .verbose = o.verbose};
+    onnx::ConformanceOptions co{.data_dir = o.data_dir, .suites = o.suites, .backend = backend,
+                                .device = parse_device(o.device), .filter = o.filter, .verbose = o.verbose};
     auto t0 = std::chrono::steady_clock::now();
     std::vector<onnx::CaseResult> results = onnx::run_conformance(co);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    fmt::print("\nONNX conformance under {} ({:.1f} s)\n{}", backend, secs, onnx::pass_table(results, o.list));
-    json += (b ? ",\n" : "") + onnx::results_json(results, backend);
+    fmt::print("\nONNX conformance under {} on {} ({:.1f} s)\n{}", backend, o.device, secs,
+               onnx::pass_table(results, o.list));
+    json += (b ? ",\n" : "") + onnx::results_json(results, backend, o.device);
     for (const auto& r : results)
       if (r.status == onnx::CaseStatus::kFailed) rc = 1;
   }
@@ -188,6 +189,7 @@ int run_command(const std::vector<std::string>& args) {
     else if (a == "--suite") o.suites.push_back(value_of(i));
     else if (a == "--backend") o.backends.push_back(value_of(i));
     else if (a == "--filter") o.filter = value_of(i);
+    else if (a == "--device") o.device = value_of(i);
     else if (a == "--json") o.json = value_of(i);
     else if (a == "-v" || a == "--verbose") o.verbose = true;
     else if (a == "--no-list") o.list = false;

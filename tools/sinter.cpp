@@ -28,8 +28,9 @@ const char* const kRunUsage =
     "                                         compare with DIR/output_K.pb (every output must have one); time N\n"
     "                                         calls eager vs compiled (N >= 1)\n";
 const char* const kConformanceUsage =
-    "  conformance [--data DIR] [--suite S]... [--backend B]... [--filter F] [--json FILE] [-v] [--no-list]\n"
-    "      [--allow-failures]                 ONNX's conformance suites (data: scripts/conformance_data.sh)\n";
+    "  conformance [--data DIR] [--suite S]... [--backend B]... [--device D] [--filter F] [--json FILE] [-v]\n"
+    "      [--no-list] [--allow-failures]     ONNX's conformance suites (data: scripts/conformance_data.sh), the\n"
+    "                                         inputs on device D (cpu by default)\n";
 
 }  // namespace sinter::tools
 

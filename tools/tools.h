@@ -44,7 +44,7 @@ struct RunOptions {
 int run_onnx(const RunOptions& options);
 // `sinter conformance` (tools/run.cpp).
 struct ConformanceCliOptions {
-  std::string data_dir = ".cache/onnx-data", filter, json;
+  std::string data_dir = ".cache/onnx-data", filter, json, device = "cpu";
   std::vector<std::string> suites, backends;
   bool verbose = false, list = true, allow_failures = false;
 };

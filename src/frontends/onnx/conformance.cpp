@@ -86,7 +86,8 @@ Tensor read_case_tensor(const std::string& path, const std::vector<ValueInfo>& d
 
 }  // namespace
 
-CaseResult run_case(const std::string& dir, const std::string& suite, const std::string& backend, Tolerance tol) {
+CaseResult run_case(const std::string& dir, const std::string& suite, const std::string& backend, Tolerance tol,
+                    Device device) {
   CaseResult r;
   r.suite = suite;
   r.name = fs::path(dir).filename().string();
@@ -104,7 +105,10 @@ CaseResult run_case(const std::string& dir, const std::string& suite, const std:
     std::vector<std::string> problems;
     for (const fs::path& set : sets) {
       std::vector<Tensor> inputs;
-      for (const std::string& f : numbered(set, "input")) inputs.push_back(read_case_tensor(f, model.inputs(), inputs.size()));
+      for (const std::string& f : numbered(set, "input")) {
+        Tensor t = read_case_tensor(f, model.inputs(), inputs.size());
+        inputs.push_back(device.is_cpu() ? t : t.to(device));
+      }
       std::vector<Tensor> expected;
       for (const std::string& f : numbered(set, "output"))
         expected.push_back(read_case_tensor(f, model.outputs(), expected.size()));
@@ -114,7 +118,7 @@ CaseResult run_case(const std::string& dir, const std::string& suite, const std:
         continue;
       }
       for (size_t k = 0; k < expected.size(); ++k) {
-        Comparison c = compare_outputs(outs[k], expected[k], tol);
+        Comparison c = compare_outputs(outs[k].defined() ? outs[k].to(kCPU) : outs[k], expected[k], tol);
         if (!c.mismatch.empty()) problems.push_back(fmt::format("{} output {}: {}", set.filename().string(), k, c.mismatch));
       }
     }
@@ -150,7 +154,7 @@ std::vector<CaseResult> run_conformance(const ConformanceOptions& o) {
     std::sort(cases.begin(), cases.end());
     for (const fs::path& c : cases) {
       if (!o.filter.empty() && c.filename().string().find(o.filter) == std::string::npos) continue;
-      CaseResult r = run_case(c.string(), suite, o.backend, Tolerance{});
+      CaseResult r = run_case(c.string(), suite, o.backend, Tolerance{}, o.device);
       if (o.verbose) {
         const char* s = r.status == CaseStatus::kPassed ? "PASS" : r.status == CaseStatus::kFailed ? "FAIL" : "UNSUP";
         fmt::print("{:5} {}/{} ({:.2f}s) {}\n", s, suite, r.name, r.seconds, r.message.substr(0, 300));
@@ -228,9 +232,10 @@ std::string pass_table(const std::vector<CaseResult>& results, bool list_cases) 
   return os.str();
 }
 
-std::string results_json(const std::vector<CaseResult>& results, const std::string& backend) {
+std::string results_json(const std::vector<CaseResult>& results, const std::string& backend, const std::string& device) {
   std::ostringstream os;
-  os << "{\n  \"backend\": \"" << json_escape(backend) << "\",\n  \"suites\": {";
+  os << "{\n  \"backend\": \"" << json_escape(backend) << "\",\n  \"device\": \"" << json_escape(device)
+     << "\",\n  \"suites\": {";
   bool first = true;
   for (const auto& [suite, c] : count(results)) {
     os << (first ? "\n" : ",\n")

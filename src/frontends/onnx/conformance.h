@@ -31,13 +31,15 @@ struct CaseResult {
 };
 
 // Runs one case folder (model.onnx and its data sets) with backend "eager" (the model called directly) or any
-// registered backend through compile().
-CaseResult run_case(const std::string& dir, const std::string& suite, const std::string& backend, Tolerance tol);
+// registered backend through compile(), its inputs on `device` (the outputs are compared on the host).
+CaseResult run_case(const std::string& dir, const std::string& suite, const std::string& backend, Tolerance tol,
+                    Device device = kCPU);
 
 struct ConformanceOptions {
   std::string data_dir;                // holds one folder per suite, each one folder per case
   std::vector<std::string> suites;     // empty: every suite folder found
   std::string backend = "aot_eager";
+  Device device = kCPU;                // where the inputs are made
   std::string filter;                  // run only cases whose name contains this
   bool verbose = false;                // print every case as it finishes
 };
@@ -51,6 +53,7 @@ std::string unsupported_reason(const std::string& message);
 // "suite  passed failed unsupported total" rows, then the lists of failures and unsupported cases.
 std::string pass_table(const std::vector<CaseResult>& results, bool list_cases = true);
 // One JSON object: {"backend": ..., "suites": {name: {passed, failed, unsupported, total}}, "cases": [...]}.
-std::string results_json(const std::vector<CaseResult>& results, const std::string& backend);
+std::string results_json(const std::vector<CaseResult>& results, const std::string& backend,
+                         const std::string& device = "cpu");
 
 }  // namespace sinter::onnx

@@ -18,7 +18,17 @@ const Tensor& NodeCtx::in(size_t i) const {
     unsupported(fmt::format("input {} is a sequence, and this operator takes a tensor (sinter resolves sequences "
                             "only through the sequence operators)", i));
   if (!has(i)) fail(fmt::format("input {} is required but missing", i));
-  return inputs_[i].t;
+  const Tensor& t = inputs_[i].t;
+  if (device_.is_cpu() || t.device() == device_) return t;
+  if (moved_.size() <= i) moved_.resize(inputs_.size());
+  // A computed value left on the host (an If's branch made it from constants) moves as an op of the call.
+  if (!moved_[i].defined()) moved_[i] = inputs_[i].known ? exec_.on_device(t, device_) : t.to(device_);
+  return moved_[i];
+}
+
+Tensor NodeCtx::here(const Tensor& host) const {
+  if (device_.is_cpu() || host.device() == device_) return host;
+  return on_host([&] { return host.to(device_); });
 }
 
 const std::vector<Val>& NodeCtx::seq(size_t i) const {
@@ -118,6 +128,25 @@ Tensor Executor::attr_tensor(const proto::TensorProto* t) const {
   return it->second;
 }
 
+Tensor Executor::on_device(const Tensor& t, Device device) {
+  auto key = std::make_pair(t.impl(), device.str());
+  auto copy = [&] { return on_host([&] { return t.to(device); }); };
+  {
+    detail::ModelData::DeviceCopies& dc = model_.device_copies;
+    std::lock_guard<std::mutex> lock(dc.mutex);
+    if (dc.of_impl.empty())
+      for (const auto& [proto, tensor] : model_.attr_tensors) dc.of_impl[tensor.impl()] = tensor;
+    if (dc.of_impl.count(t.impl())) {
+      auto it = dc.copies.find(key);
+      if (it == dc.copies.end()) it = dc.copies.emplace(key, copy()).first;
+      return it->second;
+    }
+  }
+  auto it = run_copies_.find(key);  // the source is kept with its copy, so its address is not reused
+  if (it == run_copies_.end()) it = run_copies_.emplace(key, std::make_pair(t, copy())).first;
+  return it->second.second;
+}
+
 const Val* Executor::lookup(const Scope& s, const std::string& name) const {
   for (const Scope* p = &s; p; p = p->parent) {
     auto it = p->values.find(name);
@@ -203,7 +232,14 @@ std::vector<Val> Executor::eval_node(const proto::Node& n, std::vector<Val> ins)
   bool all_known = true;
   for (const Val& v : ins) all_known = all_known && (v.known || (!v.t.defined() && !v.is_seq()));
   bool fold = all_known && !e.random && !e.host;
-  NodeCtx ctx(*this, n, ins, model_.opset);
+  // Where the node computes: the device of its first computed input (known values live on the host).
+  Device device = kCPU;
+  for (const Val& v : ins)
+    if (!v.known && v.t.defined() && !v.t.device().is_cpu()) {
+      device = v.t.device();
+      break;
+    }
+  NodeCtx ctx(*this, n, ins, model_.opset, device);
   std::vector<Tensor> outs;
   try {
     outs = fold ? on_host([&] { return e.fn(ctx); }) : e.fn(ctx);

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -57,6 +58,13 @@ struct ModelData {
   std::map<std::string, int> op_counts;
   // Tensors held by attributes (Constant's value, ConstantOfShape's fill), decoded once at load.
   std::unordered_map<const proto::TensorProto*, Tensor> attr_tensors;
+  // Copies of those tensors on the devices the model has run on (NodeCtx::in), made once per device.
+  struct DeviceCopies {
+    std::mutex mutex;
+    std::unordered_map<const TensorImpl*, Tensor> of_impl;  // attr_tensors' impls -> themselves, filled lazily
+    std::map<std::pair<const TensorImpl*, std::string>, Tensor> copies;
+  };
+  mutable DeviceCopies device_copies;
 };
 }  // namespace detail
 
@@ -79,15 +87,24 @@ class Executor;
 // What an import function sees of one node.
 class NodeCtx {
  public:
-  NodeCtx(Executor& exec, const proto::Node& node, std::vector<Val>& inputs, int64_t opset)
-      : exec_(exec), node_(node), inputs_(inputs), opset_(opset) {}
+  // `device`: where the node computes (that of its computed inputs; the CPU when there are none).
+  NodeCtx(Executor& exec, const proto::Node& node, std::vector<Val>& inputs, int64_t opset, Device device = kCPU)
+      : exec_(exec), node_(node), inputs_(inputs), opset_(opset), device_(device) {}
   const proto::Node& node() const { return node_; }
   int64_t opset() const { return opset_; }
   Executor& executor() { return exec_; }
 
   size_t num_inputs() const { return inputs_.size(); }
   bool has(size_t i) const { return i < inputs_.size() && inputs_[i].t.defined(); }
-  const Tensor& in(size_t i) const;  // UnsupportedError for a sequence
+  // Input i (UnsupportedError for a sequence). An input on the host of a node that computes on another device
+  // comes as a copy on that device (made once per model and device for initializers and constants); its values
+  // on the host stay where they are (ints, doubles).
+  const Tensor& in(size_t i) const;
+  Device device() const { return device_; }
+  // Options for a tensor the import function makes to compute with (arange, full, zeros): on the node's device.
+  TensorOptions options(DType dtype) const { return TensorOptions(dtype).device(device_); }
+  // A tensor made on the host (from_vector of computed indices or weights) where the node computes.
+  Tensor here(const Tensor& host) const;
   // Input i as a sequence (Error when it is a tensor), and output i set to a sequence (the import function
   // returns an undefined tensor in its place).
   const std::vector<Val>& seq(size_t i) const;
@@ -129,6 +146,8 @@ class NodeCtx {
   const proto::Node& node_;
   std::vector<Val>& inputs_;
   int64_t opset_;
+  Device device_;
+  mutable std::vector<Tensor> moved_;  // in(i)'s device copies
   std::vector<int32_t> out_types_;
   std::vector<Val> seq_outs_;
 };
@@ -174,6 +193,9 @@ class Executor {
   const proto::Graph& current_graph() const;
   const Val* find(const std::string& name) const;
   std::vector<Val> eval_node(const proto::Node& n, std::vector<Val> ins);
+  // A known value on `device`, made with no capture hook (a real tensor, a constant of a traced call): once per
+  // model and device for an initializer or attribute tensor, once per run for a value folded from them.
+  Tensor on_device(const Tensor& t, Device device);
 
  private:
   struct Scope {
@@ -184,6 +206,7 @@ class Executor {
   void run_node(const proto::Node& n, Scope& scope);
 
   const detail::ModelData& model_;
+  std::map<std::pair<const TensorImpl*, std::string>, std::pair<Tensor, Tensor>> run_copies_;  // (source, copy)
   std::vector<Scope*> scopes_;
   std::vector<const proto::Graph*> graphs_;  // parallel to scopes_
 };

@@ -75,7 +75,7 @@ std::vector<Tensor> dropout_onnx(NodeCtx& c) {
     Mt19937 gen(static_cast<uint32_t>(seed));
     std::vector<uint8_t> keep(static_cast<size_t>(n));
     for (auto& k : keep) k = gen.next_double() >= ratio;
-    mask = on_host([&] { return to_copy(from_vector(keep, x.sizes(), kUInt8), kBool); });
+    mask = c.here(on_host([&] { return to_copy(from_vector(keep, x.sizes(), kUInt8), kBool); }));
   } else {
     mask = ge(rand_like(x, kFloat32), Scalar(ratio));
   }

@@ -152,7 +152,7 @@ Tensor onnx_cast(const Tensor& x, DType to) {
   Tensor p = exp2(clamp_max(floor(log2(a)), Scalar(127.0)));  // log2 of the largest floats rounds to 128
   p = where(gt(p, a), mul(p, Scalar(0.5)), p);
   p = where(le(mul(p, Scalar(2.0)), a), mul(p, Scalar(2.0)), p);
-  Tensor step = maximum(mul(p, Scalar(1.0 / 128)), full({}, Scalar(std::ldexp(1.0, -133)), TensorOptions(kFloat32)));
+  Tensor step = maximum(mul(p, Scalar(1.0 / 128)), full({}, Scalar(std::ldexp(1.0, -133)), TensorOptions(kFloat32).device(x.device())));
   Tensor t = sub(a, fmod(a, step));  // (bfloat16's subnormal step is 2^-133)
   t = where(logical_or(eq(a, Scalar(0.0)), logical_not(isfinite(a))), a, t);
   return cast(where(lt(xf, Scalar(0.0)), neg(t), t), kBFloat16);

@@ -61,7 +61,7 @@ Tensor gather_nd(NodeCtx& c) {
   for (int64_t b = 0; b < batch; ++b) nb *= static_cast<int64_t>(data.size(b));
   Tensor off = offset;
   if (batch > 0) {
-    Tensor base = mul(arange(Scalar(nb), TensorOptions(kInt64)), Scalar(per_batch));
+    Tensor base = mul(arange(Scalar(nb), c.options(kInt64)), Scalar(per_batch));
     SymIntList bshape;
     for (int64_t b = 0; b < batch; ++b) bshape.push_back(data.size(b));
     for (int64_t r = batch; r < offset.dim(); ++r) bshape.push_back(1);
@@ -91,7 +91,7 @@ Tensor scatter_reduce_rows(NodeCtx& c, const Tensor& flat, const Tensor& targets
     c.unsupported(fmt::format("a reduction '{}' of {} updates into {} rows of {} elements (too large)", red, u, rows, row_elems));
   SymIntList hot_shape{u, rows};
   for (int64_t r = 1; r < flat.dim(); ++r) hot_shape.push_back(1);
-  Tensor hot = reshape(eq(unsqueeze(reshape(targets, {-1}), 1), arange(Scalar(rows), TensorOptions(kInt64))), hot_shape);
+  Tensor hot = reshape(eq(unsqueeze(reshape(targets, {-1}), 1), arange(Scalar(rows), c.options(kInt64))), hot_shape);
   Tensor upd = unsqueeze(updates, 1);  // [U, 1, rest...]
   if (red == "mul") {
     Tensor factor = prod(where(hot, upd, Scalar(1)), 0, false, flat.dtype());
@@ -131,7 +131,7 @@ Tensor scatter_elements(NodeCtx& c) {
     if (k != axis) {
       std::vector<int64_t> shape(idx.dim(), 1);
       shape[k] = static_cast<int64_t>(idx.size(k));
-      coord = reshape(arange(Scalar(shape[k]), TensorOptions(kInt64)), SymIntList(shape.begin(), shape.end()));
+      coord = reshape(arange(Scalar(shape[k]), c.options(kInt64)), SymIntList(shape.begin(), shape.end()));
     }
     Tensor term = mul(coord, Scalar(stride));
     target = target.defined() ? add(target, term) : term;
@@ -153,7 +153,7 @@ Tensor one_hot(NodeCtx& c) {
   i = where(lt(i, Scalar(0)), add(i, Scalar(depth)), i);
   std::vector<int64_t> shape(out_rank, 1);
   shape[axis] = depth;
-  Tensor pos = reshape(arange(Scalar(depth), TensorOptions(kInt64)), SymIntList(shape));
+  Tensor pos = reshape(arange(Scalar(depth), c.options(kInt64)), SymIntList(shape));
   Tensor hot = eq(unsqueeze(i, axis), pos);
   return where(hot, select(values, 0, 1), select(values, 0, 0));
 }
@@ -168,7 +168,7 @@ Tensor reverse_sequence(NodeCtx& c) {
   std::vector<int64_t> src(nb * nt);
   for (int64_t b = 0; b < nb; ++b)
     for (int64_t t = 0; t < nt; ++t) src[b * nt + t] = t < lens[b] ? lens[b] - 1 - t : t;
-  Tensor idx = on_host([&] { return from_vector(src, {nb, nt}); });
+  Tensor idx = c.here(on_host([&] { return from_vector(src, {nb, nt}); }));
   // Arrange idx to x's rank: batch and time axes in place, size 1 elsewhere, then expand and gather.
   std::vector<int64_t> shape(x.dim(), 1);
   shape[batch_axis] = nb, shape[time_axis] = nt;
@@ -204,7 +204,7 @@ void register_index_ops(OpTable& t) {
     } else {
       x = reshape(x, {-1});
     }
-    Tensor idx = on_host([&] { return from_vector(keep, {static_cast<int64_t>(keep.size())}, kInt64); });
+    Tensor idx = c.here(on_host([&] { return from_vector(keep, {static_cast<int64_t>(keep.size())}, kInt64); }));
     return std::vector<Tensor>{index_select(x, axis, idx)};
   }};
   t["Trilu"] = {[](NodeCtx& c) {

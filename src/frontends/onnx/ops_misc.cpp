@@ -18,8 +18,8 @@ std::vector<Tensor> window(NodeCtx& c, std::vector<double> coef) {
   if (size < 0) c.fail(fmt::format("size {} is negative", size));
   DType d = to_dtype(static_cast<int32_t>(c.attr_int("output_datatype", proto::kDtFloat)), "output_datatype");
   double denom = static_cast<double>(c.attr_int("periodic", 1) != 0 ? size : size - 1);
-  Tensor n = arange(Scalar(size), TensorOptions(kFloat64));
-  Tensor w = full({size}, Scalar(coef[0]), TensorOptions(kFloat64));
+  Tensor n = arange(Scalar(size), c.options(kFloat64));
+  Tensor w = full({size}, Scalar(coef[0]), c.options(kFloat64));
   for (size_t k = 1; k < coef.size(); ++k) {
     Tensor phase = mul(n, Scalar(2 * std::numbers::pi * static_cast<double>(k) / denom));
     w = add(w, mul(cos(phase), Scalar(coef[k])));
@@ -73,7 +73,7 @@ std::vector<Tensor> max_unpool(NodeCtx& c) {
     inferred.push_back((x.size(static_cast<int64_t>(k) + 2) - 1) * strides[k] - (pads[k] + pads[sd + k]) + kernel[k]);
   SymInt total = 1;
   for (const SymInt& s : inferred) total = total * s;
-  Tensor flat = zeros({total}, TensorOptions(x.dtype()));
+  Tensor flat = zeros({total}, c.options(x.dtype()));
   flat = scatter(flat, 0, reshape(to_copy(idx, kInt64), {-1}), reshape(x, {-1}));
   Tensor y = reshape(flat, inferred);
   if (!c.has(2)) return {y};
@@ -97,8 +97,8 @@ std::vector<Tensor> det(NodeCtx& c) {
   if (a.dim() < 2 || a.size(-1) != a.size(-2)) c.fail(fmt::format("takes square matrices, got {}", a.sizes().str()));
   int64_t n = static_cast<int64_t>(a.size(-1));
   SymIntList batch(a.sizes().begin(), a.sizes().end() - 2);
-  Tensor result = ones(batch, TensorOptions(a.dtype()));
-  Tensor rows = arange(Scalar(n), TensorOptions(kInt64));
+  Tensor result = ones(batch, c.options(a.dtype()));
+  Tensor rows = arange(Scalar(n), c.options(kInt64));
   for (int64_t k = 0; k < n; ++k) {
     // Swap row k with the row of the largest |a[i, k]|, i >= k.
     Tensor p = add(argmax(abs(select(narrow(a, -2, k, n - k), -1, k)), -1), Scalar(k));  // [...]

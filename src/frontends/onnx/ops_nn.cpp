@@ -219,7 +219,7 @@ Tensor flat_positions(const Tensor& x, bool column_major) {
   int64_t nc = static_cast<int64_t>(x.size(0)) * static_cast<int64_t>(x.size(1)), s = 1;
   SymIntList spatial, reversed;
   for (int64_t k = 2; k < x.dim(); ++k) spatial.push_back(x.size(k)), s *= static_cast<int64_t>(x.size(k));
-  Tensor pos = arange(Scalar(s), TensorOptions(kInt64));
+  Tensor pos = arange(Scalar(s), TensorOptions(kInt64).device(x.device()));
   if (column_major) {
     reversed.assign(spatial.rbegin(), spatial.rend());
     DimList flip;
@@ -229,7 +229,7 @@ Tensor flat_positions(const Tensor& x, bool column_major) {
   SymIntList shape{1};
   shape.insert(shape.end(), spatial.begin(), spatial.end());
   pos = reshape(pos, shape);  // [1, spatial...]
-  Tensor base = mul(arange(Scalar(nc), TensorOptions(kInt64)), Scalar(s));
+  Tensor base = mul(arange(Scalar(nc), TensorOptions(kInt64).device(x.device())), Scalar(s));
   SymIntList bshape{nc};
   for (size_t k = 0; k < spatial.size(); ++k) bshape.push_back(1);
   SymIntList full{x.size(0), x.size(1)};

@@ -85,7 +85,7 @@ std::vector<Tensor> dequantize_linear(NodeCtx& c) {
 std::vector<Tensor> dynamic_quantize_linear(NodeCtx& c) {
   const Tensor& x = c.in(0);
   if (x.dtype() != kFloat32) c.fail("takes float32");
-  Tensor zero = zeros({}, TensorOptions(kFloat32));
+  Tensor zero = zeros({}, c.options(kFloat32));
   Tensor hi = maximum(amax(x), zero), lo = minimum(amin(x), zero);
   Tensor range = sub(hi, lo);
   Tensor scale = div(where(eq(range, Scalar(0)), full({}, Scalar(1.0)), range), Scalar(255.0));

@@ -49,7 +49,7 @@ Tensor reduce(NodeCtx& c, Red kind) {
                : kind == Red::kLogSum || kind == Red::kLogSumExp ? -inf
                : kind == Red::kMean ? std::nan("")
                                     : 0.0;
-    return full(shape, Scalar(v), TensorOptions(d));
+    return full(shape, Scalar(v), c.options(d));
   }
   OptDims od(dims);
   Tensor r;
@@ -93,7 +93,7 @@ ImportFn softmax_like(const std::string& kind) {
       if (kind == "Softmax") return softmax(v, dim);
       if (kind == "LogSoftmax") return log_softmax(v, dim);
       Tensor idx = argmax(v, dim, true);
-      Tensor pos = arange(Scalar(static_cast<int64_t>(v.size(dim))), TensorOptions(kInt64));
+      Tensor pos = arange(Scalar(static_cast<int64_t>(v.size(dim))), c.options(kInt64));
       std::vector<int64_t> shape(v.dim(), 1);
       shape[dim] = -1;
       return to_copy(eq(reshape(pos, SymIntList(shape)), idx), v.dtype());

@@ -128,7 +128,7 @@ Tensor resize_impl(NodeCtx& c, const ResizeAttrs& a, std::vector<double> scales,
         if (a.coord == "tf_crop_and_resize" && (src < 0 || src > static_cast<double>(len - 1))) out_mask[k] = true;
         idx[k] = nearest_index(a, src, len);
       }
-      x = index_select(x, axis, on_host([&] { return from_vector(idx, {o}); }));
+      x = index_select(x, axis, c.here(on_host([&] { return from_vector(idx, {o}); })));
     } else {
       std::vector<double> w(o * len, 0.0);
       for (int64_t k = 0; k < o; ++k) {
@@ -142,7 +142,7 @@ Tensor resize_impl(NodeCtx& c, const ResizeAttrs& a, std::vector<double> scales,
         std::copy(row.begin(), row.end(), w.begin() + k * len);
       }
       DType d = x.dtype();
-      Tensor wt = on_host([&] { return from_vector(w, {o, len}); });
+      Tensor wt = c.here(on_host([&] { return from_vector(w, {o, len}); }));
       Tensor moved = movedim(cast_to(x, kFloat64), {axis}, {-1});
       x = cast_to(movedim(matmul(moved, transpose(wt, 0, 1)), {-1}, {axis}), d);
     }
@@ -150,13 +150,13 @@ Tensor resize_impl(NodeCtx& c, const ResizeAttrs& a, std::vector<double> scales,
       std::vector<int64_t> m(out_mask.begin(), out_mask.end());
       std::vector<int64_t> shape(rank, 1);
       shape[axis] = o;
-      Tensor mt = on_host([&] { return reshape(from_vector(m, {o}), SymIntList(shape)); });
+      Tensor mt = c.here(on_host([&] { return reshape(from_vector(m, {o}), SymIntList(shape)); }));
       Tensor mb = ne(mt, Scalar(0));
       outside = outside.defined() ? logical_or(outside, mb) : mb;
     }
   }
   if (outside.defined())
-    x = where(outside, full({}, Scalar(a.extrapolation), TensorOptions(x.dtype())), x);
+    x = where(outside, full({}, Scalar(a.extrapolation), c.options(x.dtype())), x);
   return x.is_same(c.in(0)) ? clone(x) : x;
 }
 

@@ -148,7 +148,7 @@ std::vector<Tensor> recurrent(NodeCtx& c, Cell cell) {
     s.acts.push_back(activation(names[i], i < alphas.size() ? std::optional<double>(alphas[i]) : std::nullopt,
                                 i < betas.size() ? std::optional<double>(betas[i]) : std::nullopt, c));
 
-  TensorOptions o(x.dtype());
+  TensorOptions o = c.options(x.dtype());
   Tensor b = c.has(3) ? c.in(3) : zeros({s.dirs, 2 * s.gates * s.hidden}, o);
   Tensor lens = c.has(4) ? c.in(4) : Tensor();
   auto state = [&](size_t i) {

@@ -276,7 +276,7 @@ void register_shape_ops(OpTable& t) {
     Tensor v = c.attr_tensor("value");
     DType d = v.defined() ? v.dtype() : kFloat32;
     Scalar fill = v.defined() ? on_host([&] { return v.reshape({-1})[0].item_scalar(); }) : Scalar(0.0);
-    return std::vector<Tensor>{full(SymIntList(shape.begin(), shape.end()), fill, TensorOptions(d))};
+    return std::vector<Tensor>{full(SymIntList(shape.begin(), shape.end()), fill, c.options(d))};
   }};
   t["Range"] = {[](NodeCtx& c) {
     DType d = c.in(0).dtype();
@@ -285,13 +285,13 @@ void register_shape_ops(OpTable& t) {
       if (delta == 0) c.fail("delta 0");
       int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
       // start + i*delta, as ONNX defines it (arange's accumulated bound can differ by one element).
-      Tensor idx = arange(Scalar(n), TensorOptions(kFloat64));
+      Tensor idx = arange(Scalar(n), c.options(kFloat64));
       return std::vector<Tensor>{cast_to(add(mul(idx, Scalar(delta)), Scalar(start)), d)};
     }
     int64_t start = c.int_at(0), limit = c.int_at(1), delta = c.int_at(2);
     if (delta == 0) c.fail("delta 0");
     int64_t n = std::max<int64_t>(0, (limit - start + delta + (delta > 0 ? -1 : 1)) / delta);
-    Tensor idx = arange(Scalar(n), TensorOptions(kInt64));
+    Tensor idx = arange(Scalar(n), c.options(kInt64));
     return std::vector<Tensor>{cast_to(add(mul(idx, Scalar(delta)), Scalar(start)), d)};
   }};
   t["EyeLike"] = {[](NodeCtx& c) {
@@ -299,8 +299,8 @@ void register_shape_ops(OpTable& t) {
     if (x.dim() != 2) c.fail("EyeLike needs a 2-D input");
     DType d = c.has_attr("dtype") ? to_dtype(static_cast<int32_t>(c.attr_int("dtype", 1)), "EyeLike dtype") : x.dtype();
     int64_t k = c.attr_int("k", 0);
-    Tensor rows = unsqueeze(arange(Scalar(x.size(0).hint()), TensorOptions(kInt64)), 1);
-    Tensor cols = unsqueeze(arange(Scalar(x.size(1).hint()), TensorOptions(kInt64)), 0);
+    Tensor rows = unsqueeze(arange(Scalar(x.size(0).hint()), c.options(kInt64)), 1);
+    Tensor cols = unsqueeze(arange(Scalar(x.size(1).hint()), c.options(kInt64)), 0);
     return std::vector<Tensor>{to_copy(eq(sub(cols, rows), Scalar(k)), d)};
   }};
   t["DepthToSpace"] = {[](NodeCtx& c) {

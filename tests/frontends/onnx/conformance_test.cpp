@@ -38,13 +38,13 @@ const std::set<std::string> kKnownFailuresWithoutOwnGemm = {
     "light/test_squeezenet",
 };
 
-void run_suites(const std::string& backend, const std::vector<std::string>& suites) {
+void run_suites(const std::string& backend, const std::vector<std::string>& suites, Device device = kCPU) {
   std::string dir = data_dir();
   if (!fs::is_directory(dir)) GTEST_SKIP() << "ONNX conformance data not found at " << dir
                                            << " (run scripts/conformance_data.sh; make test does)";
-  onnx::ConformanceOptions o{.data_dir = dir, .suites = suites, .backend = backend};
+  onnx::ConformanceOptions o{.data_dir = dir, .suites = suites, .backend = backend, .device = device};
   std::vector<onnx::CaseResult> results = onnx::run_conformance(o);
-  std::cout << "ONNX conformance under " << backend << "\n" << onnx::pass_table(results, false);
+  std::cout << "ONNX conformance under " << backend << " on " << device.str() << "\n" << onnx::pass_table(results, false);
   int passed = 0;
   for (const onnx::CaseResult& r : results) {
     std::string id = r.suite + "/" + r.name;
@@ -71,6 +71,10 @@ TEST(OnnxConformance, SubsetUnderInductor) {
   }
   run_suites("inductor", {"pytorch-operator", "light"});
 }
+
+// Every suite with its inputs on the GPU (the simulated one without a GPU: the suite turns it on), the model's
+// initializers and constants moved where each node computes.
+TEST(CudaOnnxConformance, AllSuitesUnderAotEager) { run_suites("aot_eager", {}, kCUDA); }
 
 }  // namespace
 }  // namespace sinter
