@@ -111,13 +111,36 @@ std::shared_ptr<runtime::Executor> compile_for_cpu(const Graph& graph, const Com
 
 ContextBackend inductor_backend() {
   return [](const Graph& graph, const std::vector<Tensor>&, const CompileContext& ctx) -> CompiledGraph {
-    for (const Node* in : graph.input_nodes())
-      SINTER_CHECK(ctx.target.runs_on(in->meta().device),
+    // A 0-d CPU tensor combines with CUDA tensors in eager (as in PyTorch): a CUDA graph takes it, copied to the
+    // device at each call (an output that is that input comes back as the caller's tensor).
+    std::vector<size_t> host_scalars;
+    const std::vector<const Node*> inputs = graph.input_nodes();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const TensorMeta& m = inputs[k]->meta();
+      if (ctx.target.runs_on(m.device)) continue;
+      SINTER_CHECK(ctx.target.kind == TargetKind::kCuda && m.device.is_cpu() && m.sizes.empty(),
                    "inductor: input '{}' is on {}, the graph is compiled for {}: all inputs of one graph must be on "
-                   "one device", in->name, in->meta().device.str(), ctx.target.name);
+                   "one device (0-d CPU tensors excepted)", inputs[k]->name, m.device.str(), ctx.target.name);
+      host_scalars.push_back(k);
+    }
     auto program = ctx.target.kind == TargetKind::kCuda ? compile_for_cuda(graph, ctx) : compile_for_cpu(graph, ctx);
-    return CompiledGraph([program](const std::vector<Tensor>& inputs) { return program->run(inputs); },
-                         program->launches());
+    if (host_scalars.empty())
+      return CompiledGraph([program](const std::vector<Tensor>& inputs) { return program->run(inputs); },
+                           program->launches());
+    Device device = kCUDA;  // that of the graph's device inputs
+    for (const Node* in : inputs)
+      if (in->meta().device.is_cuda()) device = in->meta().device;
+    return CompiledGraph(
+        [program, host_scalars, device](const std::vector<Tensor>& inputs) {
+          std::vector<Tensor> moved = inputs;
+          for (size_t k : host_scalars) moved[k] = inputs[k].to(device);
+          std::vector<Tensor> outs = program->run(moved);
+          for (Tensor& o : outs)
+            for (size_t k : host_scalars)
+              if (o.is_same(moved[k])) o = inputs[k];
+          return outs;
+        },
+        program->launches());
   };
 }
 

@@ -93,5 +93,20 @@ TEST(CudaInductor, OutputsStayOnTheDevice) {
   EXPECT_EQ(f.stats().compiles, 1);
 }
 
+// A 0-d tensor on the CPU combines with CUDA tensors in eager (as in PyTorch), so a compiled CUDA graph takes one
+// as an input, and one that the function only returns comes back on the CPU.
+TEST(CudaInductor, CpuScalarTensorInputs) {
+  auto f = compile([](const Tensor& x, const Tensor& s) { return std::vector<Tensor>{x * s + 1, s}; });
+  Tensor x = random({8, 5}, kFloat32, 1), s = scalar_tensor(2.5, kFloat32);
+  for (int i = 0; i < 2; ++i) {
+    std::vector<Tensor> out = f(x.to(kCUDA), s);
+    EXPECT_TRUE(out[0].is_cuda());
+    EXPECT_TRUE(testing::close(out[0].cpu(), x * s + 1));
+    EXPECT_TRUE(out[1].is_cpu());
+    EXPECT_EQ(out[1].item<float>(), 2.5f);
+  }
+  EXPECT_EQ(f.stats().compiles, 1);
+}
+
 }  // namespace
 }  // namespace sinter::inductor_ops
