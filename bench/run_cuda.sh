@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The GPU check in one call, on a machine with an NVIDIA GPU (the H200 host: Ubuntu 24.04, g++ 13, CUDA 13,
+# PyTorch in its python3): builds sinter, runs the CUDA tests on the GPU, compute-sanitizer over a few of them,
+# ONNX's conformance suites with CUDA inputs, and `sinter bench --device cuda` beside `bench/vs_torch.py --device
+# cuda` (PyTorch eager and torch.compile on the same definitions, one ratio table). Usage:
+#   SINTER_COMMIT=<hash> bash bench/run_cuda.sh [OUTDIR] [PARTS]
+# OUTDIR (default bench/results) gets the two bench JSONs, the conformance JSON, summary.txt and logs.tar.gz.
+# PARTS: a comma list of build, tests, sanitizer, conformance, bench (default: all of them, in that order).
+# ONNX_DATA: the conformance data (default .cache/onnx-data, made by scripts/conformance_data.sh; on a machine
+# without network, a copy with the links followed: cp -rL .cache/onnx-data DIR). NO_PROBE=1 skips torch.compile's
+# cold/warm compile-time child processes. The machine's copy of the tree may carry a stale .git: pass the commit.
+set -u
+OUT_DIR=${1:-bench/results}
+PARTS=${2:-build,tests,sanitizer,conformance,bench}
+BUILD=${BUILD:-build-gpu}
+DATE=$(date +%Y-%m-%d)
+HOST=${HOST:-h200}
+COMMIT=${SINTER_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+export SINTER_COMMIT=$COMMIT
+mkdir -p "$OUT_DIR"
+LOGS=$(mktemp -d)
+SUMMARY="$OUT_DIR/summary.txt"
+say() { echo "$@" | tee -a "$SUMMARY"; }
+has() { [[ ",$PARTS," == *",$1,"* ]]; }
+export SINTER_CACHE_DIR=$(mktemp -d)
+export SINTER_ONNX_DATA=${ONNX_DATA:-.cache/onnx-data}  # for the tests' CudaOnnxConformance too
+unset SINTER_CUDA_SIM
+say "run_cuda.sh at $COMMIT on $(hostname), $(date -u +%FT%TZ); parts $PARTS"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$SUMMARY"
+
+if has build; then
+  start=$(date +%s)
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSINTER_CCACHE=OFF > "$LOGS/configure.log" 2>&1 \
+    || { tail -30 "$LOGS/configure.log"; exit 1; }
+  ninja -C "$BUILD" -j"$(nproc)" sinter_cli sinter_tests > "$LOGS/build.log" 2>&1 \
+    || { grep -E "error|FAILED" "$LOGS/build.log" | head -30; exit 1; }
+  say "build: $(( $(date +%s) - start )) s"
+fi
+
+if has tests; then  # every CUDA test (the CI suite runs them on the simulated device) on the GPU
+  start=$(date +%s)
+  timeout 300 "$BUILD/sinter_tests" --gtest_filter='Cuda*:Nvrtc*' > "$LOGS/gpu-tests.log" 2>&1
+  say "CUDA tests on the GPU: rc=$? in $(( $(date +%s) - start )) s"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$LOGS/gpu-tests.log" | head -30 | tee -a "$SUMMARY"
+fi
+
+if has sanitizer; then  # memcheck and racecheck over the generated kernels' tests (small shapes)
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  say "compute-sanitizer: $("$cs" --version 2>&1 | grep -i version | head -1)"
+  for tool in memcheck racecheck; do
+    filter='CudaInductor.*:CudaEagerCodegen.*'
+    [ "$tool" = racecheck ] && filter='CudaInductor.RowReductions*:CudaInductor.Reductions*'
+    start=$(date +%s)
+    timeout 240 "$cs" --tool "$tool" --error-exitcode 99 "$BUILD/sinter_tests" --gtest_filter="$filter" \
+      > "$LOGS/sanitizer-$tool.log" 2>&1
+    rc=$?
+    say "$tool ($filter): rc=$rc in $(( $(date +%s) - start )) s;" \
+      "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOGS/sanitizer-$tool.log" | tail -1)"
+    grep -E "^\[  (PASSED|FAILED) " "$LOGS/sanitizer-$tool.log" | head -5 | tee -a "$SUMMARY"
+  done
+fi
+
+if has conformance; then  # ONNX's suites with their inputs on the GPU
+  start=$(date +%s)
+  timeout 300 "$BUILD/sinter" conformance --data "$SINTER_ONNX_DATA" --device cuda --backend aot_eager --backend inductor \
+    --json "$OUT_DIR/onnx-conformance-cuda-$HOST-$DATE.json" > "$LOGS/conformance.log" 2>&1
+  say "conformance on cuda: rc=$? in $(( $(date +%s) - start )) s"
+  grep -A8 "^ONNX conformance" "$LOGS/conformance.log" | grep -E "ONNX|^all|^light" | tee -a "$SUMMARY"
+  grep -E "^  FAILED" "$LOGS/conformance.log" | head -20 | cut -c1-300 | tee -a "$SUMMARY"
+fi
+
+if has bench; then  # sinter's GPU workloads, then PyTorch's on the same definitions, one ratio table
+  sinter_json="$OUT_DIR/sinter-cuda-$HOST-$DATE.json"
+  "$BUILD/sinter" bench --device cuda --json "$sinter_json" > "$LOGS/bench.log" 2>&1
+  say "sinter bench --device cuda: rc=$?"
+  tail -9 "$LOGS/bench.log" | tee -a "$SUMMARY"
+  probe=""
+  [ "${NO_PROBE:-0}" = 1 ] && probe="--no-probe"
+  timeout ${TORCH_TIMEOUT:-420} python3 bench/vs_torch.py --device cuda $probe --sinter "$sinter_json" \
+    --json "$OUT_DIR/torch-cuda-$HOST-$DATE.json" > "$LOGS/vs_torch.log" 2>&1
+  say "vs_torch --device cuda: rc=$?"
+  tail -30 "$LOGS/vs_torch.log" | tee -a "$SUMMARY"
+fi
+
+tar -czf "$OUT_DIR/logs.tar.gz" -C "$LOGS" .
