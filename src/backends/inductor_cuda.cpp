@@ -49,40 +49,53 @@ std::shared_ptr<const void> load_simulated(const std::vector<CudaKernel>& kernel
   codegen::cpp::CompiledObject obj = codegen::cpp::compile_and_load({unit}, name + "_cuda_sim", flags);
   auto bind = reinterpret_cast<void (*)(const sn_sim_api*)>(obj.library->symbol("sn_sim_bind"));
   bind(runtime::sim::api());
-  for (size_t k = 0; k < kernels.size(); ++k)
-    if (!kernels[k].name.empty())
-      entries[k].sim = reinterpret_cast<void (*)(void**)>(obj.library->symbol(kernels[k].name + "__sim"));
+  auto entry = [&](const std::string& kernel) {
+    return reinterpret_cast<void (*)(void**)>(obj.library->symbol(kernel + "__sim"));
+  };
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    if (kernels[k].name.empty()) continue;
+    entries[k].sim = entry(kernels[k].name);
+    if (!kernels[k].scalar_name.empty()) entries[k].scalar_sim = entry(kernels[k].scalar_name);
+  }
   SINTER_LOG(kPerfHints, "inductor: {} simulated CUDA kernel(s) {} in {:.3f} s", entries.size(),
              obj.from == codegen::cpp::CompiledObject::From::kCompiled ? "compiled" : "loaded from cache", obj.seconds);
   return obj.library;
 }
 
-// One NVRTC program per kernel, compiled in parallel on the host's cores, each cached on disk by its source,
-// architecture, options and NVRTC's version. Returns the cubins (empty for externs) and counts the compiled ones.
-std::vector<std::string> compile_cubins(const std::vector<CudaKernel>& kernels, const std::string& arch,
-                                        size_t& compiled_count) {
+// One kernel's cubin: from the disk cache (keyed by its source, architecture, options and NVRTC's version), else
+// compiled by NVRTC and stored. `compiled` says which.
+std::string cubin_for(const std::string& kernel_source, const std::string& name, const std::string& arch,
+                      bool& compiled) {
+  std::string src = codegen::cuda::unit_header() + kernel_source;
+  std::string key_text = fmt::format("{}\n{}\n{}\n", arch, codegen::cuda::nvrtc_version(), src);
+  for (const std::string& o : nvrtc_options()) key_text += o + "\n";
+  std::string key = support::sha256_hex(key_text);
+  compiled = false;
+  if (auto hit = codegen::cuda::load_cubin(arch, key)) return std::move(*hit);
+  std::string cubin = codegen::cuda::compile_cuda(src, name, arch, nvrtc_options()).cubin;
+  codegen::cuda::store_cubin(arch, key, cubin);
+  compiled = true;
+  return cubin;
+}
+
+// The cubins of (name, source) units (empty names are externs: no cubin), one NVRTC program each, compiled in
+// parallel on the host's cores; counts the ones compiled rather than loaded from the cache.
+std::vector<std::string> compile_cubins(const std::vector<std::pair<std::string, std::string>>& units,
+                                        const std::string& arch, size_t& compiled_count) {
   std::vector<size_t> todo;
-  for (size_t k = 0; k < kernels.size(); ++k)
-    if (!kernels[k].name.empty()) todo.push_back(k);
-  std::vector<std::string> cubins(kernels.size());
-  std::vector<std::string> errors(kernels.size());
-  std::vector<bool> compiler_faults(kernels.size(), false);
+  for (size_t k = 0; k < units.size(); ++k)
+    if (!units[k].first.empty()) todo.push_back(k);
+  std::vector<std::string> cubins(units.size());
+  std::vector<std::string> errors(units.size());
+  std::vector<bool> compiler_faults(units.size(), false);
   std::atomic<size_t> next{0}, compiled{0};
   auto work = [&] {
     for (size_t i; (i = next++) < todo.size();) {
       size_t k = todo[i];
       try {
-        std::string src = codegen::cuda::unit_header() + kernels[k].source;
-        std::string key_text = fmt::format("{}\n{}\n{}\n", arch, codegen::cuda::nvrtc_version(), src);
-        for (const std::string& o : nvrtc_options()) key_text += o + "\n";
-        std::string key = support::sha256_hex(key_text);
-        if (auto hit = codegen::cuda::load_cubin(arch, key)) {
-          cubins[k] = std::move(*hit);
-          continue;
-        }
-        cubins[k] = codegen::cuda::compile_cuda(src, kernels[k].name, arch, nvrtc_options()).cubin;
-        codegen::cuda::store_cubin(arch, key, cubins[k]);
-        ++compiled;
+        bool fresh = false;
+        cubins[k] = cubin_for(units[k].second, units[k].first, arch, fresh);
+        if (fresh) ++compiled;
       } catch (const std::exception& e) {
         errors[k] = e.what();
         compiler_faults[k] = dynamic_cast<const CompilerError*>(&e) != nullptr;
@@ -103,12 +116,22 @@ std::vector<std::string> compile_cubins(const std::vector<CudaKernel>& kernels, 
   return cubins;
 }
 
+// The kernels' vector (or only) paths; with `scalars`, their scalar kernels as well.
+std::vector<std::pair<std::string, std::string>> units_of(const std::vector<CudaKernel>& kernels, bool scalars) {
+  std::vector<std::pair<std::string, std::string>> units;
+  for (const CudaKernel& c : kernels) {
+    units.emplace_back(c.name, c.source);
+    if (scalars && !c.scalar_name.empty()) units.emplace_back(c.scalar_name, c.scalar_source);
+  }
+  return units;
+}
+
 // A GPU: the cubins loaded as modules of the device's primary context.
 std::shared_ptr<const void> load_on_gpu(const std::vector<CudaKernel>& kernels, const std::string& arch,
                                         Device device, std::vector<CudaKernelEntry>& entries) {
   auto start = std::chrono::steady_clock::now();
   size_t compiled = 0;
-  std::vector<std::string> cubins = compile_cubins(kernels, arch, compiled);
+  std::vector<std::string> cubins = compile_cubins(units_of(kernels, false), arch, compiled);
   cuda::driver::use_device(device.index);
   auto modules = std::make_shared<std::vector<cuda::driver::Module>>();
   modules->reserve(kernels.size());
@@ -118,6 +141,19 @@ std::shared_ptr<const void> load_on_gpu(const std::vector<CudaKernel>& kernels, 
     modules->emplace_back(cubins[k], kernels[k].name);
     entries[k].function = modules->back().function(kernels[k].name);
     ++count;
+    if (kernels[k].scalar_name.empty()) continue;
+    // The scalar kernel on its first launch; its module lives as long as the launcher's entry.
+    entries[k].scalar = std::make_shared<runtime::LazyKernel>(
+        [name = kernels[k].scalar_name, source = kernels[k].scalar_source, arch, device,
+         module = std::shared_ptr<cuda::driver::Module>()]() mutable -> void* {
+          bool fresh = false;
+          std::string cubin = cubin_for(source, name, arch, fresh);
+          cuda::driver::use_device(device.index);
+          module = std::make_shared<cuda::driver::Module>(cubin, name);
+          SINTER_LOG(kPerfHints, "inductor: scalar kernel {} {} for a call its vector path does not take", name,
+                     fresh ? "compiled" : "loaded from the cache");
+          return module->function(name);
+        });
   }
   SINTER_LOG(kPerfHints, "inductor: {} CUDA kernel(s) for {} ({} compiled by NVRTC, the rest from the cache) in "
              "{:.3f} s", count, arch, compiled,
@@ -152,9 +188,16 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
     const CudaKernel& c = kernels[k];
     if (c.name.empty()) continue;
     any = true;
-    source += "\n" + c.source;
-    entries[k] = {c.name,         c.shape.block, c.shape.rows_per_block, c.shape.vector, c.split_values,
-                  c.error_flag,   nullptr,       nullptr};
+    source += "\n" + c.source + (c.scalar_source.empty() ? "" : "\n" + c.scalar_source);
+    CudaKernelEntry& e = entries[k];
+    e.name = c.name;
+    e.block = c.shape.block;
+    e.rows_per_block = c.shape.rows_per_block;
+    e.vector = c.shape.vector;
+    e.split_values = c.split_values;
+    e.error_flag = c.error_flag;
+    e.vector_checks = c.vector_checks;
+    e.scalar_name = c.scalar_name;
   }
   Device device = graph_device(graph);
   std::shared_ptr<const void> code;
@@ -164,7 +207,7 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
     if (cuda::is_simulated()) {
       if (nvrtc_check_in_simulation()) {
         size_t compiled = 0;
-        compile_cubins(kernels, "sm_90", compiled);
+        compile_cubins(units_of(kernels, true), "sm_90", compiled);
       }
       code = load_simulated(kernels, name, source, dump.dir(), entries);
     } else {

@@ -48,6 +48,15 @@ struct StagePlan {
   std::unordered_set<SExpr> reciprocal_divs;  // div nodes whose divisor is a row's reduction result
 };
 
+// A launch-time condition of a generated kernel's fast path (the CUDA vector path): a buffer argument's address
+// aligned to `bytes`, or a symbolic size a multiple of `by`. The launcher evaluates them on the host.
+struct VectorCheck {
+  int argument = -1;  // >= 0: the kernel's buffer parameter that must be aligned
+  unsigned bytes = 0;
+  ExprPtr divisible;  // argument < 0: this size must be a multiple of `by`
+  int64_t by = 1;
+};
+
 struct KernelPlan {
   int kernel = -1;  // index into Schedule::kernels
   std::string name;

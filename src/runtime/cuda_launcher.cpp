@@ -26,6 +26,12 @@ Tensor CudaLauncher::allocate(const TensorMeta& meta) const {
   return empty_from_meta(m);
 }
 
+void* LazyKernel::get() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!function_) function_ = make_();
+  return function_;
+}
+
 void CudaLauncher::run_loops(RunState& r, int k) const {
   const inductor::KernelPlan& plan = parts_->plan.kernels[k];
   const CudaKernelEntry& e = kernels_[k];
@@ -78,12 +84,19 @@ void CudaLauncher::run_loops(RunState& r, int k) const {
     params.push_back(&counters_ptr);
     params.push_back(&parts);
   }
+  // The vector path where the addresses and sizes of this call allow it (the checks the kernel was written with).
+  bool vector = true;
+  for (const inductor::VectorCheck& c : e.vector_checks)
+    vector = vector && (c.argument >= 0 ? (reinterpret_cast<uintptr_t>(ptrs.at(c.argument)) & (c.bytes - 1)) == 0
+                                        : r.ev(c.divisible) % c.by == 0);
+  const std::string& name = vector ? e.name : e.scalar_name;
   if (cuda::is_simulated()) {
-    sim::launch(e.name, e.sim, params.data(), {grid, 1, 1}, {e.block, 1, 1}, 0);
+    sim::launch(name, vector ? e.sim : e.scalar_sim, params.data(), {grid, 1, 1}, {e.block, 1, 1}, 0);
   } else {
+    void* fn = vector ? e.function : e.scalar->get();
     cuda::driver::use_device(device_.index);
-    cuda::driver::launch(static_cast<cuda::driver::CUfunction>(e.function), {grid, 1, 1}, {e.block, 1, 1}, 0, nullptr,
-                         params.data(), e.name.c_str());
+    cuda::driver::launch(static_cast<cuda::driver::CUfunction>(fn), {grid, 1, 1}, {e.block, 1, 1}, 0, nullptr,
+                         params.data(), name.c_str());
   }
   if (e.error_flag)
     SINTER_CHECK(flag.item<int>() == 0, "ZeroDivisionError: integer division by zero in compiled kernel {}", e.name);

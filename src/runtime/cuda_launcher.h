@@ -3,7 +3,9 @@
 // kernel's buffers in the plan's order, every symbol's value, and an error flag for kernels that divide integers.
 // Library calls (GEMM, convolution) and other externs run as eager ops on the CUDA tensors.
 #pragma once
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,18 @@
 namespace sinter::runtime {
 
 // How to launch one generated kernel (what codegen/cuda decided), and the loaded entry point.
+// A kernel compiled on its first launch (on a GPU, the scalar path of a vector kernel); thread-safe.
+class LazyKernel {
+ public:
+  explicit LazyKernel(std::function<void*()> make) : make_(std::move(make)) {}
+  void* get();  // the CUfunction; a failure throws to the caller, and the next launch tries again
+
+ private:
+  std::mutex mutex_;
+  std::function<void*()> make_;
+  void* function_ = nullptr;
+};
+
 struct CudaKernelEntry {
   std::string name;
   unsigned block = 256;          // threads per block
@@ -21,6 +35,11 @@ struct CudaKernelEntry {
   bool error_flag = false;       // the kernel raises an error flag (integer division by zero)
   void (*sim)(void**) = nullptr; // the simulated device's entry
   void* function = nullptr;      // the driver's CUfunction on a GPU
+  // Where the kernel is the vector path alone: it runs where these hold, else kernel `scalar_name` does.
+  std::vector<inductor::VectorCheck> vector_checks;
+  std::string scalar_name;
+  void (*scalar_sim)(void**) = nullptr;
+  std::shared_ptr<LazyKernel> scalar;  // on a GPU
 };
 
 class CudaLauncher final : public Launcher {

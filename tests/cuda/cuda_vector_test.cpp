@@ -1,5 +1,5 @@
-// The CUDA code generator's vector and whole-row paths: 16-byte accesses where the kernel's run-time test finds
-// the addresses aligned and the sizes multiples of the width, the scalar path where it does not (an input viewed
+// The CUDA code generator's vector and whole-row paths: 16-byte accesses where the launcher's test finds the
+// addresses aligned and the sizes multiples of the width, the scalar kernel where it does not (an input viewed
 // one element in), whole rows kept in registers where a row fits, and symbolic sizes whose divisibility is only
 // known at run time. Every result is compared with eager on the CPU.
 #include <fmt/format.h>
@@ -115,6 +115,8 @@ TEST(CudaVector, GeneratedSourceSaysWhichPath) {
   EXPECT_NE(rows.find("whole rows in registers"), std::string::npos) << rows;
   EXPECT_NE(rows.find("4-element vectors"), std::string::npos);
   EXPECT_NE(rows.find("the scalar path"), std::string::npos);
+  EXPECT_NE(rows.find("b0 aligned to 16 bytes"), std::string::npos) << rows;
+  EXPECT_NE(rows.find("void __launch_bounds__(512) kernel0_s("), std::string::npos) << rows;
   std::string flat = cuda_source_of([&] {
     compile([](const Tensor& a, const Tensor& b) { return a * b + 1.0; }, {.dynamic = Dynamic::kNever})(x, y);
   });

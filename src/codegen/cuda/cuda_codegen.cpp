@@ -117,7 +117,7 @@ class KernelWriter : cpp::BodyEmitter {
   std::string it_;
   unsigned group_ = 0;
   int v_ = 1;                           // the vector path's width (1: there is only a scalar path)
-  std::vector<std::string> conditions_; // run-time tests of the vector path
+  std::vector<inductor::VectorCheck> checks_;  // launch-time tests of the vector path (none: it always runs)
   // Whole-row kernels: register arrays of the row being computed, declared at the top of the row.
   std::string decls_, decl_ind_;
   std::unordered_map<std::string, std::string> cached_;  // "b3[offset]" -> the array holding it
@@ -189,27 +189,30 @@ void KernelWriter::choose_vector() {
   }
   v_ = v;
   if (v_ == 1) return;
-  std::set<std::string> tests;
+  std::set<std::string> seen;  // each test once, by its text
+  auto divisible = [&](const ExprPtr& e) {
+    if (seen.insert(fmt::format("({}) % {}", idx(e), v_)).second) checks_.push_back({-1, 0, e, v_});
+  };
   bool any = false;
   for (const StagePlan& st : k_.stages) {
     int last = last_var(st);
     const ExprPtr& inner = st.loops.back().size;
-    if (!inner->is_const()) tests.insert(fmt::format("({}) % {} == 0", idx(inner), v_));
+    if (!inner->is_const()) divisible(inner);
     for (const Access& a : accesses(st)) {
       if (!contiguous_in(a.offset, last)) continue;
       auto extra = alignment_conditions(a.offset, last, v_);
       if (!extra) continue;
       any = true;
-      const size_t bytes = v_ * element_size(p_.buffers[a.buffer].dtype);
-      tests.insert(fmt::format("((sn_u64){} & {}u) == 0", buf(a.buffer), bytes - 1));
-      for (const ExprPtr& e : *extra) tests.insert(fmt::format("({}) % {} == 0", idx(e), v_));
+      const unsigned bytes = static_cast<unsigned>(v_ * element_size(p_.buffers[a.buffer].dtype));
+      if (seen.insert(fmt::format("{} & {}", buf(a.buffer), bytes - 1)).second)
+        checks_.push_back({k_.argument(a.buffer), bytes, nullptr, 1});
+      for (const ExprPtr& e : *extra) divisible(e);
     }
   }
   if (!any) {
     v_ = 1;
-    return;
+    checks_.clear();
   }
-  conditions_.assign(tests.begin(), tests.end());
 }
 
 // The stage's nodes at V consecutive innermost elements: the loop variables are bound, the innermost one at the
@@ -499,7 +502,7 @@ CudaKernel KernelWriter::write() {
   result.name = k_.name;
   choose_vector();
   std::string ind = "  ";
-  std::string body;
+  std::string body, scalar_body;  // the vector path, and where checks_ is not empty the scalar kernel's
   Walk fast{v_, 0}, scalar{1, 0};
   if (k_.rows) {
     int64_t widest = 1;
@@ -540,35 +543,24 @@ CudaKernel KernelWriter::write() {
     body += fmt::format("{}const unsigned mask_ = sn_group_mask({});\n", ind, group_);
     body += fmt::format("{}const sn_i64 rows_ = {};\n", ind, idx(k_.total));
     auto rows_or_split = [&](const Walk& w, const std::string& in) { return split ? split_body(w, in) : rows_body(w, in); };
-    if (conditions_.empty()) {
-      body += rows_or_split(fast, ind);
-    } else {
-      body += fmt::format("{}if (vec_) {{\n", ind) + rows_or_split(fast, ind + "  ");
-      body += fmt::format("{}}} else {{  // the scalar path\n", ind) + rows_or_split(scalar, ind + "  ") + ind + "}\n";
-    }
+    scalar_body = body;
+    body += rows_or_split(fast, ind);
+    if (!checks_.empty()) scalar_body += rows_or_split(scalar, ind);
   } else {
     result.shape = {kBlock, 0, 0};
     result.shape.vector = static_cast<unsigned>(v_);
     body += fmt::format("{}const sn_i64 total_ = {};\n", ind, idx(k_.total));
-    if (conditions_.empty()) {
-      body += flat_body(fast, ind);
-    } else {
-      body += fmt::format("{}if (vec_) {{\n", ind) + flat_body(fast, ind + "  ");
-      body += fmt::format("{}}} else {{  // the scalar path\n", ind) + flat_body(scalar, ind + "  ") + ind + "}\n";
-    }
+    scalar_body = body;
+    body += flat_body(fast, ind);
+    if (!checks_.empty()) scalar_body += flat_body(scalar, ind);
   }
-  if (!conditions_.empty())
-    body = fmt::format("{}// The vector path: {}-element accesses where these hold (uniform over the grid).\n"
-                       "{}const bool vec_ = {};\n", ind, v_, ind, fmt::join(conditions_, "\n      && ")) + body;
   size_t count = 0;
   for (const StagePlan& st : k_.stages) count += st.nodes.size();
   std::string how = k_.rows ? fmt::format("rows of {} thread(s) each", group_) : std::string("flat");
   if (result.shape.split) how += ", each row split across blocks";
-  if (fast.slots > 0) how += fmt::format(", whole rows in registers ({} step(s) per thread)", fast.slots);
-  if (v_ > 1) how += fmt::format(", {}-element vectors", v_);
-  std::string head = fmt::format("// {}: {} node(s), {}\n", k_.name, count, how);
+  std::string nodes;
   for (const StagePlan& st : k_.stages)
-    for (const PlannedNode& n : st.nodes) head += fmt::format("//   loop node {}: {}\n", n.node, p_.nodes[n.node].origin);
+    for (const PlannedNode& n : st.nodes) nodes += fmt::format("//   loop node {}: {}\n", n.node, p_.nodes[n.node].origin);
   std::vector<std::string> params, casts;
   for (size_t i = 0; i < k_.buffers.size(); ++i) {
     const Buffer& b = p_.buffers[k_.buffers[i]];
@@ -590,16 +582,36 @@ CudaKernel KernelWriter::write() {
     casts.push_back(fmt::format("*(const sn_i64*)p[{}]", casts.size()));
     result.split_values = static_cast<int>(k_.stages[0].nodes.size());
   }
-  result.error_flag = body.find("a_->error") != std::string::npos;
-  if (result.error_flag) body = "  const sn_err_ ae_{err_};\n  const sn_err_* const a_ = &ae_;\n" + body;
   std::string signature;
   for (size_t i = 0; i < params.size(); ++i) signature += (i ? ",\n    " : "") + params[i];
-  head += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}) {{\n", result.shape.block,
-                      k_.name, signature);
-  std::string sim = fmt::format("#ifdef SINTER_CUDA_SIM\nextern \"C\" void {}__sim(void** p) {{ {}(", k_.name, k_.name);
-  for (size_t i = 0; i < casts.size(); ++i) sim += (i ? ", " : "") + casts[i];
-  sim += "); }\n#endif\n";
-  result.source = head + body + "}\n" + sim;
+  // One __global__ function (and its simulator entry) around a body.
+  auto kernel_text = [&](const std::string& name, std::string text, const std::string& what) {
+    if (text.find("a_->error") != std::string::npos) {
+      result.error_flag = true;
+      text = "  const sn_err_ ae_{err_};\n  const sn_err_* const a_ = &ae_;\n" + text;
+    }
+    std::string head = fmt::format("// {}: {} node(s), {}{}\n", name, count, how, what) + nodes;
+    head += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}) {{\n", result.shape.block,
+                        name, signature);
+    std::string sim = fmt::format("#ifdef SINTER_CUDA_SIM\nextern \"C\" void {}__sim(void** p) {{ {}(", name, name);
+    for (size_t i = 0; i < casts.size(); ++i) sim += (i ? ", " : "") + casts[i];
+    sim += "); }\n#endif\n";
+    return head + text + "}\n" + sim;
+  };
+  std::string fast_how;
+  if (fast.slots > 0) fast_how += fmt::format(", whole rows in registers ({} step(s) per thread)", fast.slots);
+  if (v_ > 1) fast_how += fmt::format(", {}-element vectors", v_);
+  if (!checks_.empty()) {
+    std::vector<std::string> tests;
+    for (const inductor::VectorCheck& c : checks_)
+      tests.push_back(c.argument >= 0 ? fmt::format("b{} aligned to {} bytes", c.argument, c.bytes)
+                                      : fmt::format("({}) % {} == 0", idx(c.divisible), c.by));
+    fast_how += fmt::format("\n//   launched where {}; else {}", fmt::join(tests, ", "), k_.name + "_s");
+    result.vector_checks = checks_;
+    result.scalar_name = k_.name + "_s";
+    result.scalar_source = kernel_text(result.scalar_name, scalar_body, ", one element at a time (the scalar path)");
+  }
+  result.source = kernel_text(k_.name, body, fast_how);
   return result;
 }
 

@@ -37,6 +37,12 @@ struct CudaKernel {
   // Split row kernels: values reduced per row. After err_ they take `char* ws_` (split_values * rows * parts_
   // partial results of 8 bytes at most), `unsigned* count_` (one zeroed counter per row) and `sn_i64 parts_`.
   int split_values = 0;
+  // A kernel whose vector accesses need what the addresses or sizes may not give: `source` is the vector path
+  // alone, launched where every check holds; `scalar_source` (kernel `scalar_name`, the same parameters) takes
+  // one element at a time for the other calls. On a GPU the launcher compiles it on first need (views that are
+  // misaligned are rare, and the vector path alone compiles in about half the time of both).
+  std::vector<inductor::VectorCheck> vector_checks;
+  std::string scalar_name, scalar_source;
 };
 
 // One entry per plan kernel; externs (no loops) have an empty name.
