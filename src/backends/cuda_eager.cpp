@@ -50,6 +50,10 @@ class ProgramCache {
     std::lock_guard<std::mutex> lock(mutex_);
     entries_.clear();
   }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.size();
+  }
 
  private:
   std::mutex mutex_;
@@ -70,11 +74,40 @@ void key_tensor(std::string& key, const Tensor& t) {
   key += fmt::format("{};", fmt::join(t.strides().hints(), ","));
 }
 
-// The program's identity: the op, its arguments (tensors by dtype, sizes and strides), its outputs' layouts.
+// A Scalar operand whose value the program takes at run time, as a 0-d tensor input: `other` of an op NAME.Scalar
+// (or in-place NAME_.Scalar) whose NAME.Tensor takes the same arguments with a tensor there (mul, div, add, sub,
+// the comparisons ...), so that `x * lr` with a new lr each step reuses one program. Returns the Tensor overload
+// to build, or nullptr where the scalar stays a constant of the program (its value in the key).
+const OpDef* runtime_scalar_op(OpId op, const Args& args) {
+  if (args.size() < 2 || !args[1].is_scalar() || args[1].scalar().is_bool() || !args[0].is_tensor()) return nullptr;
+  const Schema& schema = op_def(op).schema;
+  if (schema.overload != "Scalar") return nullptr;
+  std::string name = schema.is_inplace() ? schema.name.substr(0, schema.name.size() - 1) : schema.name;
+  const OpDef* t = find_op(name + ".Tensor");
+  if (!t || t->schema.args.size() != schema.args.size() || t->schema.returns.size() != 1) return nullptr;
+  for (size_t i = 0; i < schema.args.size(); ++i)
+    if (i != 1 && t->schema.args[i].type != schema.args[i].type) return nullptr;
+  return t;
+}
+
+// The dtype of that 0-d tensor: what the op computes a scalar in (float32 beside float32/bfloat16/float16, double
+// beside double, float32 for a float beside integers, int64 for an integer beside integers). A 0-d tensor does not
+// change a dimensioned tensor's dtype within its category, so the op's result dtype is the Scalar form's.
+DType runtime_scalar_dtype(const Tensor& self, const Scalar& s) {
+  if (is_floating(self.dtype())) return self.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  return s.is_floating() ? kFloat32 : kInt64;
+}
+
+// The program's identity: the op, its arguments (tensors by dtype, sizes and strides; a run-time scalar by its
+// kind only), its outputs' layouts.
 std::string key_of(OpId op, const Args& args, const std::vector<Tensor>& outs) {
   std::string key = fmt::format("{}(", static_cast<int>(op));
-  for (const Value& v : args) {
-    if (v.is_tensor()) {
+  const bool runtime_scalar = runtime_scalar_op(op, args) != nullptr;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Value& v = args[i];
+    if (runtime_scalar && i == 1) {
+      key += fmt::format("S{};", dtype_name(runtime_scalar_dtype(args[0].tensor(), v.scalar())));
+    } else if (v.is_tensor()) {
       key_tensor(key, v.tensor());
     } else if (v.is_tensor_list()) {
       key += "[";
@@ -207,8 +240,17 @@ void build(Entry& e, OpId op, const Args& args, const std::vector<Tensor>& outs)
   }
   Graph g;
   Args gargs = args;
+  const OpDef* tensor_op = runtime_scalar_op(op, args);
+  if (tensor_op) {  // graph_inputs() passes the value in this place
+    TensorMeta m;
+    m.dtype = runtime_scalar_dtype(args[0].tensor(), args[1].scalar());
+    m.device = outs[0].device();
+    gargs[1] = Value(g.add_input("s", m));
+  }
   int next = 0;
-  for (Value& v : gargs) {
+  for (size_t i = 0; i < gargs.size(); ++i) {
+    Value& v = gargs[i];
+    if (tensor_op && i == 1) continue;
     if (v.is_tensor() && v.tensor().defined()) {
       v = Value(g.add_input(fmt::format("x{}", next++), input_meta(v.tensor())));
     } else if (v.is_tensor_list()) {
@@ -218,7 +260,9 @@ void build(Entry& e, OpId op, const Args& args, const std::vector<Tensor>& outs)
       v = Value(std::move(list));
     }
   }
-  std::vector<Tensor> results = inplace ? std::vector<Tensor>{new_value(g, op, gargs)} : g.add_op(op, gargs);
+  std::vector<Tensor> results = tensor_op  ? g.add_op(tensor_op->id, gargs)
+                                : inplace ? std::vector<Tensor>{new_value(g, op, gargs)}
+                                          : g.add_op(op, gargs);
   if (results.size() != outs.size()) return;
   std::vector<Tensor> finals;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -242,8 +286,14 @@ void build(Entry& e, OpId op, const Args& args, const std::vector<Tensor>& outs)
   e.program = std::move(program);
 }
 
-std::vector<Tensor> graph_inputs(const Args& args) {
+// The program's inputs in the order build() made them: a run-time scalar first, copied to the device (a copy,
+// not a generated fill), then the tensors.
+std::vector<Tensor> graph_inputs(OpId op, const Args& args, Device device) {
   std::vector<Tensor> inputs;
+  if (runtime_scalar_op(op, args)) {
+    const Scalar& s = args[1].scalar();
+    inputs.push_back(scalar_tensor(s, runtime_scalar_dtype(args[0].tensor(), s)).to(device));
+  }
   for (const Value& v : args) {
     if (v.is_tensor() && v.tensor().defined()) inputs.push_back(v.tensor());
     else if (v.is_tensor_list())
@@ -269,7 +319,7 @@ bool run_generated(OpId op, const Args& args, std::vector<Tensor>& outs) {
   DepthScope scope(depth + 1);
   std::vector<Tensor> into;
   for (size_t i = 0; i < outs.size(); ++i) into.push_back(permuted(outs[i], e->perms[i]));
-  e->program->run(graph_inputs(args), std::move(into));
+  e->program->run(graph_inputs(op, args, outs[0].device()), std::move(into));
   return true;
 }
 
@@ -281,5 +331,6 @@ bool run_generated(OpId op, const Args& args, std::vector<Tensor>& outs) {
 }  // namespace
 
 void clear_cuda_eager_programs() { cache().clear(); }
+size_t cuda_eager_program_count() { return cache().size(); }
 
 }  // namespace sinter::backends

@@ -6,6 +6,7 @@
 
 #include <functional>
 
+#include "backends/backends.h"
 #include "ops/cuda_fallback.h"
 #include "scoped_env.h"
 #include "sinter/cuda.h"
@@ -139,6 +140,35 @@ TEST_F(CudaEagerCodegen, ProgramsAreReusedForOneShape) {
   for (int i = 0; i < 5; ++i) warm = cos(a) * 3.0;
   EXPECT_EQ(cuda_eager_counts().generated - before.generated, 10);
   EXPECT_CLOSE(warm.cpu(), cos(a.cpu()) * 3.0);
+}
+
+// A Scalar operand of mul/div/add/sub/comparisons is a value of the program, not part of it: a new value each call
+// (a learning rate, a schedule) reuses the one program per op and layout.
+TEST_F(CudaEagerCodegen, ScalarOperandsAreRunTimeValues) {
+  Tensor a = random({6, 40}, kFloat32, 12), h = random({6, 40}, kBFloat16, 13);
+  Tensor i = arange(0, 24, 1, TensorOptions(kInt32)).reshape({4, 6});
+  Tensor da = a.to(kCUDA), dh = h.to(kCUDA), di = i.to(kCUDA);
+  backends::clear_cuda_eager_programs();
+  for (double s : {0.5, -1.25, 3.0e5, 1.0 / 3}) {
+    SCOPED_TRACE(s);
+    EXPECT_CLOSE((da * s).cpu(), a * s);
+    EXPECT_CLOSE((da / s).cpu(), a / s);
+    EXPECT_CLOSE(add(da, s).cpu(), add(a, s));
+    EXPECT_CLOSE((dh * s).cpu(), h * s);  // bfloat16 computed in float32, as on the CPU
+    Tensor got = dh * s;
+    EXPECT_EQ(got.dtype(), kBFloat16);
+    EXPECT_CLOSE(gt(da, s).cpu(), gt(a, s));
+    Tensor ip = da.clone();
+    ip.mul_(s);
+    EXPECT_CLOSE(ip.cpu(), a * s);
+    int64_t k = static_cast<int64_t>(s * 4) + 7;
+    EXPECT_EQ((di * k).cpu().to_vector<int32_t>(), (i * k).to_vector<int32_t>());  // integers stay integers
+    Tensor f = di * s;                          // an integer tensor times a float: float32
+    EXPECT_EQ(f.dtype(), kFloat32);
+    EXPECT_CLOSE(f.cpu(), i * s);
+  }
+  // mul (float32, bfloat16, int32 * int, int32 * float), div, add, gt, mul_, the clones: one program each.
+  EXPECT_LE(backends::cuda_eager_program_count(), 12u);
 }
 
 TEST_F(CudaEagerCodegen, OpsItDeclinesRunTheirCpuKernel) {
