@@ -34,7 +34,8 @@ std::string next_graph_name();  // "graph_<n>", unique in the process
 // Eager CUDA ops run generated kernels (cuda_eager.cpp), kept in memory per op and operand layout; this forgets
 // them, so that the next call of each loads its kernels again (from the disk cache where they are there).
 void clear_cuda_eager_programs();
-// How many (op, operand layout) programs are kept (declined ones included).
+// How many (op, operand layout) programs are kept (declined ones included; the least recently used beyond 4096
+// are forgotten).
 size_t cuda_eager_program_count();
 
 }  // namespace sinter::backends

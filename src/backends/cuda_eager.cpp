@@ -7,6 +7,7 @@
 // memory that is not dense) is declined and runs its CPU kernel (ops/cuda_fallback.h).
 #include <fmt/format.h>
 
+#include <list>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -38,17 +39,32 @@ struct Entry {
   std::vector<std::vector<int64_t>> perms;     // per output: the dims in memory order (outermost first)
 };
 
+// The programs by key, the least recently used forgotten beyond kCapacity (a program still running is kept alive
+// by its caller's reference), so that a process meeting endless shapes holds bounded memory and modules.
 class ProgramCache {
  public:
+  static constexpr size_t kCapacity = 4096;
+
   std::shared_ptr<Entry> get(const std::string& key) {
     std::lock_guard<std::mutex> lock(mutex_);
-    std::shared_ptr<Entry>& e = entries_[key];
-    if (!e) e = std::make_shared<Entry>();
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      order_.splice(order_.begin(), order_, it->second.second);
+      return it->second.first;
+    }
+    order_.push_front(key);
+    auto e = std::make_shared<Entry>();
+    entries_.emplace(key, std::make_pair(e, order_.begin()));
+    if (entries_.size() > kCapacity) {
+      entries_.erase(order_.back());
+      order_.pop_back();
+    }
     return e;
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mutex_);
     entries_.clear();
+    order_.clear();
   }
   size_t size() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -57,7 +73,8 @@ class ProgramCache {
 
  private:
   std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<Entry>> entries_;
+  std::list<std::string> order_;  // most recently used first
+  std::unordered_map<std::string, std::pair<std::shared_ptr<Entry>, std::list<std::string>::iterator>> entries_;
 };
 
 ProgramCache& cache() {
