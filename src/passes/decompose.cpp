@@ -43,7 +43,7 @@ const std::vector<std::pair<OpId, Decomposition>>& table() {
       {OpId::softmax_int, decomp::softmax},          // exp(x - amax) / sum(exp(x - amax))
       {OpId::log_softmax_int, decomp::log_softmax},  // (x - amax) - log(sum(exp(x - amax)))
       {OpId::logsumexp, decomp::logsumexp},          // log(sum(exp(x - m))) + m
-      // var and std are not decomposed: they run eager's kernel on their stored input (see reductions.cpp).
+      // var and std decompose only where recomputation is exact (exact_table, see reductions.cpp).
       {OpId::mse_loss, decomp::mse_loss},            // reduce((x - t)^2)
       // normalization.cpp
       {OpId::layer_norm, decomp::layer_norm},  // (x - mean) * rsqrt(var + eps) * w + b
@@ -55,9 +55,21 @@ const std::vector<std::pair<OpId, Decomposition>>& table() {
   return entries;
 }
 
-Decomposition find_decomposition(OpId op) {
+// Where recomputed values are exact (decompose's exact_recompute): var and std.
+const std::vector<std::pair<OpId, Decomposition>>& exact_table() {
+  static const std::vector<std::pair<OpId, Decomposition>> entries = {
+      {OpId::var_correction, decomp::var},  // sum((x - m)^2) / max(0, N - correction), m from x - x[first]
+      {OpId::std_correction, decomp::std},  // sqrt of var
+  };
+  return entries;
+}
+
+Decomposition find_decomposition(OpId op, bool exact_recompute) {
   for (const auto& [id, fn] : table())
     if (id == op) return fn;
+  if (exact_recompute)
+    for (const auto& [id, fn] : exact_table())
+      if (id == op) return fn;
   return nullptr;
 }
 
@@ -122,17 +134,17 @@ std::vector<OpId> decomposed_ops() {
   return ops;
 }
 
-bool decompose(Graph& g) {
+bool decompose(Graph& g, bool exact_recompute) {
   std::optional<sym::ShapeEnvScope> scope;
   if (g.shape_env()) scope.emplace(g.shape_env().get());
   Rewriter rw(g);
   std::vector<const Node*> nodes;
   for (const Node& n : g.nodes())
-    if (n.is_op() && find_decomposition(n.op)) nodes.push_back(&n);
+    if (n.is_op() && find_decomposition(n.op, exact_recompute)) nodes.push_back(&n);
   bool changed = false, restride = false;
   for (const Node* n : nodes) {
     decomp::Builder b(rw, *n);
-    std::optional<std::vector<Tensor>> outs = find_decomposition(n->op)(b, *n);
+    std::optional<std::vector<Tensor>> outs = find_decomposition(n->op, exact_recompute)(b, *n);
     if (!outs) continue;
     SINTER_INTERNAL_ASSERT(outs->size() == n->outputs.size(), "decomposition of {} made {} values for {} outputs",
                            n->op_name(), outs->size(), n->outputs.size());

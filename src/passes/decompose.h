@@ -10,8 +10,10 @@
 namespace sinter::passes {
 
 // Replaces every node whose op has a decomposition (and whose form it covers) by primitive ops computing the same
-// values to float rounding. Returns whether it changed the graph.
-bool decompose(Graph& g);
+// values to float rounding. Returns whether it changed the graph. With `exact_recompute` (the target's kernels
+// round each op as eager, so a value a fused kernel recomputes equals itself), var and std decompose too, into
+// a two-pass form shifted by the row's first element (decompositions/reductions.cpp).
+bool decompose(Graph& g, bool exact_recompute = false);
 
 // The ops the table decomposes (some only in certain forms: dropout without drawing, batch_norm in eval).
 std::vector<OpId> decomposed_ops();

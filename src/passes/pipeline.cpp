@@ -44,7 +44,7 @@ const std::vector<Pass>& pipeline() {
       {"functionalize", functionalize_step},
       // Before decomposition: patterns see linear, conv2d, softmax and matmul as captured.
       {"patterns", [](Graph& g, const PassContext& ctx) { return apply_patterns(g, ctx); }},
-      {"decompose", [](Graph& g, const PassContext&) { return decompose(g); }},
+      {"decompose", [](Graph& g, const PassContext& ctx) { return decompose(g, ctx.exact_recompute); }},
       {"simplify", [](Graph& g, const PassContext&) { return simplify(g); }},
   };
   return list;
@@ -93,6 +93,7 @@ PassContext PassContext::from(const CompileContext& ctx) {
   PassContext p;
   p.freeze = ctx.options.freeze;
   p.training = ctx.training;
+  p.exact_recompute = ctx.target.kind == TargetKind::kCuda;
   return p;
 }
 

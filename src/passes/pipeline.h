@@ -23,6 +23,9 @@ struct PassRecord {
 struct PassContext {
   bool freeze = false;    // parameters are kConstant nodes: patterns may fold them (conv + batch_norm)
   bool training = false;  // the module runs in training mode (no pass depends on it yet: room for autograd)
+  // The target's kernels round every op as eager does (no contraction of a * b + c), so a value recomputed in a
+  // fused kernel equals itself: var and std may decompose (decompose.h). The CUDA target's NVRTC code does.
+  bool exact_recompute = false;
   // Where functionalize reports writes into graph inputs when the graph still mutates (capture hands over
   // functional graphs, so this is normally untouched); null makes such a graph an error.
   FunctionalizeResult* functionalized = nullptr;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "inductor/inductor_ops_cases.h"
+#include "ops/cuda_fallback.h"
+#include "scoped_env.h"
 #include "sinter/cuda.h"
 #include "sinter/ops.h"
 #include "testing.h"
@@ -91,6 +93,35 @@ TEST(CudaInductor, OutputsStayOnTheDevice) {
   EXPECT_TRUE(y.is_cuda());
   EXPECT_TRUE(testing::close(y.cpu(), relu(x) * 2 + 1));
   EXPECT_EQ(f.stats().compiles, 1);
+}
+
+// var and std are loop kernels on CUDA (a two-pass form shifted by a row's first element), exact where eager is:
+// the variance of a constant is 0 and one element with correction 1 is NaN (repro r19).
+TEST(CudaInductor, VarAndStdAreLoopKernelsAndExactWhereEagerIs) {
+  Tensor x = random({6, 7, 45}, kFloat32, 3) * 4 + 100;  // an offset mean: the shift keeps the precision
+  std::vector<Case> cases = {
+      {"var last", [](const Inputs& i) { return var(i[0], {2}); }},
+      {"std dims 0,2 keepdim", [](const Inputs& i) { return std(i[0], {0, 2}, 1, true); }},
+      {"var all correction 0", [](const Inputs& i) { return var(i[0], {}, 0); }},
+      {"var of a product", [](const Inputs& i) { return var(i[0] * 1.5 - 2, {1}); }},
+  };
+  check_cases(cases, {x}, -1, kCUDA);
+  // bfloat16 input (computed in float32, as eager); not the product: fused, it is not rounded to bfloat16 before
+  // the reduction (as in PyTorch's inductor), and the variance of 7 values sees that rounding.
+  cases.pop_back();
+  check_cases(cases, {x.to(kBFloat16)}, -1, kCUDA);
+  {  // eager var on CUDA runs a generated program, not the CPU kernel
+    testing::ScopedEnv generated("SINTER_CUDA_EAGER", "generated");
+    CudaEagerCounts before = cuda_eager_counts();
+    Tensor got = var(x.to(kCUDA), {2});
+    EXPECT_EQ(cuda_eager_counts().cpu, before.cpu);
+    EXPECT_TRUE(testing::close(got.cpu(), var(x, {2}), 1e-5));
+  }
+  auto f = compile([](const Tensor& t) { return var(t * 1); });
+  EXPECT_EQ(f(full({12}, 0.1).to(kCUDA)).item<double>(), 0.0);
+  auto g = compile([](const Tensor& t) { return var(pow(t, 3), {0}, 1); });
+  for (float v : {3.5f, 1.7f, -2.3f, 0.37f})
+    EXPECT_TRUE(std::isnan(g(from_vector<float>({v}, {1}).to(kCUDA)).item<double>())) << v;
 }
 
 // A 0-d tensor on the CPU combines with CUDA tensors in eager (as in PyTorch), so a compiled CUDA graph takes one

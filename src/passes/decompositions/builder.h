@@ -92,6 +92,8 @@ std::optional<std::vector<Tensor>> softmax(Builder& b, const Node& n);
 std::optional<std::vector<Tensor>> log_softmax(Builder& b, const Node& n);
 std::optional<std::vector<Tensor>> logsumexp(Builder& b, const Node& n);
 std::optional<std::vector<Tensor>> mse_loss(Builder& b, const Node& n);
+std::optional<std::vector<Tensor>> var(Builder& b, const Node& n);  // only where recomputation is exact
+std::optional<std::vector<Tensor>> std(Builder& b, const Node& n);
 // normalization.cpp
 std::optional<std::vector<Tensor>> layer_norm(Builder& b, const Node& n);
 std::optional<std::vector<Tensor>> rms_norm(Builder& b, const Node& n);

@@ -2,12 +2,12 @@
 // logsumexp, mse_loss. Sizes may be symbolic: no size is ever baked into a Scalar unless it is concrete (mean.dim
 // divides by the reduction size in the lowering).
 //
-// var and std are not decomposed. Their two-pass form, mean((x - mean(x))^2), evaluates x once per pass, and a
-// fused kernel recomputes x there rather than storing it: under FMA contraction x*y - m rounds differently from
-// x*y summed into the mean, so equal values get nonzero deviations (var of one element with correction 1 gave
-// inf instead of 0/0 = NaN), and a mean accumulated in another order than eager's is not exact for a constant
-// (its var was 2e-16, not 0). Eager's kernel reads one stored x in both passes and divides its sum of squared
-// deviations by max(0, N - correction), as PyTorch; the lowering runs it as a library call.
+// var and std decompose only where the target's kernels round each op as eager (decompose's exact_recompute; the
+// CUDA target). Their two-pass form evaluates x once per pass, and a fused kernel recomputes x there rather than
+// storing it: under FMA contraction x*y - m rounds differently from x*y summed into the mean, so equal values got
+// nonzero deviations (var of one element with correction 1 gave inf instead of 0/0 = NaN), and a mean accumulated
+// in another order than eager's is not exact for a constant (its var was 2e-16, not 0). Elsewhere the lowering
+// runs eager's kernel as a library call, which reads one stored x in both passes.
 #include "passes/decompositions/builder.h"
 
 namespace sinter::passes::decomp {
@@ -85,6 +85,38 @@ Result mse_loss(Builder& b, const Node& n) {
   if (reduction == "mean") sq = b.op(OpId::mean, {sq});
   else if (reduction == "sum") sq = b.op(OpId::sum, {sq});
   return std::vector<Tensor>{b.to(sq, out)};
+}
+
+// var(x, dims, correction) -> sum((d - mean(d))^2) / max(0, N - correction), d = x - x[first of the reduced dims].
+// The shift keeps the two-pass form exact where eager's is: a constant row has d = 0 exactly, so its var is 0, and
+// one element with correction 1 is 0/0 = NaN, as eager. Computed in float32 for float16/bfloat16 (as eager), and
+// left alone where a reduced size is symbolic or empty (N must be a number) or the input is not floating.
+Result var(Builder& b, const Node& n) {
+  const Tensor& self = n.args[0].tensor();
+  if (!is_floating(self.dtype())) return std::nullopt;
+  std::vector<int64_t> dims = reduction_dims(n.args[1], self.dim());
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (self.sizes()[d].is_symbolic() || self.sizes()[d].hint() == 0) return std::nullopt;
+    count *= self.sizes()[d].hint();
+  }
+  const double correction = n.args[2].is_none() ? 1.0 : n.args[2].scalar().to_double();
+  const bool keepdim = n.args[3].to_bool();
+  DType out = n.meta().dtype;
+  Tensor x = b.to(self, compute_dtype(out));
+  Tensor first = x;
+  for (int64_t d : dims) first = b.op(OpId::slice_Tensor, {first, d, SymInt(0), SymInt(1), SymInt(1)});
+  Tensor shifted = b.sub(x, first);
+  Tensor dev = b.sub(shifted, b.mean(shifted, dims, true));
+  Tensor s = b.sum(b.mul(dev, dev), dims, keepdim);
+  return std::vector<Tensor>{b.to(b.div(s, Scalar(std::max(0.0, static_cast<double>(count) - correction))), out)};
+}
+
+// std(x, ...) -> sqrt(var(x, ...)).
+Result std(Builder& b, const Node& n) {
+  Result v = var(b, n);
+  if (!v) return std::nullopt;
+  return std::vector<Tensor>{b.unary(OpId::sqrt, (*v)[0])};
 }
 
 }  // namespace sinter::passes::decomp
