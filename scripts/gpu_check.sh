@@ -13,7 +13,7 @@ cmake --build build-gpu -j"$jobs" > "$logs/build.log" 2>&1 || { grep -E "error|F
 echo "build: $(( $(date +%s) - start )) s"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$logs/gpu.txt" 2>&1
 cat "$logs/gpu.txt"
-export SINTER_CACHE_DIR="$logs/../sinter-cache"
+export SINTER_CACHE_DIR=$(mktemp -d)  # not under LOG_DIR: the kernel cache is thousands of files
 env -u SINTER_CUDA_SIM ./build-gpu/sinter_tests --gtest_filter="$filter" > "$logs/gpu-tests.log" 2>&1
 echo "gpu tests rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$logs/gpu-tests.log" | head -40
 SINTER_CUDA_SIM=1 ./build-gpu/sinter_tests --gtest_filter="$filter" > "$logs/sim-tests.log" 2>&1
