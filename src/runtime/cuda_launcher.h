@@ -13,7 +13,6 @@
 
 namespace sinter::runtime {
 
-// How to launch one generated kernel (what codegen/cuda decided), and the loaded entry point.
 // A kernel compiled on its first launch (on a GPU, the scalar path of a vector kernel); thread-safe.
 class LazyKernel {
  public:
@@ -26,6 +25,7 @@ class LazyKernel {
   void* function_ = nullptr;
 };
 
+// How to launch one generated kernel (what codegen/cuda decided), and the loaded entry point.
 struct CudaKernelEntry {
   std::string name;
   unsigned block = 256;          // threads per block

@@ -134,9 +134,9 @@ Tensor Executor::on_device(const Tensor& t, Device device) {
   {
     detail::ModelData::DeviceCopies& dc = model_.device_copies;
     std::lock_guard<std::mutex> lock(dc.mutex);
-    if (dc.of_impl.empty())
-      for (const auto& [proto, tensor] : model_.attr_tensors) dc.of_impl[tensor.impl()] = tensor;
-    if (dc.of_impl.count(t.impl())) {
+    if (dc.persistent.empty())
+      for (const auto& [proto, tensor] : model_.attr_tensors) dc.persistent.insert(tensor.impl());
+    if (dc.persistent.count(t.impl())) {
       auto it = dc.copies.find(key);
       if (it == dc.copies.end()) it = dc.copies.emplace(key, copy()).first;
       return it->second;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "frontends/onnx/proto.h"
@@ -61,7 +62,7 @@ struct ModelData {
   // Copies of those tensors on the devices the model has run on (NodeCtx::in), made once per device.
   struct DeviceCopies {
     std::mutex mutex;
-    std::unordered_map<const TensorImpl*, Tensor> of_impl;  // attr_tensors' impls -> themselves, filled lazily
+    std::unordered_set<const TensorImpl*> persistent;  // attr_tensors' impls (alive with the model), filled lazily
     std::map<std::pair<const TensorImpl*, std::string>, Tensor> copies;
   };
   mutable DeviceCopies device_copies;
