@@ -42,9 +42,12 @@
 //   guard says where ("s0 == 7 (specialised by int64_t(SymInt) in host code after relu at model.cpp:41)"),
 //   and SINTER_LOGS=dynamic logs it when it happens.
 // - mode is recorded (CompileStats::mode, ExplainOutput::mode) and handed to the backend in
-//   CompileContext::options, but in this build it changes nothing: reduce-overhead means CUDA graphs and
-//   max-autotune means autotuned kernels, and the CPU inductor has neither yet. CompileStats::str() and
-//   ExplainOutput::str() say so.
+//   CompileContext::options. reduce-overhead: the inductor's graphs on CUDA tensors run as CUDA graphs (the
+//   first call of an input layout runs as compiled, the second captures, later ones replay; inputs other than
+//   parameters and buffers are copied into the graph's buffers, outputs copied out, so results stay valid;
+//   SINTER_LOGS=cudagraphs shows captures, evictions and why a graph does without); on CPU tensors it is the
+//   default mode. backend "cudagraphs" does the same over aot_eager. max-autotune has no effect in this build
+//   (autotuned kernels are not there yet). CompileStats::str() and ExplainOutput::str() say what each does.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -147,6 +150,10 @@ struct CompileContext {
   std::shared_ptr<sym::ShapeEnv> shape_env;  // null when every size is static
   bool training = false;  // compile(module) of a module in training mode (guarded; no pass depends on it yet)
   std::string debug_dir;                     // SINTER_DEBUG_DIR at compile time; empty: no dumps
+  // Per graph input: whether it is the same tensor at every call (a parameter, a buffer, any tensor the function
+  // read without taking it as an argument; capture guards their identity). Empty when not known. CUDA graphs
+  // read these in place and copy the other inputs into buffers of their own.
+  std::vector<bool> static_inputs;
   // The context capture builds for `graph`: these options, the host CPU (or, for CUDA inputs, an sm_90 GPU
   // description), the graph's ShapeEnv, SINTER_DEBUG_DIR.
   static CompileContext for_graph(const Graph& graph, const CompileOptions& options = {});
@@ -200,7 +207,7 @@ struct CompileStats {
   // breaks); -1 when the backend does not say (eager, aot_eager).
   int kernels_per_call = -1;
   std::vector<RecompileEvent> recompile_reasons;
-  Mode mode = Mode::kDefault;  // as given in the options (recorded; no effect in this build, see above)
+  Mode mode = Mode::kDefault;  // as given in the options (see above for what each does)
   std::string str() const;
 };
 
@@ -216,7 +223,7 @@ struct ExplainOutput {
   std::vector<int> ops_per_graph;
   std::vector<std::string> guards;
   double compile_seconds = 0;
-  Mode mode = Mode::kDefault;  // as given; str() says what it does in this build
+  Mode mode = Mode::kDefault;  // as given; str() says what it does
   std::string str() const;
 };
 std::ostream& operator<<(std::ostream& os, const ExplainOutput& e);

@@ -17,6 +17,17 @@ Backend eager_backend();
 // "aot_eager": runs the functionalized graph on the eager kernels, op by op in graph order, so results
 // (random draws included) equal eager's exactly.
 Backend aot_eager_backend();
+// "cudagraphs": aot_eager's run of the graph captured as CUDA graphs and replayed (cuda_graphs.cpp).
+ContextBackend cudagraphs_backend();
+// `body` (a compiled graph's run, `launches` kernels a call, -1 when not known) with CUDA graphs: captured per
+// input layout on its second call, replayed after (cuda_graphs.cpp). A graph without CUDA inputs gets `body` back
+// (logged).
+CompiledGraph::Fn with_cuda_graphs(const Graph& graph, const CompileContext& ctx, CompiledGraph::Fn body,
+                                   int launches);
+struct CudaGraphCounts {
+  int64_t captures = 0, replays = 0;  // in this process, over every compiled graph
+};
+CudaGraphCounts cuda_graph_counts();
 // "inductor": generated kernels: C++ for CPU tensors (src/codegen/cpp), CUDA for CUDA tensors (src/codegen/cuda).
 ContextBackend inductor_backend();
 // The inductor's CPU path on one graph, for the context's options and target (tests use it to see the schedule:

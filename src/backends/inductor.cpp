@@ -124,17 +124,23 @@ ContextBackend inductor_backend() {
       host_scalars.push_back(k);
     }
     auto program = ctx.target.kind == TargetKind::kCuda ? compile_for_cuda(graph, ctx) : compile_for_cpu(graph, ctx);
-    if (host_scalars.empty())
-      return CompiledGraph([program](const std::vector<Tensor>& inputs) { return program->run(inputs); },
-                           program->launches());
+    CompiledGraph::Fn run = [program](const std::vector<Tensor>& inputs) { return program->run(inputs); };
+    // reduce-overhead: the program's launches as CUDA graphs (a CPU graph runs as in default mode, logged).
+    if (ctx.options.mode == Mode::kReduceOverhead) {
+      CompileContext moved_inputs = ctx;  // a 0-d CPU input reaches the CUDA graph as a fresh copy at each call
+      for (size_t k : host_scalars)
+        if (k < moved_inputs.static_inputs.size()) moved_inputs.static_inputs[k] = false;
+      run = with_cuda_graphs(graph, moved_inputs, std::move(run), program->launches());
+    }
+    if (host_scalars.empty()) return CompiledGraph(std::move(run), program->launches());
     Device device = kCUDA;  // that of the graph's device inputs
     for (const Node* in : inputs)
       if (in->meta().device.is_cuda()) device = in->meta().device;
     return CompiledGraph(
-        [program, host_scalars, device](const std::vector<Tensor>& inputs) {
+        [run, host_scalars, device](const std::vector<Tensor>& inputs) {
           std::vector<Tensor> moved = inputs;
           for (size_t k : host_scalars) moved[k] = inputs[k].to(device);
-          std::vector<Tensor> outs = program->run(moved);
+          std::vector<Tensor> outs = run(moved);
           for (Tensor& o : outs)
             for (size_t k : host_scalars)
               if (o.is_same(moved[k])) o = inputs[k];

@@ -23,6 +23,7 @@ struct Registry {
     add("eager", backends::eager_backend());
     add("aot_eager", backends::aot_eager_backend());
     add("inductor", backends::inductor_backend());
+    add("cudagraphs", backends::cudagraphs_backend());
   }
   void add(const std::string& name, BackendFn backend) {
     storage.push_back(std::move(backend));
@@ -38,7 +39,7 @@ Registry& registry() {
 }  // namespace
 
 bool is_builtin_backend(const std::string& name) {
-  return name == "eager" || name == "aot_eager" || name == "inductor";
+  return name == "eager" || name == "aot_eager" || name == "inductor" || name == "cudagraphs";
 }
 
 BackendFn::BackendFn(Backend simple) {

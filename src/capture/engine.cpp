@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <chrono>
@@ -269,8 +270,13 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
     entry->dynamic = dynamic;
     entry->output_plan = w.plan;
     entry->int_args = w.int_args;
-    entry->program =
-        compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, s.training(), &fell_back);
+    // The lifted tensors (parameters, buffers) are the same at every call the entry serves.
+    std::vector<bool> static_inputs;
+    for (const Tensor& in : w.inputs)
+      static_inputs.push_back(std::any_of(w.guards.lifted.begin(), w.guards.lifted.end(),
+                                          [&](const Tensor& t) { return t.is_same(in); }));
+    entry->program = compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, s.training(),
+                                     &fell_back, std::move(static_inputs));
     entry->guards = std::move(w.guards);
   } catch (...) {
     std::lock_guard<std::mutex> lock(s.mutex);

@@ -27,8 +27,10 @@ std::string_view mode_name(Mode m) {
 // What the mode does in this build, said wherever the mode is printed.
 std::string mode_text(Mode m) {
   if (m == Mode::kDefault) return "default";
-  return fmt::format("{} (no effect in this build: it changes nothing on the CPU inductor, which has neither CUDA "
-                     "graphs nor autotuned kernels; backends see it in CompileContext::options)",
+  if (m == Mode::kReduceOverhead)
+    return "reduce-overhead (the inductor's graphs on CUDA tensors run as CUDA graphs; on CPU tensors as default)";
+  return fmt::format("{} (no effect in this build: autotuned kernels are not there yet; backends see it in "
+                     "CompileContext::options)",
                      mode_name(m));
 }
 

@@ -113,7 +113,7 @@ Program run_as_recorded(Program p, Graph graph, const std::string& why, const Co
 }  // namespace
 
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
-                        bool training, bool* fell_back) {
+                        bool training, bool* fell_back, std::vector<bool> static_inputs) {
   auto start = std::chrono::steady_clock::now();
   Program p;
   p.text = print_graph(graph);
@@ -155,6 +155,7 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   p.backend = options.backend;
   CompileContext context = CompileContext::for_graph(graph, options);
   context.training = training;
+  context.static_inputs = std::move(static_inputs);
   try {
     p.fn = find_backend(options.backend)(graph, example_inputs, context);
     SINTER_CHECK(static_cast<bool>(p.fn),

@@ -11,6 +11,7 @@
 #include "ops/shape_util.h"
 #include "tensor/allocator.h"
 #include "tensor/cuda_device.h"
+#include "tensor/cuda_graph.h"
 
 namespace sinter {
 namespace {
@@ -223,6 +224,16 @@ void copy_strided(const Tensor& dst, const Tensor& src, bool non_blocking) {
   bool one_device = dst.is_cuda() && src.is_cuda() && dst.device() == src.device();
   if (one_device && (!cuda::is_simulated() || cuda_eager_generated()) && copy_on_device(dst, src)) return;
   if ((dst.is_cuda() || src.is_cuda()) && !cuda::is_simulated()) return copy_through_host(dst, src, non_blocking);
+  if ((dst.is_cuda() || src.is_cuda()) && cuda::capturing((dst.is_cuda() ? dst : src).device().index)) {
+    // The simulated device, as copy_through_host on a GPU: host data is a constant of the graph (copied now, and
+    // into the device at every replay); a read of device memory by the host cannot be captured.
+    int index = (dst.is_cuda() ? dst : src).device().index;
+    if (!src.is_cpu() || dst.is_cpu()) cuda::require_not_capturing(index, "a copy through the host");
+    Tensor staged = empty_from_meta(dense_meta(src.sizes(), src.dtype(), kCPU));
+    copy_strided(staged, src);
+    cuda::record_simulated(index, [dst, staged] { copy_strided(dst, staged); });
+    return;
+  }
   if (may_overlap(dst, src) && !(dst.is_same(src))) {
     bool same_view = dst.storage_offset().hint() == src.storage_offset().hint() &&
                      dst.strides().hints() == src.strides().hints() && dst.sizes().hints() == src.sizes().hints() &&

@@ -16,6 +16,7 @@
 #include "support/check.h"
 #include "support/dynamic_symbols.h"
 #include "tensor/cuda_driver.h"
+#include "tensor/cuda_graph.h"
 
 namespace sinter::cuda {
 
@@ -211,6 +212,8 @@ void gemm(const Tensor& a0, const Tensor& b0, const Tensor& out, double alpha, d
   DeviceHandle& h = handle_for(out.device().index);
   std::lock_guard<std::mutex> lock(h.mutex);
   driver::use_device(out.device().index);
+  // On the stream this thread's work goes on: a CUDA graph's capture stream while capturing.
+  check(loaded().api.cublasSetStream_v2(h.handle, work_stream(out.device().index)), "cublasSetStream", shapes);
   while (true) {
     int64_t oa_off = 0, ob_off = 0, oc_off = 0;
     for (size_t d = 0; d < outer.size(); ++d) oa_off += index[d] * sa[d], ob_off += index[d] * sb[d], oc_off += index[d] * sc[d];

@@ -11,6 +11,7 @@
 #include "support/log.h"
 #include "support/warning.h"
 #include "tensor/cuda_device.h"
+#include "tensor/cuda_graph.h"
 
 namespace sinter {
 namespace {
@@ -71,7 +72,8 @@ bool cuda_eager_generated() {
   if (!s.empty())
     warn_once("SINTER_CUDA_EAGER", fmt::format("SINTER_CUDA_EAGER='{}' is neither 'generated' nor 'cpu'; using the "
                                                "default", s));
-  return !cuda::is_simulated();
+  // While a CUDA graph is captured, kernels it can hold: the CPU kernel cannot be part of one.
+  return !cuda::is_simulated() || cuda::capturing();
 }
 
 CudaEagerCounts cuda_eager_counts() { return {generated_calls.load(), cpu_calls.load()}; }
@@ -86,6 +88,8 @@ bool run_cuda_generated(OpId op, const Args& args, std::vector<Tensor>& outs) {
 void run_without_cuda_kernel(KernelFn cpu_kernel, OpId op, const Args& args, std::vector<Tensor>& outs,
                              bool data_dependent, Device device) {
   if (!data_dependent && run_cuda_generated(op, args, outs)) return;
+  cuda::require_not_capturing(device.index, fmt::format("{} (it has no CUDA kernel for these arguments and runs its CPU "
+                                                        "kernel)", op_def(op).schema.full_name()));
   ++cpu_calls;
   if (cuda::is_simulated()) {
     cpu_kernel(op, args, outs);  // simulated device memory is host memory

@@ -4,6 +4,8 @@
 #include "ops/cuda_blas.h"
 #include "ops/cuda_fallback.h"
 #include "ops/linalg_util.h"
+#include "sinter/cuda.h"
+#include "tensor/cuda_graph.h"
 
 namespace sinter {
 namespace {
@@ -165,10 +167,13 @@ void linear_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {
 }
 
 // On CUDA the same kernels: matmul_into hands floating products to cuBLAS (ops/cuda_blas.h). Integer products,
-// and every product on the simulated device, run the CPU kernel (ops/cuda_fallback.h).
+// and every product on the simulated device, run the CPU kernel (ops/cuda_fallback.h); while a CUDA graph is
+// captured there, the kernel itself runs, and its copies and product are recorded (linalg_util.cpp).
 template <KernelFn cpu>
 void cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
-  if (cuda::gemm_supported(outs.at(0).dtype())) return cpu(op, args, outs);
+  DType dt = outs.at(0).dtype();
+  if (cuda::gemm_supported(dt) || (cuda::is_simulated() && cuda::capturing() && is_floating(dt)))
+    return cpu(op, args, outs);
   run_without_cuda_kernel(cpu, op, args, outs, false, outs[0].device());
 }
 

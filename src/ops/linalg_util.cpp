@@ -7,6 +7,7 @@
 #include "ops/copy.h"
 #include "ops/cuda_blas.h"
 #include "sinter/cuda.h"
+#include "tensor/cuda_graph.h"
 
 namespace sinter {
 
@@ -167,6 +168,8 @@ void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out, const Scal
   if (out.numel().hint() == 0) return;
   if (out.is_cuda() && cuda::gemm_supported(out.dtype()))
     return cuda::gemm(a, b, out, alpha.to_double(), beta.to_double());
+  // The simulated device's product is a CPU GEMM on its memory: while a CUDA graph is captured, one for the replays.
+  if (out.is_cuda() && cuda::record_simulated(out.device().index, [=] { matmul_into(a, b, out, alpha, beta); })) return;
   DType cd = compute_dtype(out.dtype());
   bool direct = cd == out.dtype();
   Tensor A = a, B = b;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "ops/cuda_blas.h"
 #include "ops/linalg_util.h"
@@ -12,6 +13,7 @@
 #include "support/check.h"
 #include "tensor/cuda_device.h"
 #include "tensor/cuda_driver.h"
+#include "tensor/cuda_graph.h"
 
 namespace sinter::runtime {
 
@@ -90,16 +92,31 @@ void CudaLauncher::run_loops(RunState& r, int k) const {
     vector = vector && (c.argument >= 0 ? (reinterpret_cast<uintptr_t>(ptrs.at(c.argument)) & (c.bytes - 1)) == 0
                                         : r.ev(c.divisible) % c.by == 0);
   const std::string& name = vector ? e.name : e.scalar_name;
+  const int index = device_.index;
   if (cuda::is_simulated()) {
-    sim::launch(name, vector ? e.sim : e.scalar_sim, params.data(), {grid, 1, 1}, {e.block, 1, 1}, 0);
+    sim::Entry entry = vector ? e.sim : e.scalar_sim;
+    if (cuda::capturing(index)) {  // the replays launch it with these values (every parameter is 8 bytes)
+      std::vector<uint64_t> values(params.size());
+      for (size_t i = 0; i < params.size(); ++i) std::memcpy(&values[i], params[i], sizeof(uint64_t));
+      cuda::record_simulated(index, [name, entry, values, grid, block = e.block]() mutable {
+        std::vector<void*> ps;
+        for (uint64_t& v : values) ps.push_back(&v);
+        sim::launch(name, entry, ps.data(), {grid, 1, 1}, {block, 1, 1}, 0);
+      });
+    } else {
+      sim::launch(name, entry, params.data(), {grid, 1, 1}, {e.block, 1, 1}, 0);
+    }
   } else {
     void* fn = vector ? e.function : e.scalar->get();
-    cuda::driver::use_device(device_.index);
-    cuda::driver::launch(static_cast<cuda::driver::CUfunction>(fn), {grid, 1, 1}, {e.block, 1, 1}, 0, nullptr,
-                         params.data(), name.c_str());
+    cuda::driver::use_device(index);
+    cuda::driver::launch(static_cast<cuda::driver::CUfunction>(fn), {grid, 1, 1}, {e.block, 1, 1}, 0,
+                         cuda::work_stream(index), params.data(), name.c_str());
   }
-  if (e.error_flag)
-    SINTER_CHECK(flag.item<int>() == 0, "ZeroDivisionError: integer division by zero in compiled kernel {}", e.name);
+  if (!e.error_flag) return;
+  auto check = [flag, kernel = e.name] {
+    SINTER_CHECK(flag.item<int>() == 0, "ZeroDivisionError: integer division by zero in compiled kernel {}", kernel);
+  };
+  if (!cuda::check_after_replay(index, check)) check();
 }
 
 bool CudaLauncher::run_library(RunState& r, int k) const {

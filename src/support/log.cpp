@@ -1,6 +1,5 @@
 #include "support/log.h"
 #include "support/warning.h"
-#include "support/warning.h"
 
 #include <atomic>
 #include <cstdio>
@@ -15,7 +14,7 @@ namespace {
 
 constexpr std::string_view kNames[] = {"graph",   "guards",      "recompiles", "graph_breaks", "dynamic",
                                        "fusion",  "output_code", "perf_hints", "passes",
-                                       "profile", "schedule"};
+                                       "profile", "schedule",    "cudagraphs"};
 static_assert(std::size(kNames) == static_cast<size_t>(LogChannel::kCount));
 
 std::atomic<uint32_t>& mask() {

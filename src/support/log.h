@@ -20,6 +20,7 @@ enum class LogChannel : uint8_t {
   kPasses,       // the pass pipeline: each pass, changed or not, with its time
   kProfile,      // per-kernel time of compiled programs, summed over calls, printed when a program is freed
   kSchedule,     // the target each graph is compiled for, and the kernels the scheduler made
+  kCudagraphs,   // CUDA graphs: each capture, eviction, and why a graph runs without them
   kCount
 };
 

@@ -12,6 +12,7 @@
 
 #include "sinter/cuda.h"
 #include "tensor/cuda_driver.h"
+#include "tensor/cuda_graph.h"
 
 namespace sinter::cuda {
 
@@ -22,11 +23,22 @@ constexpr size_t kAlignment = 256;  // cudaMalloc's alignment, which 16-byte vec
 
 std::string mib(size_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
+// One device's allocator, or a private pool of one (`parent` set: a CUDA graph's memory, cuda_graph.h), which
+// keeps itself alive while any of its blocks is, and counts its blocks in the parent's statistics too.
 class CachingAllocator final : public Allocator {
  public:
-  explicit CachingAllocator(int index) : index_(index) {}
+  explicit CachingAllocator(int index, CachingAllocator* parent = nullptr) : index_(index), parent_(parent) {}
+  ~CachingAllocator() override {  // only pools are destroyed; at process exit the driver may be gone already
+    try {
+      empty_cache();
+    } catch (const std::exception&) {
+    }
+  }
+  void set_self(const std::shared_ptr<CachingAllocator>& self) { self_ = self; }
 
   DataPtr allocate(size_t nbytes) override {
+    if (parent_ == nullptr)
+      if (Allocator* pool = capture_pool(index_)) return pool->allocate(nbytes);
     size_t bytes = size_class(nbytes);
     void* p = nullptr;
     {
@@ -39,12 +51,8 @@ class CachingAllocator final : public Allocator {
       }
     }
     if (p == nullptr) p = fresh(nbytes, bytes);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stats_.allocated += static_cast<int64_t>(bytes);
-      stats_.peak = std::max(stats_.peak, stats_.allocated);
-    }
-    return {p, [this, bytes](void* q) { release(q, bytes); }};
+    account(static_cast<int64_t>(bytes), 0);
+    return {p, [this, keep = self_.lock(), bytes](void* q) { release(q, bytes); }};
   }
 
   MemoryStats stats() {
@@ -60,9 +68,11 @@ class CachingAllocator final : public Allocator {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       blocks.swap(free_);
-      stats_.reserved -= static_cast<int64_t>(cached_);
       cached_ = 0;
     }
+    int64_t returned = 0;
+    for (auto& block : blocks) returned += static_cast<int64_t>(block.first);
+    account(0, -returned);
     // A cached block may still be the source or destination of a queued copy or kernel: wait for them first.
     if (!blocks.empty() && !is_simulated()) {
       driver::use_device(index_);
@@ -94,16 +104,28 @@ class CachingAllocator final : public Allocator {
                               mib(nbytes), index_, free_text, mib(static_cast<size_t>(s.allocated)),
                               mib(static_cast<size_t>(s.reserved))));
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.reserved += static_cast<int64_t>(bytes);
+    account(0, static_cast<int64_t>(bytes));
     return p;
   }
 
   void release(void* p, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.allocated -= static_cast<int64_t>(bytes);
-    free_.emplace(bytes, p);
-    cached_ += bytes;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      free_.emplace(bytes, p);
+      cached_ += bytes;
+    }
+    account(-static_cast<int64_t>(bytes), 0);
+  }
+
+  // Bytes handed out and held from the backing allocator change by these amounts (here and in the parent's).
+  void account(int64_t allocated, int64_t reserved) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stats_.allocated += allocated;
+      stats_.reserved += reserved;
+      stats_.peak = std::max(stats_.peak, stats_.allocated);
+    }
+    if (parent_ != nullptr) parent_->account(allocated, reserved);
   }
 
   void* backing_alloc(size_t bytes) {
@@ -120,6 +142,8 @@ class CachingAllocator final : public Allocator {
   }
 
   int index_;
+  CachingAllocator* parent_;              // a pool's device allocator (never destroyed); null for that allocator
+  std::weak_ptr<CachingAllocator> self_;  // a pool's own handle, held by each block it hands out
   std::mutex mutex_;
   std::multimap<size_t, void*> free_;  // cached blocks by size class
   size_t cached_ = 0;
@@ -163,50 +187,73 @@ bool is_simulated() {
 }
 Allocator& device_allocator(int index) { return allocator(index); }
 
+std::shared_ptr<Allocator> new_memory_pool(int index) {
+  auto pool = std::make_shared<CachingAllocator>(index, &allocator(index));
+  pool->set_self(pool);
+  return pool;
+}
+
 namespace {
 
 driver::CUdeviceptr dptr(const void* p) { return reinterpret_cast<driver::CUdeviceptr>(p); }
 
-// One memory operation of `bytes` on cuda:<index>: `simulated` on the simulated device (host memory), else the
-// driver call `gpu` makes (checked, named `call` in its error).
+// One memory operation of `bytes` on cuda:<index>: `simulated` on the simulated device (host memory; recorded
+// for the replays while capturing), else the driver call `gpu` makes on the stream this thread's work goes on
+// (checked, named `call` in its error).
 template <class Sim, class Gpu>
 void memory_op(size_t bytes, int index, const char* call, Sim simulated, Gpu gpu) {
   if (bytes == 0) return;
-  if (is_simulated()) return simulated();
+  if (is_simulated()) {
+    if (!record_simulated(index, simulated)) simulated();
+    return;
+  }
   driver::use_device(index);
-  driver::check(gpu(driver::require()), call);
+  driver::check(gpu(driver::require(), work_stream(index)), call);
 }
 
 }  // namespace
 
 void copy_to_device(void* device_dst, const void* host_src, size_t bytes, int index) {
-  memory_op(bytes, index, "cuMemcpyHtoD", [&] { std::memcpy(device_dst, host_src, bytes); },
-            [&](const driver::Api& a) { return a.cuMemcpyHtoD(dptr(device_dst), host_src, bytes); });
+  if (bytes != 0 && capturing(index)) {  // a constant of the graph: these bytes, copied again at every replay
+    auto block = std::make_shared<DataPtr>(pinned_allocator().allocate(bytes));
+    std::memcpy(block->data, host_src, bytes);
+    keep_with_graph(index, std::shared_ptr<const void>(block, block->data));
+    return copy_to_device_async(device_dst, block->data, bytes, index);
+  }
+  memory_op(bytes, index, "cuMemcpyHtoD", [=] { std::memcpy(device_dst, host_src, bytes); },
+            [&](const driver::Api& a, driver::CUstream) { return a.cuMemcpyHtoD(dptr(device_dst), host_src, bytes); });
 }
 
 void copy_on_device(void* device_dst, const void* device_src, size_t bytes, int index) {
-  memory_op(bytes, index, "cuMemcpyDtoDAsync", [&] { std::memmove(device_dst, device_src, bytes); },
-            [&](const driver::Api& a) { return a.cuMemcpyDtoDAsync(dptr(device_dst), dptr(device_src), bytes, nullptr); });
+  memory_op(bytes, index, "cuMemcpyDtoDAsync", [=] { std::memmove(device_dst, device_src, bytes); },
+            [&](const driver::Api& a, driver::CUstream s) {
+              return a.cuMemcpyDtoDAsync(dptr(device_dst), dptr(device_src), bytes, s);
+            });
 }
 
 void zero_async(void* device_dst, size_t bytes, int index) {
-  memory_op(bytes, index, "cuMemsetD8Async", [&] { std::memset(device_dst, 0, bytes); },
-            [&](const driver::Api& a) { return a.cuMemsetD8Async(dptr(device_dst), 0, bytes, nullptr); });
+  memory_op(bytes, index, "cuMemsetD8Async", [=] { std::memset(device_dst, 0, bytes); },
+            [&](const driver::Api& a, driver::CUstream s) { return a.cuMemsetD8Async(dptr(device_dst), 0, bytes, s); });
 }
 
 void copy_to_host(void* host_dst, const void* device_src, size_t bytes, int index) {
-  memory_op(bytes, index, "cuMemcpyDtoH", [&] { std::memcpy(host_dst, device_src, bytes); },
-            [&](const driver::Api& a) { return a.cuMemcpyDtoH(host_dst, dptr(device_src), bytes); });
+  if (bytes != 0) require_not_capturing(index, "a read of device memory by the host (item(), printing, a copy to the CPU)");
+  memory_op(bytes, index, "cuMemcpyDtoH", [=] { std::memcpy(host_dst, device_src, bytes); },
+            [&](const driver::Api& a, driver::CUstream) { return a.cuMemcpyDtoH(host_dst, dptr(device_src), bytes); });
 }
 
 void copy_to_device_async(void* device_dst, const void* host_src, size_t bytes, int index) {
-  memory_op(bytes, index, "cuMemcpyHtoDAsync", [&] { std::memcpy(device_dst, host_src, bytes); },
-            [&](const driver::Api& a) { return a.cuMemcpyHtoDAsync(dptr(device_dst), host_src, bytes, nullptr); });
+  memory_op(bytes, index, "cuMemcpyHtoDAsync", [=] { std::memcpy(device_dst, host_src, bytes); },
+            [&](const driver::Api& a, driver::CUstream s) {
+              return a.cuMemcpyHtoDAsync(dptr(device_dst), host_src, bytes, s);
+            });
 }
 
 void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, int index) {
-  memory_op(bytes, index, "cuMemcpyDtoHAsync", [&] { std::memcpy(host_dst, device_src, bytes); },
-            [&](const driver::Api& a) { return a.cuMemcpyDtoHAsync(host_dst, dptr(device_src), bytes, nullptr); });
+  memory_op(bytes, index, "cuMemcpyDtoHAsync", [=] { std::memcpy(host_dst, device_src, bytes); },
+            [&](const driver::Api& a, driver::CUstream s) {
+              return a.cuMemcpyDtoHAsync(host_dst, dptr(device_src), bytes, s);
+            });
 }
 
 Tensor host_values(const Tensor& t) {

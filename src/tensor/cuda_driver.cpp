@@ -82,6 +82,12 @@ Loaded& loaded() {
     resolve_symbol(lib, "cuMemsetD8Async", a.cuMemsetD8Async, missing);
     resolve_symbol(lib, "cuMemHostAlloc", a.cuMemHostAlloc, missing);
     resolve_symbol(lib, "cuMemFreeHost", a.cuMemFreeHost, missing);
+    resolve_symbol(lib, "cuStreamBeginCapture_v2", a.cuStreamBeginCapture, missing);
+    resolve_symbol(lib, "cuStreamEndCapture", a.cuStreamEndCapture, missing);
+    resolve_symbol(lib, "cuGraphInstantiateWithFlags", a.cuGraphInstantiate, missing);
+    resolve_symbol(lib, "cuGraphLaunch", a.cuGraphLaunch, missing);
+    resolve_symbol(lib, "cuGraphExecDestroy", a.cuGraphExecDestroy, missing);
+    resolve_symbol(lib, "cuGraphDestroy", a.cuGraphDestroy, missing);
     std::string optional;
     resolve_symbol(lib, "cuPointerGetAttribute", a.cuPointerGetAttribute, optional);
     if (!missing.empty()) {

@@ -17,6 +17,8 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 inline constexpr CUresult kSuccess = 0;
 inline constexpr CUresult kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
 inline constexpr CUresult kNotReady = 600;  // CUDA_ERROR_NOT_READY: a queried stream or event has work pending
@@ -31,6 +33,7 @@ inline constexpr int kPointerAttributeMemoryType = 2;              // CU_POINTER
 inline constexpr int kPointerAttributeDeviceOrdinal = 9;           // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 inline constexpr unsigned int kMemoryTypeHost = 0x1;               // CU_MEMORYTYPE_HOST
 inline constexpr unsigned int kMemoryTypeDevice = 0x2;             // CU_MEMORYTYPE_DEVICE
+inline constexpr int kStreamCaptureModeRelaxed = 2;                // CU_STREAM_CAPTURE_MODE_RELAXED
 
 // Device attributes (cuda.h's CUdevice_attribute values).
 enum Attribute : int {
@@ -90,6 +93,13 @@ struct Api {
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned int) = nullptr;
   CUresult (*cuMemFreeHost)(void*) = nullptr;
   CUresult (*cuPointerGetAttribute)(void*, int, CUdeviceptr) = nullptr;  // optional: null when the driver lacks it
+  // CUDA graphs: stream capture, instantiation, replay.
+  CUresult (*cuStreamBeginCapture)(CUstream, int) = nullptr;                       // cuStreamBeginCapture_v2
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*cuGraphInstantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;  // ..WithFlags
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
 };
 
 // The loaded and initialised driver, or null with `reason()` saying why (loaded once per process, thread-safe).

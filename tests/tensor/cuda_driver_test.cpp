@@ -91,6 +91,14 @@ template <>
 struct Ours<CUevent_st> {
   using type = std::remove_pointer_t<driver::CUevent>;
 };
+template <>
+struct Ours<CUgraph_st> {
+  using type = std::remove_pointer_t<driver::CUgraph>;
+};
+template <>
+struct Ours<CUgraphExec_st> {
+  using type = std::remove_pointer_t<driver::CUgraphExec>;
+};
 template <class R, class... A>
 struct Ours<R(A...)> {
   using type = typename Ours<R>::type(typename Ours<A>::type...);
@@ -143,6 +151,12 @@ SINTER_CUDA_H_ENTRY(cuMemsetD8Async, "cuMemsetD8Async");
 SINTER_CUDA_H_ENTRY(cuMemHostAlloc, "cuMemHostAlloc");
 SINTER_CUDA_H_ENTRY(cuMemFreeHost, "cuMemFreeHost");
 SINTER_CUDA_H_ENTRY(cuPointerGetAttribute, "cuPointerGetAttribute");
+SINTER_CUDA_H_ENTRY(cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+SINTER_CUDA_H_ENTRY(cuStreamEndCapture, "cuStreamEndCapture");
+SINTER_CUDA_H_ENTRY(cuGraphInstantiate, "cuGraphInstantiateWithFlags");
+SINTER_CUDA_H_ENTRY(cuGraphLaunch, "cuGraphLaunch");
+SINTER_CUDA_H_ENTRY(cuGraphExecDestroy, "cuGraphExecDestroy");
+SINTER_CUDA_H_ENTRY(cuGraphDestroy, "cuGraphDestroy");
 #undef cuDeviceTotalMem
 #undef cuMemGetInfo
 #undef cuMemAlloc
@@ -157,6 +171,8 @@ SINTER_CUDA_H_ENTRY(cuPointerGetAttribute, "cuPointerGetAttribute");
 #undef cuMemcpyDtoD
 #undef cuMemcpyDtoDAsync
 #undef cuMemsetD8
+#undef cuStreamBeginCapture
+#undef cuGraphInstantiate
 #define SINTER_EXPECT_ABI(fn) \
   static_assert(std::is_same_v<cuda_h_##fn, decltype(driver::Api::fn)>, #fn " is declared otherwise in cuda.h")
 
@@ -178,6 +194,7 @@ TEST(CudaDriver, DeclaredAbiMatchesCudaH) {
   static_assert(same(driver::kPointerAttributeDeviceOrdinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL));
   static_assert(same(driver::kMemoryTypeHost, CU_MEMORYTYPE_HOST));
   static_assert(same(driver::kMemoryTypeDevice, CU_MEMORYTYPE_DEVICE));
+  static_assert(same(driver::kStreamCaptureModeRelaxed, CU_STREAM_CAPTURE_MODE_RELAXED));
   static_assert(std::is_same_v<driver::CUdeviceptr, CUdeviceptr>);
   static_assert(std::is_same_v<driver::CUdevice, CUdevice>);
   static_assert(sizeof(CUresult) == sizeof(driver::CUresult) && driver::kSuccess == CUDA_SUCCESS);
@@ -226,6 +243,12 @@ TEST(CudaDriver, DeclaredAbiMatchesCudaH) {
   SINTER_EXPECT_ABI(cuMemHostAlloc);
   SINTER_EXPECT_ABI(cuMemFreeHost);
   SINTER_EXPECT_ABI(cuPointerGetAttribute);
+  SINTER_EXPECT_ABI(cuStreamBeginCapture);
+  SINTER_EXPECT_ABI(cuStreamEndCapture);
+  SINTER_EXPECT_ABI(cuGraphInstantiate);
+  SINTER_EXPECT_ABI(cuGraphLaunch);
+  SINTER_EXPECT_ABI(cuGraphExecDestroy);
+  SINTER_EXPECT_ABI(cuGraphDestroy);
 }
 #endif
 
