@@ -5,8 +5,11 @@
 // Per compiled graph: the first call of an input layout (dtypes, sizes, strides) runs as compiled, so that work
 // done once (kernels compiled on first use, library handles) is not captured; the second captures one CUDA graph
 // for that layout, from the compiled graph's own memory pool, and every later call replays it. Inputs that are the
-// same tensors at every call (parameters and buffers, CompileContext::static_inputs) are read in place; every
-// other input is copied into the graph's buffer for it before each replay. Outputs are copied out of the graph's
+// same tensors at every call (parameters and buffers, CompileContext::static_inputs) are read in place. So are
+// the other inputs when the second call finds them at the first call's addresses (the same tensors, or buffers
+// refilled between calls): that graph serves calls with the inputs at those addresses (a graph only reads its
+// inputs); otherwise, and for calls with the inputs elsewhere, a graph copies each into a buffer of its own
+// before each replay. Outputs are copied out of the graph's
 // memory after each replay (one device copy per output storage), so a result stays valid however often the graph
 // is replayed; an output that is an input comes back as the caller's tensor. At most kMaxGraphs layouts keep a
 // graph (a symbolic entry may see many); the least recently used is dropped, logged on `cudagraphs`. Work a
@@ -18,7 +21,6 @@
 #include <chrono>
 #include <map>
 #include <mutex>
-#include <set>
 
 #include "backends/backends.h"
 #include "support/log.h"
@@ -64,11 +66,19 @@ void* span_start(const Tensor& t) {
   return static_cast<char*>(t.storage()->data()) + span_of(t).first * static_cast<int64_t>(t.element_size());
 }
 
-std::string layout_text(const std::vector<Tensor>& inputs) {
+// "float32[8, 16], float32[16] and 6 static": the inputs a graph is captured for (static ones counted).
+std::string layout_text(const std::vector<Tensor>& inputs, const std::vector<bool>& is_static) {
   std::string s;
-  for (const Tensor& t : inputs)
-    s += fmt::format("{}{}{}", s.empty() ? "" : ", ", dtype_name(t.dtype()), t.sizes().str());
-  return s;
+  size_t fixed = 0;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (k < is_static.size() && is_static[k]) {
+      ++fixed;
+      continue;
+    }
+    const Tensor& t = inputs[k];
+    s += fmt::format("{}{}", s.empty() ? "" : ", ", t.defined() ? std::string(dtype_name(t.dtype())) + t.sizes().str() : "none");
+  }
+  return fixed == 0 ? s : fmt::format("{} and {} static", s, fixed);
 }
 
 class CudaGraphRunner {
@@ -87,26 +97,33 @@ class CudaGraphRunner {
       lock.unlock();
       return body_(inputs);
     }
-    std::vector<int64_t> key = key_of(inputs);
-    auto it = graphs_.find(key);
+    std::vector<int64_t> key = key_of(inputs), addresses = key;
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (inputs[k].defined() && !is_static(k)) addresses.push_back(reinterpret_cast<int64_t>(inputs[k].data_ptr()));
+    auto it = graphs_.find(addresses);  // a graph that reads the inputs where they are now
+    if (it == graphs_.end()) it = graphs_.find(key);  // one that copies them in
     if (it == graphs_.end()) {
       if (warmed_.size() > 4 * kMaxGraphs) warmed_.clear();
-      if (warmed_.insert(key).second) {  // the layout's first call
+      auto [first, fresh] = warmed_.emplace(key, addresses);
+      if (fresh) {  // the layout's first call
         lock.unlock();
         std::vector<Tensor> outs = body_(inputs);
         worth_it(inputs, outs);
         return outs;
       }
+      // The inputs at the addresses of the layout's first call again (one buffer refilled between calls, or the
+      // same tensors): a graph that reads them there; else one that copies them in.
+      const bool direct = first->second == addresses;
       if (graphs_.size() >= kMaxGraphs) evict();
       std::shared_ptr<Recorded> rec;
       try {
-        rec = capture(inputs);
+        rec = capture(inputs, direct);
       } catch (const std::exception& e) {
         disable(e.what());
         lock.unlock();
         return body_(inputs);
       }
-      it = graphs_.emplace(std::move(key), std::move(rec)).first;
+      it = graphs_.emplace(direct ? std::move(addresses) : std::move(key), std::move(rec)).first;
     }
     it->second->used = ++clock_;
     return replay(*it->second, inputs);
@@ -115,8 +132,11 @@ class CudaGraphRunner {
  private:
   struct Recorded {
     std::unique_ptr<cuda::Graph> graph;
-    std::vector<Tensor> inputs;   // per input: the graph's buffer, copied into before each replay; undefined for a static one
-    std::vector<Tensor> outputs;  // what the captured run returned (in the graph's memory)
+    // Per input: the graph's buffer, copied into before each replay; undefined where the graph reads the input
+    // in place (a static input, or every input of a graph captured at the inputs' own addresses).
+    std::vector<Tensor> inputs;
+    std::vector<Tensor> outputs;  // what the captured run returned (in the graph's memory); undefined where...
+    std::vector<int> output_input;  // ...output o is input output_input[o] itself (-1 otherwise)
     std::string layout;
     uint64_t used = 0;
   };
@@ -154,21 +174,27 @@ class CudaGraphRunner {
                           launches_, copies));
   }
 
-  std::shared_ptr<Recorded> capture(const std::vector<Tensor>& inputs) {
+  std::shared_ptr<Recorded> capture(const std::vector<Tensor>& inputs, bool direct) {
     auto start = std::chrono::steady_clock::now();
     auto rec = std::make_shared<Recorded>();
     rec->inputs.resize(inputs.size());
-    rec->layout = layout_text(inputs);
+    rec->layout = layout_text(inputs, static_);
+    std::vector<Tensor> in = inputs;
     rec->graph = cuda::Graph::capture(index_, pool_, [&] {
-      std::vector<Tensor> in = inputs;
-      for (size_t k = 0; k < inputs.size(); ++k)
-        if (inputs[k].defined() && !is_static(k)) in[k] = rec->inputs[k] = buffer_like(inputs[k]);
+      if (!direct)
+        for (size_t k = 0; k < inputs.size(); ++k)
+          if (inputs[k].defined() && !is_static(k)) in[k] = rec->inputs[k] = buffer_like(inputs[k]);
       rec->outputs = body_(in);
     });
+    rec->output_input.assign(rec->outputs.size(), -1);
+    for (size_t o = 0; o < rec->outputs.size(); ++o)
+      for (size_t k = 0; k < in.size() && rec->outputs[o].defined(); ++k)
+        if (rec->outputs[o].is_same(in[k])) rec->output_input[o] = static_cast<int>(k), rec->outputs[o] = Tensor();
     ++captures;
     int64_t ops = rec->graph->recorded();
-    SINTER_LOG(kCudagraphs, "{}: captured a CUDA graph for inputs ({}){} in {:.3f} ms; {} graph(s) kept", name_,
-               rec->layout, ops >= 0 ? fmt::format(", {} operations recorded", ops) : "",
+    SINTER_LOG(kCudagraphs, "{}: captured a CUDA graph for inputs ({}){}{} in {:.3f} ms; {} graph(s) kept", name_,
+               rec->layout, direct ? " read where they are" : " copied in",
+               ops >= 0 ? fmt::format(", {} operations recorded", ops) : "",
                1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                graphs_.size() + 1);
     return rec;
@@ -186,17 +212,19 @@ class CudaGraphRunner {
     std::vector<Tensor> outs(rec.outputs.size());
     std::map<const Storage*, std::shared_ptr<Storage>> copied;
     for (size_t o = 0; o < outs.size(); ++o) {
+      if (rec.output_input[o] >= 0) {  // the input itself: the caller's tensor
+        outs[o] = inputs[rec.output_input[o]];
+        continue;
+      }
       const Tensor& t = rec.outputs[o];
       if (!t.defined()) continue;
-      outs[o] = t;
-      bool done = false;
-      for (size_t k = 0; k < inputs.size() && !done; ++k) {
-        if (!inputs[k].defined()) continue;
-        const Tensor& seen = rec.inputs[k].defined() ? rec.inputs[k] : inputs[k];
-        if (t.is_same(seen)) outs[o] = inputs[k], done = true;  // the input itself: the caller's tensor
-        else if (!rec.inputs[k].defined() && t.storage() == inputs[k].storage()) done = true;  // a static input's memory
+      bool in_place = false;  // a view of a static input's memory, which the graph does not own
+      for (size_t k = 0; k < inputs.size() && !in_place; ++k)
+        in_place = is_static(k) && inputs[k].defined() && t.storage() == inputs[k].storage();
+      if (in_place) {
+        outs[o] = t;
+        continue;
       }
-      if (done) continue;
       std::shared_ptr<Storage>& copy = copied[t.storage().get()];
       if (!copy) {
         size_t bytes = t.storage()->nbytes();
@@ -233,7 +261,7 @@ class CudaGraphRunner {
   std::mutex mutex_;
   std::string disabled_;  // why the compiled graph runs without CUDA graphs; empty while it uses them
   std::map<std::vector<int64_t>, std::shared_ptr<Recorded>> graphs_;
-  std::set<std::vector<int64_t>> warmed_;  // layouts called once
+  std::map<std::vector<int64_t>, std::vector<int64_t>> warmed_;  // layouts called once: their inputs' addresses
   uint64_t clock_ = 0;
 };
 

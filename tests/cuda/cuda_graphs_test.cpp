@@ -97,6 +97,33 @@ TEST(CudaGraphs, CudagraphsBackendReplaysWithNewData) {
   EXPECT_EQ(counts().replays - before.replays, 4);
 }
 
+// An input refilled in place between calls is read where it is (no copy); inputs at new addresses every call
+// are copied into the graph's buffers. Either way each call sees its own data.
+TEST(CudaGraphs, InputsAtTheSameAddressAreReadInPlace) {
+  ReloadLogsAfter reload;
+  Stack cpu, gpu;
+  gpu.load_state_dict(cpu.state_dict());
+  gpu.to(kCUDA);
+  auto f = compile(gpu, {.mode = Mode::kReduceOverhead});
+  Logs logs("cudagraphs");
+  Tensor buffer = empty({4, 16}, TensorOptions(kFloat32).device(kCUDA));
+  for (int i = 0; i < 4; ++i) {
+    Tensor x = random({4, 16}, kFloat32, 50 + i);
+    buffer.copy_(x);
+    EXPECT_CLOSE(f(buffer).cpu(), cpu(x)) << i;
+  }
+  std::vector<Tensor> kept;  // every input stays alive: each call's is somewhere new
+  for (int i = 0; i < 4; ++i) {
+    Tensor x = random({5, 16}, kFloat32, 60 + i);
+    kept.push_back(x.to(kCUDA));
+    EXPECT_CLOSE(f(kept.back()).cpu(), cpu(x)) << i;
+  }
+  std::string text = logs.take();
+  EXPECT_NE(text.find("captured a CUDA graph for inputs (float32[4, 16] and 6 static) read where they are"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("captured a CUDA graph for inputs (float32[5, 16] and 6 static) copied in"), std::string::npos) << text;
+}
+
 // Parameters are read where they are: a weight changed in place between calls is seen by the next replay.
 TEST(CudaGraphs, ParametersAreReadInPlace) {
   Stack cpu, gpu;
