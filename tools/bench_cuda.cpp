@@ -3,7 +3,7 @@
 // and convolutions need the library calls of the next GPU issue), eager and compiled with the inductor backend on
 // cuda:0, with the fields of the CPU bench, and the same compiled under reduce-overhead (CUDA graphs: "ro ms" per
 // call on the device, "ro us" of host time per call) and with the cudagraphs backend (eager's kernels replayed as
-// one CUDA graph: "cg ms").
+// one CUDA graph: "cg ms") and under max-autotune ("at ms"; "at cold": its first call, the measuring included).
 // On a GPU the steady calls are timed with CUDA events after warm-up (eager and compiled alternately, medians);
 // on the simulated device (SINTER_CUDA_SIM=1) with the wall clock, and --quick shrinks the shapes 64-fold.
 // Compile seconds: cold is the first call of a fresh compiled function on an empty kernel cache, warm the first
@@ -176,9 +176,9 @@ int bench_cuda(const BenchOptions& opt) {
   fmt::print("sinter bench --device cuda: {} (sm_{}{}, {} SMs){}, {}\n", props.name, props.major, props.minor,
              props.multiprocessors, cuda::is_simulated() ? ", simulated" : "", machine_name());
   fmt::print("{:<10} {:>5} {:>16} {:>11} {:>11} {:>8} {:>9} {:>8} {:>8} {:>9} {:>8} {:>10} {:>8} {:>8} {:>8} {:>9} "
-             "{:>8} {:>9}\n",
+             "{:>8} {:>9} {:>9} {:>8}\n",
              "workload", "dtype", "shape", "eager ms", "compiled ms", "speedup", "GB/s", "TFLOP/s", "kernels", "cold s",
-             "warm s", "max_rel", "host us", "eag cold", "eag warm", "ro ms", "ro us", "cg ms");
+             "warm s", "max_rel", "host us", "eag cold", "eag warm", "ro ms", "ro us", "cg ms", "at ms", "at cold");
   std::vector<std::string> items;
   for (const std::string& name : names) {
     GpuWorkload w = make_gpu_workload(name, shrink);
@@ -222,13 +222,19 @@ int bench_cuda(const BenchOptions& opt) {
     for (int i = 0; i < 2; ++i) eager_graphed(in);
     err = std::max(err, max_rel_err(eager_graphed(in), want));
     double cg_ms = time_pair_device([&] { fn(in); }, [&] { eager_graphed(in); }, reps).second;
+    // max-autotune: its first call measures the launch configurations (from an empty cache: cold).
+    auto tuned = compile(fn, {.backend = "inductor", .mode = Mode::kMaxAutotune});
+    auto t1 = std::chrono::steady_clock::now();
+    err = std::max(err, max_rel_err(tuned(in), want));
+    double at_cold = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    double at_ms = time_pair_device([&] { compiled(in); }, [&] { tuned(in); }, reps).second;
     eager_cold = std::max(0.0, eager_cold - eager_ms / 1000);
     eager_warm = std::max(0.0, eager_warm - eager_ms / 1000);
     fmt::print("{:<10} {:>5} {:>16} {:>11.4f} {:>11.4f} {:>7.2f}x {:>9.1f} {:>8.1f} {:>8} {:>9.3f} {:>8.4f} {:>10.2e} "
-               "{:>8.1f} {:>8.3f} {:>8.4f} {:>9.4f} {:>8.1f} {:>9.4f}\n",
+               "{:>8.1f} {:>8.3f} {:>8.4f} {:>9.4f} {:>8.1f} {:>9.4f} {:>9.4f} {:>8.3f}\n",
                w.name, w.dtype, w.shape, eager_ms, compiled_ms, eager_ms / compiled_ms, gbps, tflops,
                kernels ? fmt::format("{}", *kernels) : "-", cold, warm, err, host_us, eager_cold, eager_warm, ro_ms,
-               ro_host_us, cg_ms);
+               ro_host_us, cg_ms, at_ms, at_cold);
     std::fflush(stdout);
     Json j;
     j.add("workload", w.name).add("dtype", w.dtype).add("shape", w.shape).add("backend", "inductor");
@@ -239,7 +245,7 @@ int bench_cuda(const BenchOptions& opt) {
     j.add("compile_cold_s", cold).add("compile_warm_s", warm).add("max_rel_err", err).add("host_us_per_call", host_us);
     j.add("eager_first_call_cold_s", eager_cold).add("eager_first_call_warm_s", eager_warm);
     j.add("reduce_overhead_ms", ro_ms).add("reduce_overhead_host_us_per_call", ro_host_us);
-    j.add("cudagraphs_backend_ms", cg_ms);
+    j.add("cudagraphs_backend_ms", cg_ms).add("max_autotune_ms", at_ms).add("max_autotune_first_call_s", at_cold);
     items.push_back(j.str());
   }
   remove_dir(run_cache);

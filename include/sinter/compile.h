@@ -46,8 +46,11 @@
 //   first call of an input layout runs as compiled, the second captures, later ones replay; inputs other than
 //   parameters and buffers are copied into the graph's buffers, outputs copied out, so results stay valid;
 //   SINTER_LOGS=cudagraphs shows captures, evictions and why a graph does without); on CPU tensors it is the
-//   default mode. backend "cudagraphs" does the same over aot_eager. max-autotune has no effect in this build
-//   (autotuned kernels are not there yet). CompileStats::str() and ExplainOutput::str() say what each does.
+//   default mode. backend "cudagraphs" does the same over aot_eager. max-autotune: each generated CUDA kernel
+//   is timed on its first launch in several launch configurations (block size, grid), which never change its
+//   results, and the fastest is kept (also on disk, for the next process), with a progress line on stderr; GEMM
+//   algorithms are cuBLAS's own choice. On CPU tensors it is the default mode. CompileStats::str() and
+//   ExplainOutput::str() say what each mode does.
 #pragma once
 #include <cstdint>
 #include <functional>

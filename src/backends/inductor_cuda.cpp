@@ -168,6 +168,44 @@ bool nvrtc_check_in_simulation() {
   return v != nullptr && std::string_view(v) == "1";
 }
 
+// Whether kernel k may be launched twice on the same buffers with the same result: it loads nothing it stores
+// (max-autotune times it so); an epilogue runs inside its GEMM's step and is left as it is.
+bool may_launch_again(const runtime::CompiledGraphParts& parts, int k) {
+  const inductor::Kernel& kernel = parts.schedule.kernels[k];
+  if (kernel.kind != inductor::Kernel::Kind::kLoops || kernel.epilogue_of >= 0) return false;
+  std::vector<int> stored, loaded;
+  for (int id : kernel.nodes) {
+    const inductor::LoopNode& n = parts.program->nodes[id];
+    stored.push_back(n.out);
+    std::vector<inductor::SExpr> loads;
+    inductor::collect_loads(n.body, loads);
+    for (inductor::SExpr l : loads) loaded.push_back(l->buffer);
+  }
+  for (int b : stored)
+    if (std::find(loaded.begin(), loaded.end(), b) != loaded.end() &&
+        std::find(kernel.local_buffers.begin(), kernel.local_buffers.end(), b) == kernel.local_buffers.end())
+      return false;
+  return true;
+}
+
+// max-autotune's records in the cubin cache's folder for this GPU ("tuning-<arch>"), one per kernel source and
+// device name.
+std::shared_ptr<const runtime::AutotuneStore> autotune_store(const std::string& graph, Device device,
+                                                           std::vector<CudaKernelEntry>& entries) {
+  auto store = std::make_shared<runtime::AutotuneStore>();
+  store->graph = graph;
+  if (cuda::is_simulated()) return store;
+  cuda::DeviceProperties props = cuda::get_device_properties(device.index);
+  std::string arch = fmt::format("tuning-sm_{}{}", props.major, props.minor);
+  for (CudaKernelEntry& e : entries)
+    if (e.tuned) e.tune_key = support::sha256_hex(fmt::format("launch v1\n{}\n{}", props.name, e.tune_key));
+  store->load = [arch](const std::string& key) { return codegen::cuda::load_cubin(arch, key); };
+  store->store = [arch](const std::string& key, const std::string& value) {
+    codegen::cuda::store_cubin(arch, key, value);
+  };
+  return store;
+}
+
 Device graph_device(const Graph& graph) {
   for (const Node* in : graph.input_nodes())
     if (in->meta().device.is_cuda()) return in->meta().device;
@@ -198,6 +236,10 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
     e.error_flag = c.error_flag;
     e.vector_checks = c.vector_checks;
     e.scalar_name = c.scalar_name;
+    if (ctx.options.mode == Mode::kMaxAutotune && may_launch_again(*parts, static_cast<int>(k)) && c.split_values == 0) {
+      e.tuned = std::make_shared<runtime::TunedLaunch>();
+      e.tune_key = c.source;  // with the device's name, hashed below
+    }
   }
   Device device = graph_device(graph);
   std::shared_ptr<const void> code;
@@ -215,8 +257,10 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
       code = load_on_gpu(kernels, fmt::format("sm_{}{}", props.major, props.minor), device, entries);
     }
   }
-  auto launcher =
-      std::make_unique<runtime::CudaLauncher>(parts, std::move(entries), code, device, std::max(1, ctx.target.cores));
+  std::shared_ptr<const runtime::AutotuneStore> autotune;
+  if (ctx.options.mode == Mode::kMaxAutotune) autotune = autotune_store(name, device, entries);
+  auto launcher = std::make_unique<runtime::CudaLauncher>(parts, std::move(entries), code, device,
+                                                          std::max(1, ctx.target.cores), autotune);
   return std::make_shared<runtime::Executor>(parts, std::move(launcher));
 }
 

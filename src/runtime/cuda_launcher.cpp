@@ -18,9 +18,10 @@
 namespace sinter::runtime {
 
 CudaLauncher::CudaLauncher(std::shared_ptr<const CompiledGraphParts> parts, std::vector<CudaKernelEntry> kernels,
-                           std::shared_ptr<const void> code, Device device, int multiprocessors)
+                           std::shared_ptr<const void> code, Device device, int multiprocessors,
+                           std::shared_ptr<const AutotuneStore> autotune)
     : parts_(std::move(parts)), kernels_(std::move(kernels)), code_(std::move(code)), device_(device),
-      multiprocessors_(std::max(1, multiprocessors)) {}
+      multiprocessors_(std::max(1, multiprocessors)), autotune_(std::move(autotune)) {}
 
 Tensor CudaLauncher::allocate(const TensorMeta& meta) const {
   TensorMeta m = meta;
@@ -35,19 +36,25 @@ void* LazyKernel::get() {
 }
 
 void CudaLauncher::run_loops(RunState& r, int k) const {
+  if (r.ev(parts_->plan.kernels[k].total) <= 0) return;
+  launch(r, k, config_for(r, k));
+}
+
+void CudaLauncher::launch(RunState& r, int k, const LaunchConfig& config) const {
   const inductor::KernelPlan& plan = parts_->plan.kernels[k];
   const CudaKernelEntry& e = kernels_[k];
   int64_t total = r.ev(plan.total);
-  if (total <= 0) return;
+  const unsigned block = config.block > 0 ? config.block : e.block;
   // Every kernel walks its iterations grid-stride, so the grid only sets the parallelism. On an H200 (132 SMs),
   // measured on pointwise and softmax: a flat kernel is fastest with about 64 blocks per multiprocessor (3%
   // better than 16), a row kernel with a block per row (3-5% better than 16 per multiprocessor, the rows of a
   // block do not wait on each other's barriers). The simulator runs a few (each block is a set of fibers on one
   // host thread).
-  int64_t per_block = e.rows_per_block > 0 ? e.rows_per_block : int64_t{e.block} * e.vector;
-  int64_t cap = cuda::is_simulated() ? 4
-                : e.rows_per_block > 0 ? int64_t{0x7fffffff}
-                                       : static_cast<int64_t>(multiprocessors_) * 64;
+  int64_t per_block = e.rows_per_block > 0 ? e.rows_per_block : int64_t{block} * e.vector;
+  int64_t cap = cuda::is_simulated() ? (config.blocks_per_sm > 0 ? config.blocks_per_sm : 4)
+                : config.blocks_per_sm > 0 ? static_cast<int64_t>(multiprocessors_) * config.blocks_per_sm
+                : e.rows_per_block > 0     ? int64_t{0x7fffffff}
+                                           : static_cast<int64_t>(multiprocessors_) * 64;
   int64_t blocks = (total + per_block - 1) / per_block;
   // A split row kernel: enough chunks per row to give every multiprocessor 8 blocks (4 on the simulator, so
   // that its tests split too), each chunk at least 4 steps of every thread.
@@ -98,18 +105,18 @@ void CudaLauncher::run_loops(RunState& r, int k) const {
     if (cuda::capturing(index)) {  // the replays launch it with these values (every parameter is 8 bytes)
       std::vector<uint64_t> values(params.size());
       for (size_t i = 0; i < params.size(); ++i) std::memcpy(&values[i], params[i], sizeof(uint64_t));
-      cuda::record_simulated(index, [name, entry, values, grid, block = e.block]() mutable {
+      cuda::record_simulated(index, [name, entry, values, grid, block]() mutable {
         std::vector<void*> ps;
         for (uint64_t& v : values) ps.push_back(&v);
         sim::launch(name, entry, ps.data(), {grid, 1, 1}, {block, 1, 1}, 0);
       });
     } else {
-      sim::launch(name, entry, params.data(), {grid, 1, 1}, {e.block, 1, 1}, 0);
+      sim::launch(name, entry, params.data(), {grid, 1, 1}, {block, 1, 1}, 0);
     }
   } else {
     void* fn = vector ? e.function : e.scalar->get();
     cuda::driver::use_device(index);
-    cuda::driver::launch(static_cast<cuda::driver::CUfunction>(fn), {grid, 1, 1}, {e.block, 1, 1}, 0,
+    cuda::driver::launch(static_cast<cuda::driver::CUfunction>(fn), {grid, 1, 1}, {block, 1, 1}, 0,
                          cuda::work_stream(index), params.data(), name.c_str());
   }
   if (!e.error_flag) return;

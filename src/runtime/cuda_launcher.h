@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,29 @@ class LazyKernel {
   void* function_ = nullptr;
 };
 
+// A launch of a kernel other than the default rule's (run_loops): 0 keeps the default for that field. Every
+// configuration computes the same values (each element, or row, is computed by one thread or group whatever the
+// grid; a flat kernel reads blockDim), so tuning only changes the time.
+struct LaunchConfig {
+  unsigned block = 0;           // threads per block (flat kernels: at most the kernel's __launch_bounds__)
+  int64_t blocks_per_sm = 0;    // the grid's cap per multiprocessor (on the simulator: the grid's cap)
+  std::string str() const;      // "128 threads, 32 blocks per SM"
+};
+
+// max-autotune: a kernel's best configuration, measured on its first launch (or read from the disk cache).
+struct TunedLaunch {
+  std::mutex mutex;
+  bool done = false;
+  LaunchConfig best;
+};
+
+// Where max-autotune keeps what it measured (the backend's disk cache) and what its progress lines name.
+struct AutotuneStore {
+  std::string graph;  // "graph_3"
+  std::function<std::optional<std::string>(const std::string& key)> load;
+  std::function<void(const std::string& key, const std::string& value)> store;
+};
+
 // How to launch one generated kernel (what codegen/cuda decided), and the loaded entry point.
 struct CudaKernelEntry {
   std::string name;
@@ -40,24 +64,36 @@ struct CudaKernelEntry {
   std::string scalar_name;
   void (*scalar_sim)(void**) = nullptr;
   std::shared_ptr<LazyKernel> scalar;  // on a GPU
+  // max-autotune: set for a kernel that may be launched again on the same buffers (it loads nothing it stores,
+  // and is not split: a split's parts would change how its sums round); the key names its source and device.
+  std::shared_ptr<TunedLaunch> tuned;
+  std::string tune_key;
 };
 
 class CudaLauncher final : public Launcher {
  public:
   // `kernels[k]`: loop kernel k (empty name for externs); `code` keeps the module or object that holds them.
+  // `autotune` (max-autotune): where tuned configurations are kept; null in the other modes.
   CudaLauncher(std::shared_ptr<const CompiledGraphParts> parts, std::vector<CudaKernelEntry> kernels,
-               std::shared_ptr<const void> code, Device device, int multiprocessors);
+               std::shared_ptr<const void> code, Device device, int multiprocessors,
+               std::shared_ptr<const AutotuneStore> autotune = nullptr);
   Tensor allocate(const TensorMeta& meta) const override;
   void run_loops(RunState& r, int k) const override;
   // GEMM externs: cuBLAS on a GPU (the CPU's GEMM on the simulated device), then the kernel's epilogue if any.
   bool run_library(RunState& r, int k) const override;
 
  private:
+  void launch(RunState& r, int k, const LaunchConfig& config) const;
+  // The configuration kernel k launches with: tuned on its first launch under max-autotune (cuda_autotune.cpp).
+  LaunchConfig config_for(RunState& r, int k) const;
+  LaunchConfig tune(RunState& r, int k) const;
+
   std::shared_ptr<const CompiledGraphParts> parts_;
   std::vector<CudaKernelEntry> kernels_;
   std::shared_ptr<const void> code_;
   Device device_;
   int multiprocessors_;
+  std::shared_ptr<const AutotuneStore> autotune_;
 };
 
 }  // namespace sinter::runtime

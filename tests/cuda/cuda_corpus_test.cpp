@@ -12,6 +12,8 @@
 //     under eager and aot_eager in float16).
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "function_cases.h"
 #include "inductor/inductor_ops_cases.h"
 #include "ops/cuda_fallback.h"
@@ -123,6 +125,42 @@ TEST(CudaCorpus, EveryThirdCaseUnderInductorInHalfDtypesMatchesCpu) {
   for (size_t k = 0; k < all.size(); k += kHalfStride) {
     if (all[k].fixed_dtypes) continue;
     for (DType dt : kHalfDTypes) expect_case_like_cpu(all[k], dt, "inductor");
+  }
+}
+
+// ---- modes ----
+
+// Bit for bit, so that NaNs compare too.
+bool same_bits(const Tensor& a, const Tensor& b) {
+  Tensor x = a.cpu().contiguous(), y = b.cpu().contiguous();
+  return x.dtype() == y.dtype() && x.sizes().hints() == y.sizes().hints() &&
+         std::memcmp(x.data_ptr(), y.data_ptr(), static_cast<size_t>(x.numel().hint()) * x.element_size()) == 0;
+}
+
+// max-autotune (every candidate launch of every tunable kernel runs in the simulator and must store what the
+// default launch stores) and reduce-overhead (the calls after the first replay a CUDA graph where the graph has
+// enough launches) give the default mode's results bit for bit, on every inductor case in float32.
+TEST(CudaCorpus, MaxAutotuneAndReduceOverheadGiveTheDefaultModesBits) {
+  for (const FunctionCase& c : inductor_cases()) {
+    Ts dev = to_device(inputs_of(c, kFloat32), kCUDA);
+    auto plain = compile(c.fn);
+    Ts want = plain(dev);
+    for (Mode mode : {Mode::kMaxAutotune, Mode::kReduceOverhead}) {
+      auto f = compile(c.fn, {.mode = mode});
+      for (int call = 0; call < 3; ++call) {
+        Ts got;
+        try {
+          got = f(dev);
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << c.name << ": " << std::string(e.what()).substr(0, 2000);
+          break;
+        }
+        ASSERT_EQ(got.size(), want.size()) << c.name;
+        for (size_t i = 0; i < got.size(); ++i)
+          EXPECT_TRUE(same_bits(got[i], want[i])) << c.name << ", output " << i << ", call " << call
+                                                  << (mode == Mode::kMaxAutotune ? " (max-autotune)" : " (reduce-overhead)");
+      }
+    }
   }
 }
 
