@@ -1,14 +1,19 @@
 // `sinter demo`: runs the built-in models (a GPT-style transformer block and a small ResNet-style CNN)
 // eagerly and through sinter::compile with the default backend, checks both against a float64 run of the same
 // weights, and prints what ran: times, speedup, kernels per call, compile time, and what explain() says about
-// the block.
+// the block. On a machine with a CUDA GPU it then runs both models on cuda:0, eager and compiled in the default,
+// reduce-overhead and max-autotune modes; without one it says so and how to run the GPU part.
 #include <fmt/format.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <tuple>
 
 #include "bench_util.h"
+#include "sinter/cuda.h"
 #include "tools.h"
 #include "workloads.h"
 
@@ -84,6 +89,84 @@ bool run(const std::string& name, M& model, const Tensor& x, const std::string& 
   return eager_err <= kTolerance && compiled_err <= kTolerance;
 }
 
+// Milliseconds per call of `fn` on the GPU: three warm-up calls, then enough calls for about 50 ms, waited for.
+double gpu_ms(const std::function<void()>& fn) {
+  for (int i = 0; i < 3; ++i) fn();
+  cuda::synchronize();
+  auto start = std::chrono::steady_clock::now();
+  fn();
+  cuda::synchronize();
+  double once = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  int calls = static_cast<int>(std::clamp(50.0 / std::max(once, 1e-3), 3.0, 500.0));
+  start = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) fn();
+  cuda::synchronize();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / calls;
+}
+
+// The model on cuda:0 in float32: eager, then compiled in each mode, each against the float64 run on the CPU.
+template <class M>
+bool run_gpu(const std::string& name, M& model, const Tensor& x) {
+  model.eval();
+  model.to(kFloat64);
+  Tensor ref = model(x.to(kFloat64));
+  model.to(kFloat32);
+  model.to(kCUDA);
+  Tensor xd = x.to(kCUDA);
+  constexpr double kTolerance = 1e-4;
+  bool ok = true;
+  double eager_ms = gpu_ms([&] { (void)model(xd); });
+  double eager_err = rel_err(model(xd).cpu(), ref);
+  ok &= eager_err <= kTolerance;
+  fmt::print("{} on cuda:0\n  eager:           {:8.3f} ms per call, relative error vs float64: {:.2e}\n", name,
+             eager_ms, eager_err);
+  for (Mode mode : {Mode::kDefault, Mode::kReduceOverhead, Mode::kMaxAutotune}) {
+    const char* label = mode == Mode::kDefault ? "default" : mode == Mode::kReduceOverhead ? "reduce-overhead"
+                                                                                           : "max-autotune";
+    auto compiled = compile(model, {.mode = mode});
+    try {
+      auto start = std::chrono::steady_clock::now();
+      Tensor y = compiled(xd).cpu();
+      double first_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      double ms = gpu_ms([&] { (void)compiled(xd); });
+      double err = rel_err(y, ref);
+      ok &= err <= kTolerance;
+      std::optional<double> kernels = kernels_per_call(compiled.stats());
+      fmt::print("  {:<16} {:8.3f} ms per call, relative error vs float64: {:.2e}, speedup {:.2f}x, kernels per "
+                 "call {}, first call {:.3f} s{}\n",
+                 std::string(label) + ":", ms, err, eager_ms / ms, kernels ? fmt::format("{:g}", *kernels) : "-",
+                 first_s, err <= kTolerance ? "" : fmt::format("   FAILED: above {:g}", kTolerance));
+    } catch (const std::exception& e) {
+      fmt::print("  {}: FAILED: {}\n", label, e.what());
+      ok = false;
+    }
+  }
+  fmt::print("\n");
+  model.to(kCPU);
+  return ok;
+}
+
+// The GPU part: both models on cuda:0 when there is a real GPU; otherwise what it would need.
+bool gpu_demo() {
+  if (!cuda::is_available() || cuda::is_simulated()) {
+    fmt::print("No CUDA GPU here ({}): the demo ran on the CPU only. On a machine with an NVIDIA GPU, `make demo` "
+               "also runs these models on cuda:0, eager and compiled in the default, reduce-overhead and "
+               "max-autotune modes; `bash bench/run_cuda.sh OUTDIR` runs the GPU tests and benchmarks there.\n",
+               cuda::is_simulated() ? "SINTER_CUDA_SIM=1 makes kCUDA a simulated device, too slow for timing"
+                                    : cuda::unavailable_reason());
+    return true;
+  }
+  cuda::DeviceProperties props = cuda::get_device_properties(0);
+  fmt::print("The same models on {} (sm_{}{}):\n\n", props.name, props.major, props.minor);
+  manual_seed(0);
+  GptBlock block(256, 8);
+  Tensor x = randn({2, 128, 256});
+  bool ok = run_gpu("GPT block", block, x);
+  SmallCnn cnn(32);
+  ok &= run_gpu("ResNet block + head", cnn, randn({4, 32, 28, 28}).contiguous(kChannelsLast));
+  return ok;
+}
+
 }  // namespace
 
 int demo() {
@@ -102,6 +185,7 @@ int demo() {
 
   fmt::print("sinter::explain(block, x) for the GPT block:\n");
   fmt::print("{}\n", explain(block, x).str());
+  ok &= gpu_demo();
   return ok ? 0 : 1;
 }
 
