@@ -96,6 +96,13 @@ struct CompileOptions {
   // true: every backend failure runs aot_eager instead (logged under perf_hints). false: every failure throws,
   // a CompilerError included.
   std::optional<bool> fallback;
+  // The first call of each graph runs it on aot_eager at once while the backend compiles it on a thread of its
+  // own; calls before the compile is done run on aot_eager too, and once it is done the graph switches to the
+  // backend's code for every later call. Results agree between the tiers within the usual tolerance (aot_eager
+  // is eager's arithmetic). CompileStats counts the calls aot_eager served and the switches; SINTER_LOGS=
+  // recompiles says when each switch happened. A background failure keeps aot_eager (said on stderr), or with
+  // fallback = false is thrown by every later call. Off by default.
+  bool tiered = false;
 };
 
 // Thrown under fullgraph = true when host code reads tensor data; names the read and where it happened.
@@ -209,6 +216,10 @@ struct CompileStats {
   // Kernels one call launches with the most recently compiled entry (its graphs summed when the function has
   // breaks); -1 when the backend does not say (eager, aot_eager).
   int kernels_per_call = -1;
+  // CompileOptions::tiered: calls served by aot_eager while a backend compiled, and graphs switched to the
+  // backend's code so far.
+  int64_t first_tier_calls = 0;
+  int tier_switches = 0;
   std::vector<RecompileEvent> recompile_reasons;
   Mode mode = Mode::kDefault;  // as given in the options (see above for what each does)
   std::string str() const;

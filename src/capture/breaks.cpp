@@ -93,7 +93,7 @@ std::vector<Tensor> Engine::State::run_segment(Segment& seg) {
     try {
       // Copies: the recorded graph's proxies are about to become the user's real tensors.
       fresh = std::make_shared<SegmentEntry>(SegmentEntry{seg.graph.clone(), std::move(aliasing), {}});
-      fresh->program = compile_program(seg.graph.clone(), seg.inputs, options, training(), &fell_back);
+      fresh->program = compile_program(seg.graph.clone(), seg.inputs, options, training(), &fell_back, {}, tiers);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex);
       land(std::current_exception());

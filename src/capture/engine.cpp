@@ -128,6 +128,9 @@ CompileStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   CompileStats out = state_->stats;
   out.guard_hits += state_->guard_hits.load(std::memory_order_relaxed);
+  out.first_tier_calls = state_->tiers->first_tier_calls.load();
+  out.tier_switches = state_->tiers->swaps.load();
+  if (out.tier_switches > 0 && out.kernels_per_call < 0) out.kernels_per_call = state_->tiers->kernels.load();
   return out;
 }
 
@@ -276,7 +279,7 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
       static_inputs.push_back(std::any_of(w.guards.lifted.begin(), w.guards.lifted.end(),
                                           [&](const Tensor& t) { return t.is_same(in); }));
     entry->program = compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, s.training(),
-                                     &fell_back, std::move(static_inputs));
+                                     &fell_back, std::move(static_inputs), s.tiers);
     entry->guards = std::move(w.guards);
   } catch (...) {
     std::lock_guard<std::mutex> lock(s.mutex);

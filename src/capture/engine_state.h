@@ -82,6 +82,7 @@ struct Engine::State {
   bool fallback_warned = false;  // a backend fallback was said (likewise)
   mutable BreakLog break_log;    // each distinct graph break is logged once
   CompileStats stats;
+  std::shared_ptr<TierCounters> tiers = std::make_shared<TierCounters>();  // CompileOptions::tiered
   // Functions with breaks: compiled segments by structure (the recorded graph, input metas included, and the
   // inputs' aliasing), and how many were compiled at each segment position (bounded by recompile_limit).
   struct SegmentEntry {

@@ -55,6 +55,10 @@ std::string CompileStats::str() const {
       "mode: {}{}\n",
       compiles, guard_hits, recompiles, eager_fallbacks, graph_breaks, compile_seconds, mode_text(mode),
       kernels_per_call >= 0 ? fmt::format(", kernels per call: {}", kernels_per_call) : "");
+  if (first_tier_calls > 0 || tier_switches > 0)
+    out += fmt::format("  tiered: {} call(s) served by aot_eager while the backend compiled, {} graph(s) switched "
+                       "to the backend's code\n",
+                       first_tier_calls, tier_switches);
   for (size_t i = 0; i < recompile_reasons.size(); ++i)
     out += fmt::format("  recompile {}: {}\n", i + 1, recompile_reasons[i].reason);
   return out;

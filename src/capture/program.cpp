@@ -113,7 +113,8 @@ Program run_as_recorded(Program p, Graph graph, const std::string& why, const Co
 }  // namespace
 
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
-                        bool training, bool* fell_back, std::vector<bool> static_inputs) {
+                        bool training, bool* fell_back, std::vector<bool> static_inputs,
+                        std::shared_ptr<TierCounters> tiers) {
   auto start = std::chrono::steady_clock::now();
   Program p;
   p.text = print_graph(graph);
@@ -156,8 +157,10 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   CompileContext context = CompileContext::for_graph(graph, options);
   context.training = training;
   context.static_inputs = std::move(static_inputs);
+  const bool tiered = options.tiered && options.backend != "aot_eager" && options.backend != "eager";
   try {
-    p.fn = find_backend(options.backend)(graph, example_inputs, context);
+    p.fn = tiered ? start_tiered(graph, example_inputs, context, options.backend, std::move(tiers))
+                  : find_backend(options.backend)(graph, example_inputs, context);
     SINTER_CHECK(static_cast<bool>(p.fn),
                  "backend '{}' returned an empty CompiledGraph (a default-constructed one, or one made from an "
                  "empty function); a backend must return a callable that runs the graph",

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "capture/output_views.h"
+#include "capture/tiered.h"
 #include "sinter/compile.h"
 
 namespace sinter::capture {
@@ -45,9 +46,11 @@ struct Program {
 // Functionalizes `graph` and compiles it with options.backend; a failing backend throws, or, as options.fallback
 // says (compile.h), logs and compiles with aot_eager instead (`fell_back` is set then). `training`: the compiled
 // module was in training mode (CompileContext::training).
-// `static_inputs`: CompileContext::static_inputs.
+// `static_inputs`: CompileContext::static_inputs. Under options.tiered the program starts on aot_eager and the
+// backend compiles in the background (tiered.h), counted in `tiers`.
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
-                        bool training, bool* fell_back = nullptr, std::vector<bool> static_inputs = {});
+                        bool training, bool* fell_back = nullptr, std::vector<bool> static_inputs = {},
+                        std::shared_ptr<TierCounters> tiers = nullptr);
 // Runs the program on real inputs (in graph input order) and returns the user's outputs.
 std::vector<Tensor> run_program(const Program& program, const std::vector<Tensor>& inputs);
 
