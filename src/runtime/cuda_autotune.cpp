@@ -52,16 +52,33 @@ std::vector<LaunchConfig> candidates(const CudaKernelEntry& e) {
   return out;
 }
 
-// The buffers kernel k stores (not its local ones), in the launch's memory, as byte spans.
-std::vector<std::pair<void*, size_t>> stored_spans(const CompiledGraphParts& parts, const RunState& r, int k) {
-  const inductor::Kernel& kernel = parts.schedule.kernels[k];
-  std::vector<std::pair<void*, size_t>> spans;
+// The buffers kernel k stores (not its local ones), in the launch's memory, as byte spans; `sole`: no other
+// kernel of the schedule writes that buffer (a concatenation's parts may be stored by several kernels, an extern
+// may fill what a kernel then partly overwrites).
+struct Span {
+  void* data;
+  size_t bytes;
+  bool sole;
+};
+std::vector<Span> stored_spans(const CompiledGraphParts& parts, const RunState& r, int k) {
+  const std::vector<inductor::Kernel>& kernels = parts.schedule.kernels;
+  const inductor::Kernel& kernel = kernels[k];
+  auto local = [&](int b) {
+    return std::find(kernel.local_buffers.begin(), kernel.local_buffers.end(), b) != kernel.local_buffers.end();
+  };
+  std::vector<Span> spans;
   for (int id : kernel.nodes) {
     int out = parts.program->nodes[id].out;
-    if (out < 0 || std::find(kernel.local_buffers.begin(), kernel.local_buffers.end(), out) != kernel.local_buffers.end())
-      continue;
+    if (out < 0 || local(out)) continue;
+    bool sole = true;  // no other kernel, loops or extern, writes it
+    for (size_t other = 0; other < kernels.size() && sole; ++other)
+      if (static_cast<int>(other) != k)
+        for (int n : kernels[other].nodes) {
+          const inductor::LoopNode& node = parts.program->nodes[n];
+          sole = sole && node.out != out && std::find(node.outs.begin(), node.outs.end(), out) == node.outs.end();
+        }
     const Tensor& t = r.bufs[out];
-    spans.emplace_back(t.storage()->data(), t.storage()->nbytes());
+    spans.push_back({t.storage()->data(), t.storage()->nbytes(), sole});
   }
   return spans;
 }
@@ -92,15 +109,24 @@ LaunchConfig CudaLauncher::tune(RunState& r, int k) const {
   const CudaKernelEntry& e = kernels_[k];
   std::vector<LaunchConfig> configs = candidates(e);
   if (cuda::is_simulated()) {  // every candidate must compute what the default does
+    // Before each launch, a buffer only this kernel stores is poisoned, so that an element a candidate leaves out
+    // shows; one that other kernels store parts of (a concatenation) starts as it was.
+    const std::vector<Span> spans = stored_spans(*parts_, r, k);
+    std::vector<std::string> before, want;
+    for (const Span& sp : spans) before.emplace_back(static_cast<const char*>(sp.data), sp.bytes);
+    auto reset = [&] {
+      for (size_t i = 0; i < spans.size(); ++i)
+        if (spans[i].sole) std::memset(spans[i].data, 0xff, spans[i].bytes);
+        else std::memcpy(spans[i].data, before[i].data(), spans[i].bytes);
+    };
+    reset();
     launch(r, k, configs[0]);
-    std::vector<std::string> want;
-    for (auto [p, n] : stored_spans(*parts_, r, k)) want.emplace_back(static_cast<const char*>(p), n);
+    for (const Span& sp : spans) want.emplace_back(static_cast<const char*>(sp.data), sp.bytes);
     for (size_t c = 1; c < configs.size(); ++c) {
-      for (auto [p, n] : stored_spans(*parts_, r, k)) std::memset(p, 0xff, n);
+      reset();
       launch(r, k, configs[c]);
-      std::vector<std::pair<void*, size_t>> got = stored_spans(*parts_, r, k);
-      for (size_t i = 0; i < got.size(); ++i)
-        SINTER_INTERNAL_ASSERT(std::memcmp(got[i].first, want[i].data(), got[i].second) == 0,
+      for (size_t i = 0; i < spans.size(); ++i)
+        SINTER_INTERNAL_ASSERT(std::memcmp(spans[i].data, want[i].data(), spans[i].bytes) == 0,
                                "max-autotune: {} with {} computes other values than with the default launch",
                                e.name, configs[c].str());
     }

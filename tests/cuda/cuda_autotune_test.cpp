@@ -29,5 +29,32 @@ TEST(CudaAutotune, FirstLaunchMeasuresEachKernelOnceAndSaysSo) {
     EXPECT_EQ(std::memcmp(got.data_ptr(), want.data_ptr(), want.numel().hint() * sizeof(float)), 0);
 }
 
+// Kernels that store parts of one buffer (a concatenation) or write over an extern's result (a scatter, an
+// accumulating index_put) keep their values under max-autotune.
+TEST(CudaAutotune, ConcatenationsAndScattersKeepTheirValues) {
+  auto fn = [](const Tensor& x, const Tensor& y, const Tensor& idx, const Tensor& rows) {
+    Tensor c = cat({relu(x), y * 2, sigmoid(x)}, 0) + 1;
+    Tensor s = scatter(x * 3, 1, idx, y);
+    Tensor p = index_put(x, {rows}, y * 0.5, true);  // rows repeat: accumulated
+    return std::vector<Tensor>{c, s, p};
+  };
+  Tensor x = testing::random({4, 6}, kFloat32, 1).to(kCUDA), y = testing::random({4, 6}, kFloat32, 2).to(kCUDA);
+  Tensor idx = tensor({0, 2, 1, 3, 5, 4, 1, 0, 2, 3, 4, 5, 5, 4, 3, 2, 1, 0, 0, 1, 2, 3, 4, 5}, kInt64)
+                   .view({4, 6})
+                   .to(kCUDA);
+  Tensor rows = tensor({1, 3, 1, 0}, kInt64).to(kCUDA);
+  std::vector<Tensor> want = compile(fn)(x, y, idx, rows);
+  std::vector<Tensor> eager = fn(x.cpu(), y.cpu(), idx.cpu(), rows.cpu());
+  ::testing::internal::CaptureStderr();
+  std::vector<Tensor> got = compile(fn, {.mode = Mode::kMaxAutotune})(x, y, idx, rows);
+  ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    Tensor g = got[i].cpu().contiguous(), w = want[i].cpu().contiguous();
+    EXPECT_EQ(std::memcmp(g.data_ptr(), w.data_ptr(), w.numel().hint() * w.element_size()), 0) << i;
+    EXPECT_CLOSE(g, eager[i]) << i;
+  }
+}
+
 }  // namespace
 }  // namespace sinter
