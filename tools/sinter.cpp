@@ -2,6 +2,7 @@
 //   sinter demo                                  run the built-in models and report what ran
 //   sinter bench --suite eager [--json F] [--quick]
 //   sinter bench --device cpu [--json F] [--threads N] [--backends a,b] [--only NAME] [--quick]
+//     (a backend "inductor+tiered" is the inductor with CompileOptions::tiered)
 //   sinter bench --device cuda [--json F] [--only NAME] [--quick]
 //   sinter run MODEL.onnx [...], sinter conformance [...]
 //   sinter fuzz --seconds N --seed S [--out DIR] [--replay FILE]   differential fuzzing (tools/fuzz.cpp)
