@@ -9,9 +9,9 @@
 // the other inputs when the second call finds them at the first call's addresses (the same tensors, or buffers
 // refilled between calls): that graph serves calls with the inputs at those addresses (a graph only reads its
 // inputs); otherwise, and for calls with the inputs elsewhere, a graph copies each into a buffer of its own
-// before each replay. Outputs are copied out of the graph's
-// memory after each replay (one device copy per output storage), so a result stays valid however often the graph
-// is replayed; an output that is an input comes back as the caller's tensor. At most kMaxGraphs layouts keep a
+// before each replay. Outputs are copied out of the graph's memory after each replay (one device copy per output
+// storage), so a result stays valid however often the graph is replayed; an output that is an input comes back
+// as the caller's tensor. At most kMaxGraphs layouts keep a
 // graph (a symbolic entry may see many); the least recently used is dropped, logged on `cudagraphs`. Work a
 // graph cannot hold (an op that runs its CPU kernel, a read by the host, a CPU input) makes the compiled graph
 // run without CUDA graphs from then on, said on `perf_hints` and `cudagraphs`.
@@ -76,7 +76,8 @@ std::string layout_text(const std::vector<Tensor>& inputs, const std::vector<boo
       continue;
     }
     const Tensor& t = inputs[k];
-    s += fmt::format("{}{}", s.empty() ? "" : ", ", t.defined() ? std::string(dtype_name(t.dtype())) + t.sizes().str() : "none");
+    s += s.empty() ? "" : ", ";
+    s += t.defined() ? std::string(dtype_name(t.dtype())) + t.sizes().str() : "none";
   }
   return fixed == 0 ? s : fmt::format("{} and {} static", s, fixed);
 }

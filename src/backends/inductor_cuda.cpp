@@ -236,7 +236,8 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
     e.error_flag = c.error_flag;
     e.vector_checks = c.vector_checks;
     e.scalar_name = c.scalar_name;
-    if (ctx.options.mode == Mode::kMaxAutotune && may_launch_again(*parts, static_cast<int>(k)) && c.split_values == 0) {
+    const bool tunable = may_launch_again(*parts, static_cast<int>(k)) && c.split_values == 0;
+    if (ctx.options.mode == Mode::kMaxAutotune && tunable) {
       e.tuned = std::make_shared<runtime::TunedLaunch>();
       e.tune_key = c.source;  // with the device's name, hashed below
     }

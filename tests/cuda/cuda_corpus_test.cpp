@@ -157,8 +157,9 @@ TEST(CudaCorpus, MaxAutotuneAndReduceOverheadGiveTheDefaultModesBits) {
         }
         ASSERT_EQ(got.size(), want.size()) << c.name;
         for (size_t i = 0; i < got.size(); ++i)
-          EXPECT_TRUE(same_bits(got[i], want[i])) << c.name << ", output " << i << ", call " << call
-                                                  << (mode == Mode::kMaxAutotune ? " (max-autotune)" : " (reduce-overhead)");
+          EXPECT_TRUE(same_bits(got[i], want[i]))
+              << c.name << ", output " << i << ", call " << call
+              << (mode == Mode::kMaxAutotune ? " (max-autotune)" : " (reduce-overhead)");
       }
     }
   }

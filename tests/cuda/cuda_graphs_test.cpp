@@ -119,9 +119,12 @@ TEST(CudaGraphs, InputsAtTheSameAddressAreReadInPlace) {
     EXPECT_CLOSE(f(kept.back()).cpu(), cpu(x)) << i;
   }
   std::string text = logs.take();
-  EXPECT_NE(text.find("captured a CUDA graph for inputs (float32[4, 16] and 6 static) read where they are"), std::string::npos)
+  EXPECT_NE(text.find("captured a CUDA graph for inputs (float32[4, 16] and 6 static) read where they are"),
+            std::string::npos)
       << text;
-  EXPECT_NE(text.find("captured a CUDA graph for inputs (float32[5, 16] and 6 static) copied in"), std::string::npos) << text;
+  EXPECT_NE(text.find("captured a CUDA graph for inputs (float32[5, 16] and 6 static) copied in"),
+            std::string::npos)
+      << text;
 }
 
 // Parameters are read where they are: a weight changed in place between calls is seen by the next replay.
