@@ -88,8 +88,9 @@ bool run_cuda_generated(OpId op, const Args& args, std::vector<Tensor>& outs) {
 void run_without_cuda_kernel(KernelFn cpu_kernel, OpId op, const Args& args, std::vector<Tensor>& outs,
                              bool data_dependent, Device device) {
   if (!data_dependent && run_cuda_generated(op, args, outs)) return;
-  cuda::require_not_capturing(device.index, fmt::format("{} (it has no CUDA kernel for these arguments and runs its CPU "
-                                                        "kernel)", op_def(op).schema.full_name()));
+  if (cuda::capturing(device.index))
+    cuda::require_not_capturing(device.index, fmt::format("{} (it has no CUDA kernel for these arguments and runs its "
+                                                          "CPU kernel)", op_def(op).schema.full_name()));
   ++cpu_calls;
   if (cuda::is_simulated()) {
     cpu_kernel(op, args, outs);  // simulated device memory is host memory
