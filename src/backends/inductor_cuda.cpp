@@ -32,13 +32,6 @@ namespace {
 using codegen::cuda::CudaKernel;
 using runtime::CudaKernelEntry;
 
-// NVRTC options beyond compile_cuda's own: no contraction of a * b + c (each rounds as in eager, as the CPU's
-// code is built).
-const std::vector<std::string>& nvrtc_options() {
-  static const std::vector<std::string> options = {"-fmad=false"};
-  return options;
-}
-
 // The simulated device: every kernel in one host unit, bound to the simulator's runtime.
 std::shared_ptr<const void> load_simulated(const std::vector<CudaKernel>& kernels, const std::string& name,
                                            const std::string& source, const std::string& debug_dir,
@@ -62,22 +55,6 @@ std::shared_ptr<const void> load_simulated(const std::vector<CudaKernel>& kernel
   return obj.library;
 }
 
-// One kernel's cubin: from the disk cache (keyed by its source, architecture, options and NVRTC's version), else
-// compiled by NVRTC and stored. `compiled` says which.
-std::string cubin_for(const std::string& kernel_source, const std::string& name, const std::string& arch,
-                      bool& compiled) {
-  std::string src = codegen::cuda::unit_header() + kernel_source;
-  std::string key_text = fmt::format("{}\n{}\n{}\n", arch, codegen::cuda::nvrtc_version(), src);
-  for (const std::string& o : nvrtc_options()) key_text += o + "\n";
-  std::string key = support::sha256_hex(key_text);
-  compiled = false;
-  if (auto hit = codegen::cuda::load_cubin(arch, key)) return std::move(*hit);
-  std::string cubin = codegen::cuda::compile_cuda(src, name, arch, nvrtc_options()).cubin;
-  codegen::cuda::store_cubin(arch, key, cubin);
-  compiled = true;
-  return cubin;
-}
-
 // The cubins of (name, source) units (empty names are externs: no cubin), one NVRTC program each, compiled in
 // parallel on the host's cores; counts the ones compiled rather than loaded from the cache.
 std::vector<std::string> compile_cubins(const std::vector<std::pair<std::string, std::string>>& units,
@@ -94,7 +71,7 @@ std::vector<std::string> compile_cubins(const std::vector<std::pair<std::string,
       size_t k = todo[i];
       try {
         bool fresh = false;
-        cubins[k] = cubin_for(units[k].second, units[k].first, arch, fresh);
+        cubins[k] = codegen::cuda::cubin_for(units[k].second, units[k].first, arch, fresh);
         if (fresh) ++compiled;
       } catch (const std::exception& e) {
         errors[k] = e.what();
@@ -147,7 +124,7 @@ std::shared_ptr<const void> load_on_gpu(const std::vector<CudaKernel>& kernels, 
         [name = kernels[k].scalar_name, source = kernels[k].scalar_source, arch, device,
          module = std::shared_ptr<cuda::driver::Module>()]() mutable -> void* {
           bool fresh = false;
-          std::string cubin = cubin_for(source, name, arch, fresh);
+          std::string cubin = codegen::cuda::cubin_for(source, name, arch, fresh);
           cuda::driver::use_device(device.index);
           module = std::make_shared<cuda::driver::Module>(cubin, name);
           SINTER_LOG(kPerfHints, "inductor: scalar kernel {} {} for a call its vector path does not take", name,
@@ -159,13 +136,6 @@ std::shared_ptr<const void> load_on_gpu(const std::vector<CudaKernel>& kernels, 
              "{:.3f} s", count, arch, compiled,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return modules;
-}
-
-// SINTER_CUDA_SIM_NVRTC=1: the simulator also has NVRTC compile every kernel for sm_90, so that a test run
-// without a GPU still checks that the generated source is valid CUDA (the test suite sets it where the toolkit is).
-bool nvrtc_check_in_simulation() {
-  const char* v = std::getenv("SINTER_CUDA_SIM_NVRTC");
-  return v != nullptr && std::string_view(v) == "1";
 }
 
 // Whether kernel k may be launched twice on the same buffers with the same result: it loads nothing it stores
@@ -248,7 +218,7 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
     dump.file("kernels.cu", source);
     SINTER_LOG(kOutputCode, "{} CUDA source:\n{}", name, source);
     if (cuda::is_simulated()) {
-      if (nvrtc_check_in_simulation()) {
+      if (codegen::cuda::nvrtc_check_in_simulation()) {
         size_t compiled = 0;
         compile_cubins(units_of(kernels, true), "sm_90", compiled);
       }

@@ -19,6 +19,7 @@ void register_conv_transpose_ops(OpTable& t);     // conv_transpose.cpp
 void register_pool_ops(OpTable& t);               // pool_2d.cpp: max/avg/adaptive pools
 void register_upsample_ops(OpTable& t);           // pool_upsample.cpp
 void register_attention_ops(OpTable& t);          // attention_sdpa.cpp
+void register_cuda_attention_ops(OpTable& t);     // cuda_attention.cpp: its CUDA kernel
 void register_loss_ops(OpTable& t);               // loss_ops.cpp
 void register_embedding_dropout_ops(OpTable& t);  // linalg_embedding.cpp
 

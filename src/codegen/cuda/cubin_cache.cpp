@@ -4,8 +4,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
 
 #include "codegen/cpp/kernel_cache.h"
+#include "codegen/cuda/cuda_codegen.h"
+#include "codegen/cuda/nvrtc.h"
 #include "support/cache_files.h"
 #include "support/log.h"
 #include "support/sha256.h"
@@ -61,6 +66,26 @@ void store_cubin(const std::string& arch, const std::string& key, const std::str
     SINTER_LOG(kPerfHints, "cuda kernel cache: cannot rename {}: {}", tmp, support::errno_text());
     support::remove_tree(tmp);
   }
+}
+
+std::string cubin_for(const std::string& kernel_source, const std::string& name, const std::string& arch,
+                      bool& compiled) {
+  static const std::vector<std::string> options = {"-fmad=false"};
+  std::string src = unit_header() + kernel_source;
+  std::string key_text = fmt::format("{}\n{}\n{}\n", arch, nvrtc_version(), src);
+  for (const std::string& o : options) key_text += o + "\n";
+  std::string key = support::sha256_hex(key_text);
+  compiled = false;
+  if (auto hit = load_cubin(arch, key)) return std::move(*hit);
+  std::string cubin = compile_cuda(src, name, arch, options).cubin;
+  store_cubin(arch, key, cubin);
+  compiled = true;
+  return cubin;
+}
+
+bool nvrtc_check_in_simulation() {
+  const char* v = std::getenv("SINTER_CUDA_SIM_NVRTC");
+  return v != nullptr && std::string_view(v) == "1";
 }
 
 }  // namespace sinter::codegen::cuda

@@ -1,0 +1,54 @@
+// sinter's flash-attention kernel for CUDA: softmax(q k^T * scale + mask) @ v in one pass over the keys, the
+// scores never leaving registers (FlashAttention-2's schedule). The source is fixed CUDA C++ specialised by a few
+// macros (dtype, head dim, mask kind, causal), compiled by NVRTC like generated kernels, and by the host compiler
+// over the simulator's prelude, where the tensor-core instruction it uses (mma.sync m16n8k16) is emulated lane by
+// lane through the warp's shared scratch.
+//
+// Each block of 128 threads (4 warps) owns 64 query rows of one batch item; each warp 16 of them. Per tile of 64
+// keys the block stages K (row-major) and V (transposed) in shared memory; a warp computes its 16 x 64 scores with
+// mma.sync, applies scale, causality and the mask, updates the running row maximum and sum (online softmax), and
+// multiplies the probabilities, rounded to the input dtype, by V into its float accumulators. Rows whose every key is
+// masked give zeros (PyTorch's _safe_softmax), as the CPU kernel does.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace sinter::codegen::cuda {
+
+enum class FlashMask : int { kNone = 0, kBool = 1, kAdditive = 2 };
+
+struct FlashVariant {
+  bool bf16 = true;  // else float16
+  int head_dim = 64; // 16, 32, 64, 96 or 128 (a multiple of 16, at most 128)
+  FlashMask mask = FlashMask::kNone;
+  bool causal = false;
+  std::string name() const;  // "sn_flash_bf16_d64_m0_c1"
+};
+
+// The kernel's one parameter, passed by value; the same layout on the host and the device. The batch is at most
+// two dims (n0 x n1, item i = i0 * n1 + i1), each operand walked by its own strides (0 where it broadcasts); the
+// innermost stride of q, k, v and out is 1. Mask strides are in elements of the mask.
+struct FlashParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* mask;
+  void* out;
+  int64_t n1, L, S, row_blocks;
+  int64_t q0, q1, qr;
+  int64_t k0, k1, kr;
+  int64_t v0, v1, vr;
+  int64_t m0, m1, mr, mc;
+  int64_t o0, o1, orow;
+  float scale_log2;  // scale * log2(e): the scores are exponentiated with exp2
+  float scale;
+};
+
+inline constexpr int kFlashRows = 64;     // query rows per block
+inline constexpr int kFlashThreads = 128; // threads per block
+
+// The kernel's source (without the unit header): `extern "C" __global__ void NAME(const FlashParams p)` and, for
+// the simulator, `NAME__sim`.
+std::string flash_attention_source(const FlashVariant& v);
+
+}  // namespace sinter::codegen::cuda

@@ -1,0 +1,124 @@
+// scaled_dot_product_attention on CUDA tensors (ops/cuda_attention.cpp) against the CPU kernel on the same inputs:
+// the flash kernel for bfloat16 and float16 (partial row and key tiles, causal with L < S and L = S, bool and
+// additive masks broadcast over the batch, fully masked rows, key/value heads broadcast over query heads, strided
+// q/k/v views as gpt_block makes them, head dims 32, 64 and 128), and the math path on the GPU for what flash does
+// not take (float32, a head dim of 40, batch dims that do not merge); none of them run the CPU kernel. A compiled
+// naive attention on CUDA (rewritten into the op) matches eager. On the simulated device with generated eager
+// kernels, as on a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ops/cuda_fallback.h"
+#include "scoped_env.h"
+#include "sinter/compile.h"
+#include "sinter/cuda.h"
+#include "sinter/ops.h"
+#include "testing.h"
+
+namespace sinter {
+namespace {
+
+using testing::random;
+
+class CudaAttention : public ::testing::Test {
+ protected:
+  testing::ScopedEnv generated_{"SINTER_CUDA_EAGER", "generated"};
+};
+
+struct Sdpa {
+  Tensor mask;
+  bool causal = false;
+  std::optional<double> scale;
+};
+
+// The CUDA result on CUDA copies of q, k, v (and the mask), against the CPU kernel; no CPU kernel may run but, on
+// the simulated device, the math path's `products` (its GEMMs run the CPU's there).
+void expect_like_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Sdpa& a, double rtol = -1,
+                     int64_t products = 0) {
+  Tensor want = scaled_dot_product_attention(q, k, v, a.mask, 0.0, a.causal, a.scale);
+  Tensor dq = q.to(kCUDA), dk = k.to(kCUDA), dv = v.to(kCUDA);
+  Tensor dm = a.mask.defined() ? a.mask.to(kCUDA) : Tensor();
+  CudaEagerCounts before = cuda_eager_counts();
+  Tensor got = scaled_dot_product_attention(dq, dk, dv, dm, 0.0, a.causal, a.scale);
+  EXPECT_EQ(cuda_eager_counts().cpu, before.cpu + (cuda::is_simulated() ? products : 0))
+      << "an op took its CPU kernel";
+  ASSERT_TRUE(got.is_cuda());
+  EXPECT_CLOSE(got.cpu(), want, rtol);
+}
+
+TEST_F(CudaAttention, FlashMatchesTheCpuKernel) {
+  for (DType dt : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor q = random({2, 2, 70, 64}, dt, 1), k = random({2, 2, 130, 64}, dt, 2), v = random({2, 2, 130, 64}, dt, 3);
+    expect_like_cpu(q, k, v, {});
+    expect_like_cpu(q, k, v, {.scale = 0.3});
+    expect_like_cpu(q, k, v, {.causal = true});  // L < S: top-left aligned
+    Tensor sq = random({1, 3, 100, 64}, dt, 4);
+    expect_like_cpu(sq, random({1, 3, 100, 64}, dt, 5), random({1, 3, 100, 64}, dt, 6), {.causal = true});
+  }
+}
+
+TEST_F(CudaAttention, FlashMasks) {
+  DType dt = kBFloat16;
+  Tensor q = random({2, 3, 40, 64}, dt, 7), k = random({2, 3, 72, 64}, dt, 8), v = random({2, 3, 72, 64}, dt, 9);
+  Tensor keep = gt(random({40, 72}, kFloat32, 10), -0.5);
+  // Rows 3 and 17 see no key: zeros, as the CPU kernel gives.
+  Tensor none = ones({1, 72}, TensorOptions(kBool));
+  keep = keep.clone();
+  keep.slice(0, 3, 4).copy_(logical_not(none));
+  keep.slice(0, 17, 18).copy_(logical_not(none));
+  expect_like_cpu(q, k, v, {.mask = keep});
+  Tensor got = scaled_dot_product_attention(q.to(kCUDA), k.to(kCUDA), v.to(kCUDA), keep.to(kCUDA)).cpu();
+  EXPECT_EQ(got.slice(2, 3, 4).abs().sum().item<double>(), 0.0);
+  expect_like_cpu(q, k, v, {.mask = random({2, 1, 40, 72}, dt, 11)});  // additive, broadcast over heads
+  expect_like_cpu(q, k, v, {.mask = random({72}, dt, 12)});             // additive, over the keys only
+}
+
+TEST_F(CudaAttention, FlashLayoutsAndHeadDims) {
+  DType dt = kBFloat16;
+  // One key/value head for every query head (broadcast batch dim).
+  expect_like_cpu(random({2, 4, 33, 64}, dt, 13), random({2, 1, 50, 64}, dt, 14), random({2, 1, 50, 64}, dt, 15), {});
+  // q, k, v as gpt_block splits its qkv projection: views of one [B, S, 3, H, Dh] tensor.
+  Tensor qkv = random({2, 65, 3, 2, 64}, dt, 16).permute({2, 0, 3, 1, 4});
+  expect_like_cpu(qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), {.causal = true});
+  for (int64_t d : {32, 128}) {
+    SCOPED_TRACE(d);
+    expect_like_cpu(random({1, 2, 20, d}, dt, 17), random({1, 2, 90, d}, dt, 18), random({1, 2, 90, d}, dt, 19), {});
+  }
+  // Rank 3 and rank 5 (three batch dims that merge into two).
+  expect_like_cpu(random({3, 10, 16}, dt, 20), random({3, 12, 16}, dt, 21), random({3, 12, 16}, dt, 22), {});
+  expect_like_cpu(random({2, 2, 2, 10, 16}, dt, 23), random({2, 2, 2, 12, 16}, dt, 24),
+                  random({2, 2, 2, 12, 16}, dt, 25), {});
+}
+
+TEST_F(CudaAttention, MathPathOnTheGpu) {
+  expect_like_cpu(random({2, 2, 30, 64}), random({2, 2, 40, 64}), random({2, 2, 40, 64}), {.causal = true}, 1e-5, 2);
+  Tensor keep = gt(random({30, 40}, kFloat32, 30), 0.0);
+  keep.slice(0, 5, 6).fill_(false);
+  expect_like_cpu(random({2, 2, 30, 64}, kFloat32, 31), random({2, 2, 40, 64}, kFloat32, 32),
+                  random({2, 2, 40, 64}, kFloat32, 33), {.mask = keep}, 1e-5, 2);
+  DType dt = kBFloat16;
+  expect_like_cpu(random({2, 3, 30, 40}, dt, 34), random({2, 3, 36, 40}, dt, 35), random({2, 3, 36, 40}, dt, 36),
+                  {.causal = true}, -1, 2);  // head dim 40
+  // Batch dims that no two strides describe: k transposed over its batch dims.
+  Tensor kt = random({3, 2, 2, 36, 16}, dt, 37).permute({1, 0, 2, 3, 4});
+  expect_like_cpu(random({2, 3, 2, 30, 16}, dt, 38), kt, random({2, 3, 2, 36, 16}, dt, 39), {}, -1, 2);
+}
+
+TEST_F(CudaAttention, CompiledNaiveAttentionOnCuda) {
+  auto naive = [](const Tensor& q, const Tensor& k, const Tensor& v) {
+    return matmul(softmax(matmul(q, k.transpose(-2, -1)) * 0.125, -1), v);
+  };
+  DType dt = kBFloat16;
+  Tensor q = random({2, 2, 48, 64}, dt, 40).to(kCUDA), k = random({2, 2, 80, 64}, dt, 41).to(kCUDA),
+         v = random({2, 2, 80, 64}, dt, 42).to(kCUDA);
+  auto f = compile(naive);
+  Tensor want = naive(q, k, v).cpu();
+  EXPECT_CLOSE(f(q, k, v).cpu(), want, 2e-2);
+  EXPECT_CLOSE(f(q, k, v).cpu(), want, 2e-2);
+}
+
+}  // namespace
+}  // namespace sinter
