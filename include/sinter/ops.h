@@ -316,7 +316,8 @@ Tensor interpolate(const Tensor& input, std::optional<SymIntList> size = {},
                    std::optional<bool> align_corners = {}, Loc loc = Loc::current());
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
-                                    std::optional<double> scale = {}, Loc loc = Loc::current());
+                                    std::optional<double> scale = {}, bool enable_gqa = false,
+                                    Loc loc = Loc::current());
 // reduction: "mean", "sum" or "none".
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                      const std::string& reduction = "mean", int64_t ignore_index = -100,

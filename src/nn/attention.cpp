@@ -166,7 +166,7 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, cons
     if (mask.defined()) mask = mask.sizes()[0] == 1 ? mask.unsqueeze(0) : mask.view({N, H, -1, S});
     out =
         scaled_dot_product_attention(qp.reshape({N, H, L, head_dim}), kp.reshape({N, H, S, head_dim}),
-                                     vp.reshape({N, H, S, head_dim}), mask, p, sdpa_causal, std::nullopt, at);
+                                     vp.reshape({N, H, S, head_dim}), mask, p, sdpa_causal, std::nullopt, false, at);
     out = out.permute({2, 0, 1, 3}).reshape({L * N, E});  // (L, N, H, head_dim) rows
   } else {
     Tensor scores = matmul(qp * (1.0 / std::sqrt(static_cast<double>(head_dim))), kp.transpose(-2, -1));

@@ -147,9 +147,9 @@ Tensor interpolate(const Tensor& input, std::optional<SymIntList> size,
 // ---- attention ----
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
-                                    std::optional<double> scale, Loc loc) {
+                                    std::optional<double> scale, bool enable_gqa, Loc loc) {
   return dispatch1(OpId::scaled_dot_product_attention,
-                   {query, key, value, opt(attn_mask), dropout_p, is_causal, scale}, loc);
+                   {query, key, value, opt(attn_mask), dropout_p, is_causal, scale, enable_gqa}, loc);
 }
 
 // ---- losses ----

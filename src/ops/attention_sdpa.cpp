@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "ops/blas.h"
+#include "ops/dispatch.h"
 #include "ops/linalg_util.h"
 #include "ops/reduce_math.h"
 #include "ops/vec_math.h"
@@ -39,6 +40,19 @@ ShapeResult sdpa_shape(OpId, const Args& args) {
   SINTER_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got {}", p);
   SymIntList qb(q.sizes().begin(), q.sizes().end() - 2), kb(k.sizes().begin(), k.sizes().end() - 2),
       vb(v.sizes().begin(), v.sizes().end() - 2);
+  if (args.size() > 7 && args[7].to_bool() && q.dim() >= 3) {
+    // Grouped-query attention: key/value heads (dim -3) each serve q_heads / kv_heads query heads.
+    SINTER_CHECK(k.dim() >= 3 && v.dim() >= 3 && k.sizes()[k.dim() - 3] == v.sizes()[v.dim() - 3],
+                 "enable_gqa: key and value must have the same number of heads (dim -3), got shapes {} and {}",
+                 k.sizes().str(), v.sizes().str());
+    const SymInt& hq = q.sizes()[q.dim() - 3];
+    const SymInt& hk = k.sizes()[k.dim() - 3];
+    SINTER_CHECK(hk.hint() > 0 && hq.hint() % hk.hint() == 0,
+                 "enable_gqa: the query's {} heads are not a multiple of the key's {} (shapes {} and {})", hq.str(),
+                 hk.str(), q.sizes().str(), k.sizes().str());
+    kb.back() = hq;
+    vb.back() = hq;
+  }
   SymIntList out = broadcast_all({&qb, &kb, &vb});
   const SymInt& L = q.sizes()[q.dim() - 2];
   const SymInt& S = k.sizes()[k.dim() - 2];
@@ -222,9 +236,30 @@ void sdpa(const Args& args, const Tensor& y) {
   });
 }
 
-void sdpa_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {
+}  // namespace
+
+Tensor sdpa_repeat_kv(const Tensor& kv, int64_t q_heads) {
+  int64_t r = kv.dim(), heads = kv.size(r - 3).hint();
+  if (heads == q_heads) return kv;
+  HookScope none(nullptr);  // a copy inside the op's kernel, not an op of the caller's graph
+  SymIntList grouped = kv.sizes(), expanded = kv.sizes(), out = kv.sizes();
+  grouped.insert(grouped.begin() + (r - 2), SymInt(1));
+  expanded.insert(expanded.begin() + (r - 2), SymInt(q_heads / heads));
+  out[r - 3] = SymInt(q_heads);
+  return kv.reshape(grouped).expand(expanded).reshape(out);
+}
+
+namespace {
+
+void sdpa_kernel(OpId, const Args& args0, std::vector<Tensor>& outs) {
   const Tensor& y = outs[0];
   if (y.numel().hint() == 0) return;
+  Args args = args0;
+  if (args.size() > 7 && args[7].to_bool() && y.dim() >= 3) {
+    int64_t heads = y.size(y.dim() - 3).hint();
+    args[1] = Value(sdpa_repeat_kv(args[1].tensor(), heads));
+    args[2] = Value(sdpa_repeat_kv(args[2].tensor(), heads));
+  }
   DType cd = compute_dtype(y.dtype());
   Tensor Y = y.dtype() == cd ? y : empty_from_meta(dense_meta(y.sizes(), cd, kCPU));
   if (cd == kFloat32)

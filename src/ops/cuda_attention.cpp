@@ -137,9 +137,11 @@ std::string plan_flash(const Args& args, const Tensor& out, FlashPlan& plan) {
   if (mask.defined()) st.push_back(strides_over(mask, os));
   std::vector<int64_t> sizes;
   std::vector<std::vector<int64_t>> bst(st.size());
+  const int64_t kv_heads = rank >= 3 ? sizes_of(unsqueeze_to(k, rank))[rank - 3] : 1;
+  const bool gqa = args[7].to_bool() && rank >= 3 && kv_heads != os[rank - 3];
   for (int64_t d = 0; d < rank - 2; ++d) {
     if (os[d] == 1) continue;
-    bool merge = !sizes.empty();
+    bool merge = !sizes.empty() && !(gqa && d == rank - 3);  // the heads stay a dim of their own
     for (size_t i = 0; i < st.size() && merge; ++i) merge = bst[i].back() == st[i][d] * os[d];
     if (merge) {
       sizes.back() *= os[d];
@@ -150,6 +152,7 @@ std::string plan_flash(const Args& args, const Tensor& out, FlashPlan& plan) {
     for (size_t i = 0; i < st.size(); ++i) bst[i].push_back(st[i][d]);
   }
   if (sizes.size() > 2) return fmt::format("batch dims {} that do not merge into two", out.sizes().str());
+  const int64_t group = gqa ? os[rank - 3] / kv_heads : 1;
   while (sizes.size() < 2) {
     sizes.insert(sizes.begin(), 1);
     for (auto& b : bst) b.insert(b.begin(), 0);
@@ -164,7 +167,7 @@ std::string plan_flash(const Args& args, const Tensor& out, FlashPlan& plan) {
   FlashParams& p = plan.params;
   p.q = q.data_ptr(), p.k = k.data_ptr(), p.v = v.data_ptr(), p.out = out.data_ptr();
   p.mask = mask.defined() ? mask.data_ptr() : nullptr;
-  p.n1 = sizes[1], p.L = L, p.S = S, p.row_blocks = row_blocks;
+  p.n1 = sizes[1], p.L = L, p.S = S, p.row_blocks = row_blocks, p.group = group;
   p.q0 = bst[0][0], p.q1 = bst[0][1], p.qr = st[0][rank - 2];
   p.k0 = bst[1][0], p.k1 = bst[1][1], p.kr = st[1][rank - 2];
   p.v0 = bst[2][0], p.v1 = bst[2][1], p.vr = st[2][rank - 2];
@@ -204,7 +207,10 @@ void math_path(const Args& args, const Tensor& out) {
   DType cd = q.dtype() == kFloat64 ? kFloat64 : kFloat32;
   int64_t E = sizes_of(q).back();
   double scale = args[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(E)) : args[6].to_double();
-  Tensor k = args[1].tensor().to(cd);
+  const int64_t heads = out.dim() >= 3 ? out.size(out.dim() - 3).hint() : 1;
+  const bool gqa = args[7].to_bool() && out.dim() >= 3;
+  Tensor k = (gqa ? sdpa_repeat_kv(args[1].tensor(), heads) : args[1].tensor()).to(cd);
+  Tensor v = (gqa ? sdpa_repeat_kv(args[2].tensor(), heads) : args[2].tensor()).to(cd);
   Tensor s = matmul(q.to(cd) * scale, k.transpose(-2, -1));
   const int64_t L = s.size(-2).hint(), S = s.size(-1).hint();
   const double inf = std::numeric_limits<double>::infinity();
@@ -221,7 +227,7 @@ void math_path(const Args& args, const Tensor& out) {
   }
   Tensor p = softmax(s, -1);
   if (may_mask_rows) p = where(eq(amax(s, {-1}, true), -inf), 0.0, p);
-  write_into(out, matmul(p, args[2].tensor().to(cd)));
+  write_into(out, matmul(p, v));
 }
 
 void sdpa_cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {

@@ -185,7 +185,7 @@
     "float? scales_w=None) -> Tensor")                                                                           \
   X(scaled_dot_product_attention, kRandom,                                                                       \
     "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "              \
-    "float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> Tensor")                                \
+    "float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor")         \
   X(cross_entropy_loss, 0,                                                                                       \
     "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', "                 \
     "SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor")                                            \

@@ -31,17 +31,18 @@ struct Sdpa {
   Tensor mask;
   bool causal = false;
   std::optional<double> scale;
+  bool gqa = false;
 };
 
 // The CUDA result on CUDA copies of q, k, v (and the mask), against the CPU kernel; no CPU kernel may run but, on
 // the simulated device, the math path's `products` (its GEMMs run the CPU's there).
 void expect_like_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Sdpa& a, double rtol = -1,
                      int64_t products = 0) {
-  Tensor want = scaled_dot_product_attention(q, k, v, a.mask, 0.0, a.causal, a.scale);
+  Tensor want = scaled_dot_product_attention(q, k, v, a.mask, 0.0, a.causal, a.scale, a.gqa);
   Tensor dq = q.to(kCUDA), dk = k.to(kCUDA), dv = v.to(kCUDA);
   Tensor dm = a.mask.defined() ? a.mask.to(kCUDA) : Tensor();
   CudaEagerCounts before = cuda_eager_counts();
-  Tensor got = scaled_dot_product_attention(dq, dk, dv, dm, 0.0, a.causal, a.scale);
+  Tensor got = scaled_dot_product_attention(dq, dk, dv, dm, 0.0, a.causal, a.scale, a.gqa);
   EXPECT_EQ(cuda_eager_counts().cpu, before.cpu + (cuda::is_simulated() ? products : 0))
       << "an op took its CPU kernel";
   ASSERT_TRUE(got.is_cuda());
@@ -80,6 +81,11 @@ TEST_F(CudaAttention, FlashLayoutsAndHeadDims) {
   DType dt = kBFloat16;
   // One key/value head for every query head (broadcast batch dim).
   expect_like_cpu(random({2, 4, 33, 64}, dt, 13), random({2, 1, 50, 64}, dt, 14), random({2, 1, 50, 64}, dt, 15), {});
+  // Grouped-query attention: 6 query heads over 2 and over 1 key/value heads, with a mask and causal.
+  expect_like_cpu(random({2, 6, 33, 64}, dt, 26), random({2, 2, 70, 64}, dt, 27), random({2, 2, 70, 64}, dt, 28),
+                  {.causal = true, .gqa = true});
+  expect_like_cpu(random({6, 33, 64}, dt, 29), random({1, 70, 64}, dt, 30), random({1, 70, 64}, dt, 31),
+                  {.mask = random({33, 70}, dt, 32), .gqa = true});
   // q, k, v as gpt_block splits its qkv projection: views of one [B, S, 3, H, Dh] tensor.
   Tensor qkv = random({2, 65, 3, 2, 64}, dt, 16).permute({2, 0, 3, 1, 4});
   expect_like_cpu(qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), {.causal = true});
@@ -105,6 +111,9 @@ TEST_F(CudaAttention, MathPathOnTheGpu) {
   // Batch dims that no two strides describe: k transposed over its batch dims.
   Tensor kt = random({3, 2, 2, 36, 16}, dt, 37).permute({1, 0, 2, 3, 4});
   expect_like_cpu(random({2, 3, 2, 30, 16}, dt, 38), kt, random({2, 3, 2, 36, 16}, dt, 39), {}, -1, 2);
+  // Grouped-query attention in float32.
+  expect_like_cpu(random({2, 4, 30, 16}, kFloat32, 40), random({2, 2, 36, 16}, kFloat32, 41),
+                  random({2, 2, 36, 16}, kFloat32, 42), {.gqa = true}, 1e-5, 2);
 }
 
 TEST_F(CudaAttention, CompiledNaiveAttentionOnCuda) {

@@ -129,5 +129,31 @@ TEST(AttentionBlocks, HeadsSplitOutOfOneProjection) {
   EXPECT_CLOSE(out.reshape({B * H, S, D}), reference(flat(q), flat(k), flat(v), r));
 }
 
+TEST(AttentionBlocks, GroupedQueryAttention) {
+  // enable_gqa: 6 query heads over 2 key/value heads; query head h reads key/value head h / 3 (as PyTorch).
+  int64_t B = 2, Hq = 6, Hk = 2, L = 9, S = 13, D = 8;
+  Tensor q = random({B, Hq, L, D}, kFloat32, 20), k = random({B, Hk, S, D}, kFloat32, 21),
+         v = random({B, Hk, S, D}, kFloat32, 22);
+  Tensor out = scaled_dot_product_attention(q, k, v, Tensor(), 0.0, true, std::nullopt, true);
+  ASSERT_EQ(out.sizes().hints(), (I{B, Hq, L, D}));
+  Ref r;
+  r.causal = true;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      auto pick = [&](const Tensor& x, int64_t head) { return x.select(0, b).select(0, head).unsqueeze(0); };
+      EXPECT_CLOSE(out.select(0, b).select(0, h).unsqueeze(0),
+                   reference(pick(q, h), pick(k, h / 3), pick(v, h / 3), r))
+          << "b " << b << " h " << h;
+    }
+  // Heads that do not divide, and key and value with different head counts, are errors.
+  EXPECT_THROW(scaled_dot_product_attention(q, random({B, 4, S, D}), random({B, 4, S, D}), Tensor(), 0.0, false,
+                                            std::nullopt, true),
+               Error);
+  EXPECT_THROW(scaled_dot_product_attention(q, k, random({B, 3, S, D}), Tensor(), 0.0, false, std::nullopt, true),
+               Error);
+  // Without enable_gqa the heads must broadcast, as before.
+  EXPECT_THROW(scaled_dot_product_attention(q, k, v), Error);
+}
+
 }  // namespace
 }  // namespace sinter

@@ -15,7 +15,7 @@ namespace {
 constexpr char kBody[] = R"FA(
 struct sn_fa_params {
   const void* q; const void* k; const void* v; const void* mask; void* out;
-  long long n1, L, S, row_blocks;
+  long long n1, L, S, row_blocks, group;
   long long q0, q1, qr, k0, k1, kr, v0, v1, vr, m0, m1, mr, mc, o0, o1, orow;
   float scale_log2, scale;
 };
@@ -91,8 +91,9 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
   const long long rb = p.row_blocks - 1 - (long long)blockIdx.x % p.row_blocks;
   const long long i0 = item / p.n1, i1 = item % p.n1;
   const sn_fa_t* Q = (const sn_fa_t*)p.q + i0 * p.q0 + i1 * p.q1;
-  const sn_fa_t* K = (const sn_fa_t*)p.k + i0 * p.k0 + i1 * p.k1;
-  const sn_fa_t* V = (const sn_fa_t*)p.v + i0 * p.v0 + i1 * p.v1;
+  const long long kv1 = i1 / p.group;
+  const sn_fa_t* K = (const sn_fa_t*)p.k + i0 * p.k0 + kv1 * p.k1;
+  const sn_fa_t* V = (const sn_fa_t*)p.v + i0 * p.v0 + kv1 * p.v1;
   sn_fa_t* O = (sn_fa_t*)p.out + i0 * p.o0 + i1 * p.o1;
   const long long r0 = rb * 64 + warp * 16 + g, r1 = r0 + 8;
 

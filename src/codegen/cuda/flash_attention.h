@@ -27,7 +27,7 @@ struct FlashVariant {
 
 // The kernel's one parameter, passed by value; the same layout on the host and the device. The batch is at most
 // two dims (n0 x n1, item i = i0 * n1 + i1), each operand walked by its own strides (0 where it broadcasts); the
-// innermost stride of q, k, v and out is 1. Mask strides are in elements of the mask.
+// innermost stride of q, k, v and out is 1; under grouped-query attention dim 1 is the heads. Mask strides are in elements of the mask.
 struct FlashParams {
   const void* q;
   const void* k;
@@ -35,6 +35,7 @@ struct FlashParams {
   const void* mask;
   void* out;
   int64_t n1, L, S, row_blocks;
+  int64_t group;  // query heads per key/value head (enable_gqa): k and v take batch index i1 / group
   int64_t q0, q1, qr;
   int64_t k0, k1, kr;
   int64_t v0, v1, vr;
