@@ -26,6 +26,7 @@
 #include "support/log.h"
 #include "tensor/cuda_device.h"
 #include "tensor/cuda_graph.h"
+#include "tensor/element_span.h"
 
 namespace sinter::backends {
 
@@ -36,16 +37,6 @@ constexpr size_t kMaxGraphs = 16;
 std::atomic<int64_t> captures{0}, replays{0};
 std::atomic<int> serial{0};
 
-// The elements of `t` lie in [first, first + count) of its storage (in elements).
-std::pair<int64_t, int64_t> span_of(const Tensor& t) {
-  int64_t lo = t.storage_offset().hint(), hi = lo;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    int64_t extent = (t.size(d).hint() - 1) * t.stride(d).hint();
-    (extent < 0 ? lo : hi) += extent;
-  }
-  return {lo, t.numel().hint() == 0 ? 0 : hi - lo + 1};
-}
-
 Tensor on_storage(std::shared_ptr<Storage> storage, TensorMeta meta) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);
@@ -54,16 +45,10 @@ Tensor on_storage(std::shared_ptr<Storage> storage, TensorMeta meta) {
 }
 
 // A tensor laid out as `t` (sizes, strides, dtype) in fresh memory that covers just its span.
-Tensor buffer_like(const Tensor& t) {
-  auto [first, count] = span_of(t);
-  Tensor flat = empty_from_meta(TensorMeta{{std::max<int64_t>(count, 1)}, {1}, 0, t.dtype(), t.device()});
-  TensorMeta m = t.meta();
-  m.offset = SymInt(t.storage_offset().hint() - first);
-  return on_storage(flat.storage(), std::move(m));
-}
+Tensor buffer_like(const Tensor& t) { return span_buffer(t, t.device()); }
 
 void* span_start(const Tensor& t) {
-  return static_cast<char*>(t.storage()->data()) + span_of(t).first * static_cast<int64_t>(t.element_size());
+  return static_cast<char*>(t.storage()->data()) + element_span(t).first * static_cast<int64_t>(t.element_size());
 }
 
 // "float32[8, 16], float32[16] and 6 static": the inputs a graph is captured for (static ones counted).
@@ -205,7 +190,7 @@ class CudaGraphRunner {
     for (size_t k = 0; k < inputs.size(); ++k) {
       const Tensor& buffer = rec.inputs[k];
       if (!buffer.defined()) continue;
-      int64_t count = span_of(buffer).second;
+      int64_t count = element_span(buffer).count;
       cuda::copy_on_device(span_start(buffer), span_start(inputs[k]), count * buffer.element_size(), index_);
     }
     ++replays;

@@ -12,6 +12,7 @@
 #include "tensor/allocator.h"
 #include "tensor/cuda_device.h"
 #include "tensor/cuda_graph.h"
+#include "tensor/element_span.h"
 
 namespace sinter {
 namespace {
@@ -99,38 +100,12 @@ bool may_overlap(const Tensor& a, const Tensor& b) {
 
 namespace {
 
-// The bytes of storage a view's elements lie in: [first, last] element offsets.
-std::pair<int64_t, int64_t> element_span(const Tensor& t) {
-  int64_t lo = t.storage_offset().hint(), hi = lo;
-  for (int64_t d = 0; d < t.dim(); ++d)
-    (t.strides()[d].hint() < 0 ? lo : hi) += (t.sizes()[d].hint() - 1) * t.strides()[d].hint();
-  return {lo, hi};
-}
-
-// A CPU tensor with `t`'s sizes and strides over a host copy of the storage span `t` lies in (in pinned memory
-// when `pinned`); its values are fetched from the device when `fetch`.
-Tensor host_mirror(const Tensor& t, bool fetch, bool pinned = false) {
-  auto [lo, hi] = element_span(t);
-  TensorMeta span = dense_meta(SymIntList{hi - lo + 1}, t.dtype(), kCPU);
-  Tensor buf = pinned ? empty_pinned(span) : empty_from_meta(span);
-  if (fetch)
-    cuda::copy_to_host(buf.data_ptr(), static_cast<const char*>(t.storage()->data()) + lo * t.element_size(),
-                       static_cast<size_t>(hi - lo + 1) * t.element_size(), t.device().index);
-  TensorMeta m = t.meta();
-  m.device = kCPU;
-  m.offset = t.storage_offset().hint() - lo;
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = buf.storage();
-  impl->meta = m;
-  return Tensor(std::move(impl));
-}
-
 // Where a view's elements start and how many bytes their span has, when they cover it densely.
 std::optional<std::pair<char*, size_t>> dense_span(const Tensor& t) {
-  auto [lo, hi] = element_span(t);
-  if (hi - lo + 1 != t.numel().hint()) return std::nullopt;
-  return std::pair{static_cast<char*>(t.storage()->data()) + lo * static_cast<int64_t>(t.element_size()),
-                   static_cast<size_t>(hi - lo + 1) * t.element_size()};
+  ElementSpan span = element_span(t);
+  if (span.count != t.numel().hint()) return std::nullopt;
+  return std::pair{static_cast<char*>(t.storage()->data()) + span.first * static_cast<int64_t>(t.element_size()),
+                   static_cast<size_t>(span.count) * t.element_size()};
 }
 
 // Whether a copy between host and device can move the bytes as they are: one dtype, one layout, no broadcast,
@@ -155,7 +130,7 @@ void copy_through_host(const Tensor& dst, const Tensor& src, bool non_blocking) 
       cuda::record_pinned_use(dst.storage()->data(), src.device().index);
       return;
     }
-    return copy_strided(dst, host_mirror(src, true));
+    return copy_strided(dst, cuda::host_mirror(src, true, false));
   }
   int index = dst.device().index;
   bool queued = non_blocking && src.is_cpu() && src.is_pinned();
@@ -165,10 +140,10 @@ void copy_through_host(const Tensor& dst, const Tensor& src, bool non_blocking) 
     cuda::record_pinned_use(src.storage()->data(), index);
     return;
   }
-  Tensor s = src.is_cuda() ? host_mirror(src, true) : src;
+  Tensor s = src.is_cuda() ? cuda::host_mirror(src, true, false) : src;
   auto [lo, hi] = element_span(dst);
   bool dense = hi - lo + 1 == dst.numel().hint();
-  Tensor d = host_mirror(dst, !dense, queued);
+  Tensor d = cuda::host_mirror(dst, !dense, queued);
   copy_strided(d, s);
   void* to = static_cast<char*>(dst.storage()->data()) + lo * dst.element_size();
   const void* from = d.storage()->data();

@@ -12,6 +12,7 @@
 
 #include "sinter/cuda.h"
 #include "tensor/cuda_driver.h"
+#include "tensor/element_span.h"
 #include "tensor/cuda_graph.h"
 
 namespace sinter::cuda {
@@ -256,25 +257,17 @@ void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, in
             });
 }
 
-Tensor host_values(const Tensor& t) {
-  TensorMeta m = t.meta();
-  m.device = kCPU;
-  if (t.numel().hint() == 0) return empty_from_meta(TensorMeta{t.sizes(), t.strides(), 0, t.dtype(), kCPU});
-  int64_t lo = t.storage_offset().hint(), hi = lo;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    int64_t extent = (t.sizes()[d].hint() - 1) * t.strides()[d].hint();
-    (extent < 0 ? lo : hi) += extent;
-  }
-  const size_t es = t.element_size();
-  Tensor span = empty_from_meta(TensorMeta{{hi - lo + 1}, {1}, 0, t.dtype(), kCPU});
-  cuda::copy_to_host(span.data_ptr(), static_cast<const char*>(t.storage()->data()) + lo * es,
-                     static_cast<size_t>(hi - lo + 1) * es, t.device().index);
-  m.offset = SymInt(t.storage_offset().hint() - lo);
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = span.storage();
-  impl->meta = std::move(m);
-  return Tensor(std::move(impl));
+Tensor host_mirror(const Tensor& t, bool fetch, bool pinned) {
+  Tensor host = span_buffer(t, kCPU, pinned);
+  ElementSpan span = element_span(t);
+  if (fetch && span.count > 0)
+    cuda::copy_to_host(host.storage()->data(),
+                       static_cast<const char*>(t.storage()->data()) + span.first * t.element_size(),
+                       static_cast<size_t>(span.count) * t.element_size(), t.device().index);
+  return host;
 }
+
+Tensor host_values(const Tensor& t) { return host_mirror(t, true, false); }
 
 MemoryStats memory_stats(int device) { return allocator(device).stats(); }
 int64_t memory_allocated(int device) { return memory_stats(device).allocated; }

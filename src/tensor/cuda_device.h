@@ -34,6 +34,8 @@ void copy_to_host_async(void* host_dst, const void* device_src, size_t bytes, in
 // (waiting for the device, as PyTorch's item() does). Made without dispatch, so that host reads under capture
 // (item, bool, to_vector, printing) record nothing.
 Tensor host_values(const Tensor& t);
+// The same over a host copy of the span (in pinned memory when `pinned`), its values fetched only when `fetch`.
+Tensor host_mirror(const Tensor& t, bool fetch, bool pinned);
 // Zeroes `bytes` of device memory, in stream order on the default stream (memset when simulated).
 void zero_async(void* device_dst, size_t bytes, int index);
 
