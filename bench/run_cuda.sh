@@ -8,7 +8,9 @@
 # PARTS: a comma list of build, tests, sanitizer, conformance, bench (default: all of them, in that order).
 # ONNX_DATA: the conformance data (default .cache/onnx-data, made by scripts/conformance_data.sh; on a machine
 # without network, a copy with the links followed: cp -rL .cache/onnx-data DIR). NO_PROBE=1 skips torch.compile's
-# cold/warm compile-time child processes. The machine's copy of the tree may carry a stale .git: pass the commit.
+# cold/warm compile-time child processes. TORCH_MODES: a comma list of torch.compile modes for vs_torch.py (default
+# "default"; e.g. default,max-autotune-no-cudagraphs,reduce-overhead), one JSON and one ratio table each, against
+# sinter's counterpart mode. The machine's copy of the tree may carry a stale .git: pass the commit.
 set -u
 OUT_DIR=${1:-bench/results}
 PARTS=${2:-build,tests,sanitizer,conformance,bench}
@@ -81,13 +83,18 @@ if has bench; then  # sinter's GPU workloads, then PyTorch's on the same definit
   sinter_json="$OUT_DIR/sinter-cuda-$HOST-$DATE.json"
   "$BUILD/sinter" bench --device cuda --json "$sinter_json" > "$LOGS/bench.log" 2>&1
   say "sinter bench --device cuda: rc=$?"
-  tail -9 "$LOGS/bench.log" | tee -a "$SUMMARY"
+  grep -v '^\[sinter\]' "$LOGS/bench.log" | tail -14 | tee -a "$SUMMARY"  # the table, dynamic_mlp's line
   probe=""
   [ "${NO_PROBE:-0}" = 1 ] && probe="--no-probe"
-  timeout ${TORCH_TIMEOUT:-420} python3 bench/vs_torch.py --device cuda $probe --sinter "$sinter_json" \
-    --json "$OUT_DIR/torch-cuda-$HOST-$DATE.json" > "$LOGS/vs_torch.log" 2>&1
-  say "vs_torch --device cuda: rc=$?"
-  tail -30 "$LOGS/vs_torch.log" | tee -a "$SUMMARY"
+  IFS=, read -ra modes <<< "${TORCH_MODES:-default}"
+  for mode in "${modes[@]}"; do
+    suffix=""
+    [ "$mode" = default ] || suffix="-$mode"
+    timeout ${TORCH_TIMEOUT:-420} python3 bench/vs_torch.py --device cuda $probe --mode "$mode" \
+      --sinter "$sinter_json" --json "$OUT_DIR/torch-cuda-$HOST-$DATE$suffix.json" > "$LOGS/vs_torch$suffix.log" 2>&1
+    say "vs_torch --device cuda --mode $mode: rc=$?"
+    tail -30 "$LOGS/vs_torch$suffix.log" | tee -a "$SUMMARY"
+  done
 fi
 
 tar -czf "$OUT_DIR/logs.tar.gz" -C "$LOGS" .

@@ -7,7 +7,8 @@
 
 --device cuda runs the GPU column instead (its shapes and dtypes, bf16 where listed; bench/vs_torch_cuda.py):
 timed with CUDA events after warm-up, eager and compiled alternately, medians; one table of sinter's compiled ms
-against PyTorch eager and torch.compile, cold compile seconds and GB/s.
+(under the sinter mode that matches --mode) against PyTorch eager and torch.compile, cold compile seconds, GB/s and
+TFLOP/s.
 
 The definitions mirror tools/workloads.cpp (float32, the CPU shapes); change both together. Ratios are sinter
 over PyTorch: below 1 means sinter is faster (or compiles faster).

@@ -1,5 +1,7 @@
 """The GPU column of bench/WORKLOADS.md for bench/vs_torch.py (--device cuda): the same definitions at the GPU
-shapes and dtypes, timed with CUDA events, and the table against a `sinter bench --device cuda` result file.
+shapes and dtypes, timed with CUDA events, and the table against a `sinter bench --device cuda` result file:
+under --mode default sinter's compiled_ms, under reduce-overhead its reduce_overhead_ms, under max-autotune(-no-
+cudagraphs) its max_autotune_ms (SINTER_MS_FIELD below).
 
 `base` below is bench/vs_torch.py itself (passed in, not imported again): the model classes, the error measure,
 the Inductor counters, the compile-time child processes and the formatting come from it.
@@ -219,40 +221,66 @@ def run(torch, args, names, base):
     return rows
 
 
+# The sinter field timed under the counterpart of each torch.compile mode (sinter's max-autotune has no CUDA
+# graphs; its reduce-overhead is the inductor's graphs as CUDA graphs). Under max-autotune the cold seconds
+# compared are sinter's max_autotune_first_call_s (its first call, the measuring included, not less a steady one).
+SINTER_MS_FIELD = {"default": "compiled_ms", "reduce-overhead": "reduce_overhead_ms",
+                   "max-autotune-no-cudagraphs": "max_autotune_ms", "max-autotune": "max_autotune_ms"}
+
+
 def print_ratio_table(torch_rows, sinter, base):
-    """One table: sinter's compiled time against PyTorch's, per workload (and sinter backend, if it has several)."""
+    """One table: sinter's compiled time against PyTorch's, per workload (and sinter backend, if it has several),
+    under the sinter mode that matches the torch.compile mode of the rows."""
     fmt, ratio = base.fmt, base.ratio
     by_name = {r["workload"]: r for r in torch_rows}
+    mode = torch_rows[0].get("mode", "default") if torch_rows else "default"
+    field = SINTER_MS_FIELD.get(mode, "compiled_ms")
     print(f"\nsinter ({sinter.get('sinter_commit', '?')}, {sinter.get('gpu', '?')}) against PyTorch "
-          f"(s/t.compile below 1: sinter faster)")
+          f"(s/t.compile below 1: sinter faster); torch.compile mode {mode}, sinter's {field}")
+    if mode == "max-autotune":
+        print("(torch.compile's max-autotune adds CUDA graphs; sinter's max-autotune has none)")
+    if sinter.get("simulated"):
+        print("warning: the sinter file is from the simulated device")
     cols = ["workload", "dtype", "sinter ms", "t eager ms", "t.compile ms", "s/t.compile", "cold s", "t cold s",
-            "GB/s", "t GB/s"]
-    widths = [22, 9, 10, 11, 12, 11, 8, 8, 8, 8]
+            "GB/s", "t GB/s", "TFLOP/s", "t TFLOP/s"]
+    widths = [26, 8, 10, 11, 12, 11, 8, 8, 8, 8, 8, 9]
 
     def line(cells):
         return " ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
     print(line(cols))
-    mixed = False
+    mixed, shapes = False, []
     for s in sinter.get("results", []):
         t = by_name.get(s.get("workload"))
         if t is None:
             continue
         label = s["workload"] + (f" ({s['backend']})" if s.get("backend") else "")
         if s.get("error"):
-            print(f"{label:<22} sinter failed: {str(s['error'])[:120]}")
+            print(f"{label:<26} sinter failed: {str(s['error'])[:120]}")
             continue
         dtype = t["dtype"] if s.get("dtype") in (None, t["dtype"]) else f"{s['dtype']}/{t['dtype']}"
         mixed = mixed or "/" in dtype
+        if s.get("shape") not in (None, t["shape"]):
+            shapes.append(f"{s['workload']}: sinter {s['shape']}, PyTorch {t['shape']}")
+        # Older sinter files named the compile seconds compile_cold_s; under max-autotune, its first call's.
         cold = s.get("compile_s_cold", s.get("compile_cold_s"))
-        print(line([label, dtype, fmt(s.get("compiled_ms")), fmt(t["eager_ms"]), fmt(t["compiled_ms"]),
-                    fmt(ratio(s.get("compiled_ms"), t["compiled_ms"]), ".3g"),
+        if field == "max_autotune_ms":
+            cold = s.get("max_autotune_first_call_s")
+        sinter_ms = s.get(field)
+        scale = ratio(s.get("compiled_ms"), sinter_ms)  # sinter's rates are of compiled_ms: rescaled to sinter_ms
+        gbps, tflops = (s[k] * scale if s.get(k) is not None and scale is not None else None
+                        for k in ("gbps", "tflops"))
+        print(line([label, dtype, fmt(sinter_ms), fmt(t["eager_ms"]), fmt(t["compiled_ms"]),
+                    fmt(ratio(sinter_ms, t["compiled_ms"]), ".3g"),
                     fmt(cold, ".3g"), fmt(t.get("compile_s_cold"), ".3g"),
-                    fmt(s.get("gbps"), ".0f"), fmt(t.get("gbps"), ".0f")]))
+                    fmt(gbps, ".0f"), fmt(t.get("gbps"), ".0f"), fmt(tflops, ".0f"), fmt(t.get("tflops"), ".0f")]))
     if mixed:
         print("dtype a/b: sinter ran a, PyTorch b")
+    for d in shapes:
+        print(f"warning: different shapes, {d}")
     t = by_name.get("dynamic_mlp")
     for s in sinter.get("results", []):
         if t and s.get("workload") == "dynamic_mlp" and not s.get("error"):
-            firsts = lambda r: " ".join(fmt(v, ".0f") for v in r.get("first_call_ms") or [])
+            firsts = lambda r: " ".join(fmt(v, ".1f") for v in r.get("first_call_ms") or [])
             print(f"\ndynamic_mlp: sinter {s.get('compiles')} compiles, first-call ms per batch size {firsts(s)}\n"
-                  f"             PyTorch {fmt(t.get('compiles'), 'd')} graphs, first-call ms {firsts(t)}")
+                  f"             PyTorch {fmt(t.get('compiles'), 'd')} graphs, first-call ms {firsts(t)}\n"
+                  f"             (batch sizes {' '.join(str(b) for b in base.DYNAMIC_BATCHES)})")

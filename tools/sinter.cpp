@@ -47,8 +47,8 @@ const char* const kBenchUsage =
     "  bench --device cpu [--json FILE] [--threads N] [--backends aot_eager,inductor] [--only NAME]\n"
     "        [--quick]                        the workloads of bench/WORKLOADS.md, eager against compiled\n"
     "  bench --device cuda [--json FILE] [--only NAME] [--quick]\n"
-    "                                         the GPU workloads the CUDA code generator covers (--quick: 1/64\n"
-    "                                         of the shapes on the simulated device)\n";
+    "                                         the GPU column of bench/WORKLOADS.md (--quick: smaller shapes on\n"
+    "                                         the simulated device)\n";
 
 const char* const kFuzzUsage =
     "  fuzz [--seconds N] [--seed S] [--out DIR] [--replay FILE] [--jobs 1] [--disable F,G] [--backends B,C]\n"

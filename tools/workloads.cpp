@@ -52,6 +52,27 @@ Mlp::Mlp(int64_t d, int64_t h) : fc1(d, h), fc2(h, d) {
 
 Tensor Mlp::forward(const Tensor& x) { return fc2(gelu(fc1(x))); }
 
+Tensor pointwise_fn(const Tensor& x) { return sigmoid(x * 1.5 + 0.5) * tanh(x) + relu(x); }
+
+Tensor ln_gelu_fn(const Tensor& x, const Tensor& r, const Tensor& weight, const Tensor& bias) {
+  return gelu(layer_norm(x + r, {x.size(-1)}, weight, bias));
+}
+
+Tensor softmax_fn(const Tensor& x) { return softmax(x * 0.125, -1); }
+
+Tensor naive_attention_fn(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
+  return matmul(softmax(matmul(q, k.transpose(-2, -1)) * scale, -1), v);
+}
+
+Tensor small_ops_fn(Tensor x, const Tensor& w) {
+  for (int i = 0; i < 10; ++i) {
+    x = relu(x * 0.9 + 0.1);
+    x = x - x.mean({-1}, /*keepdim=*/true);
+    x = tanh(x) + w;
+  }
+  return x;
+}
+
 std::vector<int64_t> dynamic_mlp_batches() { return {1, 7, 33, 64, 100, 257, 512, 999, 2048, 3}; }
 
 std::vector<std::string> workload_names() {
@@ -109,25 +130,20 @@ Workload make_workload(const std::string& name) {
     int64_t n = int64_t{16} << 20;
     w.shape = fmt::format("[{}]", n);
     w.bytes = 2.0 * 4 * n;
-    bind_fn(
-        w, [](const Tensor& x) { return sigmoid(x * 1.5 + 0.5) * tanh(x) + relu(x); }, randn({n}));
+    bind_fn(w, pointwise_fn, randn({n}));
   } else if (name == "ln_gelu") {
     int64_t n = 4096, d = 1024;
     w.shape = dims({n, d});
     w.bytes = 4.0 * (3 * n * d + 2 * d);
     Tensor weight = rand({d}) + 0.5, bias = randn({d}) * 0.1;
     bind_fn(
-        w,
-        [weight, bias, d](const Tensor& x, const Tensor& r) {
-          return gelu(layer_norm(x + r, {d}, weight, bias));
-        },
+        w, [weight, bias](const Tensor& x, const Tensor& r) { return ln_gelu_fn(x, r, weight, bias); },
         randn({n, d}), randn({n, d}));
   } else if (name == "softmax") {
     int64_t n = 8192, d = 1024;
     w.shape = dims({n, d});
     w.bytes = 2.0 * 4 * n * d;
-    bind_fn(
-        w, [](const Tensor& x) { return softmax(x * 0.125, -1); }, randn({n, d}));
+    bind_fn(w, softmax_fn, randn({n, d}));
   } else if (name == "mlp") {
     int64_t t = 512, d = kMlpDim, h = kMlpHidden;
     w.shape = fmt::format("T{} D{} H{}", t, d, h);
@@ -147,9 +163,7 @@ Workload make_workload(const std::string& name) {
     double scale = 1.0 / std::sqrt(static_cast<double>(d));
     bind_fn(
         w,
-        [scale](const Tensor& q, const Tensor& k, const Tensor& v) {
-          return matmul(softmax(matmul(q, k.transpose(-2, -1)) * scale, -1), v);
-        },
+        [scale](const Tensor& q, const Tensor& k, const Tensor& v) { return naive_attention_fn(q, k, v, scale); },
         randn({b, heads, s, d}), randn({b, heads, s, d}), randn({b, heads, s, d}));
   } else if (name == "resnet_block") {
     int64_t n = 8, c = 64, hw = 56;
@@ -162,17 +176,7 @@ Workload make_workload(const std::string& name) {
     int64_t n = 64;
     w.shape = dims({n, n});
     w.bytes = 3.0 * 4 * n * n;
-    bind_fn(
-        w,
-        [](Tensor x, const Tensor& wt) {
-          for (int i = 0; i < 10; ++i) {
-            x = relu(x * 0.9 + 0.1);
-            x = x - x.mean({-1}, /*keepdim=*/true);
-            x = tanh(x) + wt;
-          }
-          return x;
-        },
-        randn({n, n}), randn({n, n}));
+    bind_fn(w, small_ops_fn, randn({n, n}), randn({n, n}));
   } else {
     std::string known;
     for (const std::string& k : workload_names()) known += (known.empty() ? "" : ", ") + k;

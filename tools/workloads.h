@@ -39,6 +39,15 @@ struct Mlp : nn::Module {
   Tensor forward(const Tensor& x) override;
 };
 
+// The functions of the workloads that are not modules (bench/WORKLOADS.md's definitions), shared by the CPU
+// bench (make_workload) and the GPU one (tools/bench_cuda.cpp), which call them at their own shapes and dtypes.
+Tensor pointwise_fn(const Tensor& x);                                                     // pointwise
+Tensor ln_gelu_fn(const Tensor& x, const Tensor& r, const Tensor& weight, const Tensor& bias);  // ln_gelu
+Tensor softmax_fn(const Tensor& x);                                                       // softmax
+// naive_attention: softmax(q @ k^T * scale, -1) @ v, scale = head_dim ** -0.5 (a constant of the graph).
+Tensor naive_attention_fn(const Tensor& q, const Tensor& k, const Tensor& v, double scale);
+Tensor small_ops_fn(Tensor x, const Tensor& w);                                           // small_ops
+
 // A workload compiled with some options: one call on its inputs, and the compiled function's statistics.
 struct CompiledRun {
   std::function<std::vector<Tensor>()> call;

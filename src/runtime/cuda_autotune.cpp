@@ -94,13 +94,15 @@ std::string LaunchConfig::str() const {
 LaunchConfig CudaLauncher::config_for(RunState& r, int k) const {
   const CudaKernelEntry& e = kernels_[k];
   if (!autotune_ || !e.tuned) return {};
+  // After the first call only the flag is read: `best` is written once, before `done` is released.
+  if (e.tuned->done.load(std::memory_order_acquire)) return e.tuned->best;
   std::lock_guard<std::mutex> lock(e.tuned->mutex);
-  if (!e.tuned->done) {
+  if (!e.tuned->done.load(std::memory_order_relaxed)) {
     std::optional<LaunchConfig> cached;
     if (!cuda::is_simulated() && autotune_->load)
       if (std::optional<std::string> text = autotune_->load(e.tune_key)) cached = decode(*text);
     e.tuned->best = cached ? *cached : tune(r, k);
-    e.tuned->done = true;
+    e.tuned->done.store(true, std::memory_order_release);
   }
   return e.tuned->best;
 }

@@ -3,6 +3,7 @@
 // kernel's buffers in the plan's order, every symbol's value, and an error flag for kernels that divide integers.
 // Library calls (GEMM, convolution) and other externs run as eager ops on the CUDA tensors.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -37,9 +38,9 @@ struct LaunchConfig {
 
 // max-autotune: a kernel's best configuration, measured on its first launch (or read from the disk cache).
 struct TunedLaunch {
-  std::mutex mutex;
-  bool done = false;
-  LaunchConfig best;
+  std::mutex mutex;           // held while measuring
+  std::atomic<bool> done{false};
+  LaunchConfig best;          // set once, before `done`
 };
 
 // Where max-autotune keeps what it measured (the backend's disk cache) and what its progress lines name.
