@@ -141,13 +141,13 @@ void copy_through_host(const Tensor& dst, const Tensor& src, bool non_blocking) 
     return;
   }
   Tensor s = src.is_cuda() ? cuda::host_mirror(src, true, false) : src;
-  auto [lo, hi] = element_span(dst);
-  bool dense = hi - lo + 1 == dst.numel().hint();
+  ElementSpan span = element_span(dst);
+  bool dense = span.count == dst.numel().hint();
   Tensor d = cuda::host_mirror(dst, !dense, queued);
   copy_strided(d, s);
-  void* to = static_cast<char*>(dst.storage()->data()) + lo * dst.element_size();
+  void* to = static_cast<char*>(dst.storage()->data()) + span.first * dst.element_size();
   const void* from = d.storage()->data();
-  size_t bytes = static_cast<size_t>(hi - lo + 1) * dst.element_size();
+  size_t bytes = static_cast<size_t>(span.count) * dst.element_size();
   if (!queued) return cuda::copy_to_device(to, from, bytes, index);
   cuda::copy_to_device_async(to, from, bytes, index);
   cuda::record_pinned_use(from, index);
@@ -164,11 +164,11 @@ namespace {
 bool copy_on_device(const Tensor& dst, const Tensor& src, int64_t budget = 64) {
   if (dst.dtype() == src.dtype() && dst.sizes().hints() == src.sizes().hints() &&
       dst.strides().hints() == src.strides().hints() && !may_overlap(dst, src)) {
-    auto [lo, hi] = element_span(dst);
-    if (hi - lo + 1 == dst.numel().hint()) {
-      int64_t shift = (lo - dst.storage_offset().hint()) * static_cast<int64_t>(dst.element_size());
+    ElementSpan span = element_span(dst);
+    if (span.count == dst.numel().hint()) {
+      int64_t shift = (span.first - dst.storage_offset().hint()) * static_cast<int64_t>(dst.element_size());
       cuda::copy_on_device(static_cast<char*>(dst.data_ptr()) + shift, static_cast<const char*>(src.data_ptr()) + shift,
-                           static_cast<size_t>(hi - lo + 1) * dst.element_size(), dst.device().index);
+                           static_cast<size_t>(span.count) * dst.element_size(), dst.device().index);
       return true;
     }
   }
@@ -178,8 +178,7 @@ bool copy_on_device(const Tensor& dst, const Tensor& src, int64_t budget = 64) {
   for (int64_t d = 0; d < dst.dim(); ++d)
     if (dst.size(d).hint() > 1 && (outer < 0 || dst.stride(d).hint() > dst.stride(outer).hint())) outer = d;
   if (outer < 0 || dst.size(outer).hint() > budget || may_overlap(dst, src)) return false;
-  auto [lo, hi] = element_span(dst);
-  if (hi - lo + 1 == dst.numel().hint()) return false;  // dense: the generated copy declined for another reason
+  if (element_span(dst).count == dst.numel().hint()) return false;  // dense: the generated copy declined for another reason
   Tensor from = src.sizes().hints() == dst.sizes().hints() ? src : src.expand(dst.sizes());
   int64_t n = dst.size(outer).hint();
   for (int64_t i = 0; i < n; ++i)
