@@ -163,14 +163,19 @@ Tensor as_4d(const Tensor& t, bool batched, bool one_d) {
 }
 
 void conv_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
-  ConvArgs c = conv_args(op, args);
-  bool one_d = c.spatial == 1;
-  Tensor bias = args[2].is_none() ? Tensor() : args[2].tensor();
-  conv2d_forward(as_4d(args[0].tensor(), c.batched, one_d), as_4d(args[1].tensor(), true, one_d), bias, c.p,
-                 as_4d(outs[0], c.batched, one_d));
+  Conv2dCall c = conv2d_call(op, args, outs[0]);
+  conv2d_forward(c.input, c.weight, c.bias, c.p, c.out);
 }
 
 }  // namespace
+
+Conv2dCall conv2d_call(OpId op, const Args& args, const Tensor& out) {
+  ConvArgs c = conv_args(op, args);
+  bool one_d = c.spatial == 1;
+  Tensor bias = args[2].is_none() ? Tensor() : args[2].tensor();
+  return {as_4d(args[0].tensor(), c.batched, one_d), as_4d(args[1].tensor(), true, one_d), bias,
+          as_4d(out, c.batched, one_d), c.p};
+}
 
 bool conv2d_tiled(OpId op, const Args& args, const Tensor& out, blas::TileFn tile_done, void* ctx) {
   if (op != OpId::conv2d && op != OpId::conv2d_padding) return false;
@@ -239,8 +244,10 @@ void conv_transpose_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {
 }  // namespace
 
 void register_conv_ops(OpTable& t) {
-  for (OpId op : {OpId::conv1d, OpId::conv1d_padding, OpId::conv2d, OpId::conv2d_padding})
+  for (OpId op : {OpId::conv1d, OpId::conv1d_padding, OpId::conv2d, OpId::conv2d_padding}) {
     t.set(op, conv_shape, conv_kernel);
+    t.set_kernel(op, kCUDA, conv_cuda_kernel);
+  }
 }
 
 void register_conv_transpose_ops(OpTable& t) {

@@ -34,6 +34,19 @@ bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tenso
 // apply.
 bool conv2d_tiled(OpId op, const Args& args, const Tensor& out, blas::TileFn tile_done, void* ctx);
 
+// conv1d / conv1d.padding / conv2d / conv2d.padding with the op's own arguments (checked as the op checks them)
+// as one conv2d over 4-D views: input and out [N, C, H, W] (a batch of one for an unbatched input, a height of 1
+// for conv1d), weight [O, C/groups, kh, kw], the bias (undefined for none) and the parameters.
+struct Conv2dCall {
+  Tensor input, weight, bias, out;
+  Conv2dParams p;
+};
+Conv2dCall conv2d_call(OpId op, const Args& args, const Tensor& out);
+
+// The kCUDA kernel of those four ops (cuda_conv.cpp): an im2col copy and a cuBLAS GEMM on the device where
+// cuBLAS serves the dtype, else the CPU kernel through the fallback (ops/cuda_fallback.h).
+void conv_cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs);
+
 // out = conv_transpose2d(input, weight) + bias. input [N, Cin, H, W], weight [Cin, Cout/groups, kh, kw],
 // out [N, Cout, OH, OW] (any dense layout); pad_before is the padding, pad_after is ignored.
 void conv_transpose2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias,
