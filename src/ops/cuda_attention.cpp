@@ -157,7 +157,9 @@ std::string plan_flash(const Args& args, const Tensor& out, FlashPlan& plan) {
     sizes.insert(sizes.begin(), 1);
     for (auto& b : bst) b.insert(b.begin(), 0);
   }
-  int64_t items = sizes[0] * sizes[1], row_blocks = (L + codegen::cuda::kFlashRows - 1) / codegen::cuda::kFlashRows;
+  if (L > 0x7fffffff || S > 0x7fffffff) return "a sequence longer than 2^31";
+  const int rows = FlashVariant{.head_dim = static_cast<int>(E)}.rows();
+  int64_t items = sizes[0] * sizes[1], row_blocks = (L + rows - 1) / rows;
   if (items * row_blocks > 0x7fffffff) return "more than 2^31 blocks";
   plan.grid = static_cast<unsigned>(items * row_blocks);
   plan.variant.bf16 = dt == kBFloat16;

@@ -77,13 +77,52 @@ SN_INLINE void sn_fa_mma(float* d, const unsigned* a, const unsigned* b) {
 }
 #endif
 
+// ldmatrix.x4: lane l names row l % 8 of 8 x 8 matrix l / 8 (16 bytes of shared memory); r[i] receives elements
+// (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix i, or with .trans those of its transpose.
+#ifdef SINTER_CUDA_SIM
+template <bool kTrans>
+SN_INLINE void sn_fa_ldsm(unsigned* r, const sn_fa_t* row) {
+  __shared__ const sn_fa_t* rows[32][32];
+  unsigned lin = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  unsigned w = lin / 32, lane = lin % 32;
+  rows[w][lane] = row;
+  __syncwarp();
+  unsigned g = lane >> 2, t = lane & 3;
+  for (int i = 0; i < 4; ++i) {
+    sn_fa_t lo, hi;
+    if (kTrans) {
+      lo = ((const sn_fa_h*)rows[w][i * 8 + 2 * t])[g];
+      hi = ((const sn_fa_h*)rows[w][i * 8 + 2 * t + 1])[g];
+    } else {
+      lo = ((const sn_fa_h*)rows[w][i * 8 + g])[2 * t];
+      hi = ((const sn_fa_h*)rows[w][i * 8 + g])[2 * t + 1];
+    }
+    r[i] = (unsigned)lo | ((unsigned)hi << 16);
+  }
+  __syncwarp();
+}
+#else
+template <bool kTrans>
+SN_INLINE void sn_fa_ldsm(unsigned* r, const sn_fa_t* row) {
+  unsigned a;
+  asm("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(a) : "l"(row));
+  if (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+}
+#endif
+
 #define SN_FA_BN 64
-#define SN_FA_KS (SN_FA_D + 8)   // padded rows: the fragment loads of a warp hit 32 different banks
-#define SN_FA_VS (SN_FA_BN + 8)
+#define SN_FA_MT (SN_FA_D <= 64 ? 2 : 1)  // 16-row tiles per warp: K and V fragments serve both
+#define SN_FA_BM (64 * SN_FA_MT)          // query rows per block
+#define SN_FA_S (SN_FA_D + 8)             // padded rows: a phase of ldmatrix hits 32 different banks
 
 extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params p) {
-  __shared__ __align__(16) sn_fa_t ks[SN_FA_BN * SN_FA_KS];
-  __shared__ __align__(16) sn_fa_t vt[SN_FA_D * SN_FA_VS];
+  __shared__ __align__(16) sn_fa_t ks[SN_FA_BN * SN_FA_S];
+  __shared__ __align__(16) sn_fa_t vs[SN_FA_BN * SN_FA_S];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const float kNegInf = sn_from_bits(0xff800000u);
   // Blocks of later rows first: under causality they see more keys.
@@ -95,107 +134,133 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
   const sn_fa_t* K = (const sn_fa_t*)p.k + i0 * p.k0 + kv1 * p.k1;
   const sn_fa_t* V = (const sn_fa_t*)p.v + i0 * p.v0 + kv1 * p.v1;
   sn_fa_t* O = (sn_fa_t*)p.out + i0 * p.o0 + i1 * p.o1;
-  const long long r0 = rb * 64 + warp * 16 + g, r1 = r0 + 8;
-
-  unsigned qa[SN_FA_D / 16][4];
-  for (int kk = 0; kk < SN_FA_D / 16; ++kk) {
-    int c = kk * 16 + t * 2;
-    qa[kk][0] = r0 < p.L ? *(const sn_fa_w*)(Q + r0 * p.qr + c) : 0u;
-    qa[kk][1] = r1 < p.L ? *(const sn_fa_w*)(Q + r1 * p.qr + c) : 0u;
-    qa[kk][2] = r0 < p.L ? *(const sn_fa_w*)(Q + r0 * p.qr + c + 8) : 0u;
-    qa[kk][3] = r1 < p.L ? *(const sn_fa_w*)(Q + r1 * p.qr + c + 8) : 0u;
+  const int L = (int)p.L, S = (int)p.S;
+  // This lane's rows: row[m][0] and row[m][1] = row[m][0] + 8 of m-tile m.
+  int row[SN_FA_MT][2];
+  for (int m = 0; m < SN_FA_MT; ++m) {
+    row[m][0] = (int)rb * SN_FA_BM + (warp * SN_FA_MT + m) * 16 + g;
+    row[m][1] = row[m][0] + 8;
   }
-  float o[SN_FA_D / 8][4];
-  for (int n = 0; n < SN_FA_D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  float mx[2] = {kNegInf, kNegInf}, sum[2] = {0.0f, 0.0f};
-  long long kend = p.S;
+  unsigned qa[SN_FA_MT][SN_FA_D / 16][4];
+  for (int m = 0; m < SN_FA_MT; ++m)
+    for (int kk = 0; kk < SN_FA_D / 16; ++kk) {
+      int c = kk * 16 + t * 2;
+      for (int h = 0; h < 2; ++h) {
+        bool in = row[m][h] < L;
+        qa[m][kk][h] = in ? *(const sn_fa_w*)(Q + row[m][h] * p.qr + c) : 0u;
+        qa[m][kk][h + 2] = in ? *(const sn_fa_w*)(Q + row[m][h] * p.qr + c + 8) : 0u;
+      }
+    }
+  float o[SN_FA_MT][SN_FA_D / 8][4];
+  float mx[SN_FA_MT][2], sum[SN_FA_MT][2];
+  for (int m = 0; m < SN_FA_MT; ++m) {
+    for (int n = 0; n < SN_FA_D / 8; ++n) o[m][n][0] = o[m][n][1] = o[m][n][2] = o[m][n][3] = 0.0f;
+    mx[m][0] = mx[m][1] = kNegInf;
+    sum[m][0] = sum[m][1] = 0.0f;
+  }
+  int kend = S;
 #if SN_FA_CAUSAL
-  if (kend > rb * 64 + 64) kend = rb * 64 + 64;  // row r sees keys [0, r] (top-left aligned)
+  if (kend > (int)rb * SN_FA_BM + SN_FA_BM) kend = (int)rb * SN_FA_BM + SN_FA_BM;  // row r sees keys [0, r]
 #endif
-  for (long long kb = 0; kb < kend; kb += SN_FA_BN) {
+  // ldmatrix row addresses of this lane: matrix l / 8, its row l % 8.
+  const int lm = lane >> 3, lr = lane & 7;
+  for (int kb = 0; kb < kend; kb += SN_FA_BN) {
     __syncthreads();  // the previous tile is no longer read
     for (int idx = tid; idx < SN_FA_BN * SN_FA_D / 8; idx += 128) {
       int r = idx / (SN_FA_D / 8), c = idx % (SN_FA_D / 8) * 8;
-      uint4 kv = make_uint4(0u, 0u, 0u, 0u);
-      if (kb + r < p.S) kv = *(const sn_fa_q*)(K + (kb + r) * p.kr + c);
-      *(sn_fa_q*)(ks + r * SN_FA_KS + c) = kv;
-      // V transposed, consecutive threads on consecutive keys (conflict-free stores).
-      int vr = idx % SN_FA_BN, vc = idx / SN_FA_BN * 8;
-      uint4 vv = make_uint4(0u, 0u, 0u, 0u);
-      if (kb + vr < p.S) vv = *(const sn_fa_q*)(V + (kb + vr) * p.vr + vc);
-      const sn_fa_h* ve = (const sn_fa_h*)&vv;
-      for (int e = 0; e < 8; ++e) vt[(vc + e) * SN_FA_VS + vr] = ve[e];
+      uint4 kv = make_uint4(0u, 0u, 0u, 0u), vv = kv;
+      if (kb + r < S) {
+        kv = *(const sn_fa_q*)(K + (long long)(kb + r) * p.kr + c);
+        vv = *(const sn_fa_q*)(V + (long long)(kb + r) * p.vr + c);
+      }
+      *(sn_fa_q*)(ks + r * SN_FA_S + c) = kv;
+      *(sn_fa_q*)(vs + r * SN_FA_S + c) = vv;
     }
     __syncthreads();
-    float s[SN_FA_BN / 8][4];
-    for (int j = 0; j < SN_FA_BN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    float s[SN_FA_MT][SN_FA_BN / 8][4];
+    for (int m = 0; m < SN_FA_MT; ++m)
+      for (int j = 0; j < SN_FA_BN / 8; ++j) s[m][j][0] = s[m][j][1] = s[m][j][2] = s[m][j][3] = 0.0f;
     for (int kk = 0; kk < SN_FA_D / 16; ++kk)
-      for (int j = 0; j < SN_FA_BN / 8; ++j) {
-        const sn_fa_t* kr = ks + (j * 8 + g) * SN_FA_KS + kk * 16 + t * 2;
-        unsigned b[2] = {*(const sn_fa_w*)kr, *(const sn_fa_w*)(kr + 8)};
-        sn_fa_mma(s[j], qa[kk], b);
+      for (int j = 0; j < SN_FA_BN / 8; j += 2) {
+        // B fragments of key tiles j and j + 1: matrices (keys of j + lm / 2, dims kk * 16 + (lm % 2) * 8).
+        unsigned b[4];
+        sn_fa_ldsm<false>(b, ks + ((j + (lm >> 1)) * 8 + lr) * SN_FA_S + kk * 16 + (lm & 1) * 8);
+        for (int m = 0; m < SN_FA_MT; ++m) {
+          sn_fa_mma(s[m][j], qa[m][kk], b);
+          sn_fa_mma(s[m][j + 1], qa[m][kk], b + 2);
+        }
       }
-    // Scale, causality, mask; then the tile's row maxima (over the 4 lanes that share a row).
-    float tmax[2] = {kNegInf, kNegInf};
-    for (int j = 0; j < SN_FA_BN / 8; ++j)
-      for (int e = 0; e < 4; ++e) {
-        long long row = e < 2 ? r0 : r1, col = kb + j * 8 + t * 2 + (e & 1);
-        float x = s[j][e] * p.scale;
-        bool out = col >= p.S;
+    for (int m = 0; m < SN_FA_MT; ++m) {
+      // Scale, causality, mask; then the tile's row maxima (over the 4 lanes that share a row).
+      float tmax[2] = {kNegInf, kNegInf};
+      for (int j = 0; j < SN_FA_BN / 8; ++j)
+        for (int e = 0; e < 4; ++e) {
+          int r = row[m][e >> 1], col = kb + j * 8 + t * 2 + (e & 1);
+          float x = s[m][j][e] * p.scale_log2;
+          bool out = col >= S;
 #if SN_FA_CAUSAL
-        out = out || col > row;
+          out = out || col > r;
 #endif
 #if SN_FA_MASK == 1
-        if (!out && row < p.L) out = !((const bool*)p.mask)[row * p.mr + col * p.mc + i0 * p.m0 + i1 * p.m1];
+          if (!out && r < L) out = !((const bool*)p.mask)[r * p.mr + col * p.mc + i0 * p.m0 + i1 * p.m1];
 #elif SN_FA_MASK == 2
-        if (!out && row < p.L)
-          x += sn_fa_load(((const sn_fa_t*)p.mask)[row * p.mr + col * p.mc + i0 * p.m0 + i1 * p.m1]);
+          if (!out && r < L)
+            x += 1.4426950408889634f *
+                 sn_fa_load(((const sn_fa_t*)p.mask)[r * p.mr + col * p.mc + i0 * p.m0 + i1 * p.m1]);
 #endif
-        x = out ? kNegInf : x * 1.4426950408889634f;
-        s[j][e] = x;
-        tmax[e >> 1] = fmaxf(tmax[e >> 1], x);
+          x = out ? kNegInf : x;
+          s[m][j][e] = x;
+          tmax[e >> 1] = fmaxf(tmax[e >> 1], x);
+        }
+      float shift[2];
+      for (int h = 0; h < 2; ++h) {
+        tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
+        tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
+        float mnew = fmaxf(mx[m][h], tmax[h]);
+        shift[h] = mnew == kNegInf ? 0.0f : mnew;  // every key so far masked: exp2(-inf - 0) = 0, never NaN
+        float alpha = exp2f(mx[m][h] - shift[h]);
+        mx[m][h] = mnew;
+        sum[m][h] *= alpha;
+        for (int n = 0; n < SN_FA_D / 8; ++n) o[m][n][2 * h] *= alpha, o[m][n][2 * h + 1] *= alpha;
       }
-    float shift[2], alpha[2];
-    for (int h = 0; h < 2; ++h) {
-      tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
-      tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
-      float m = fmaxf(mx[h], tmax[h]);
-      shift[h] = m == kNegInf ? 0.0f : m;  // every key so far masked: exp2(-inf - 0) = 0, never NaN
-      alpha[h] = exp2f(mx[h] - shift[h]);
-      mx[h] = m;
-      sum[h] *= alpha[h];
+      for (int j = 0; j < SN_FA_BN / 8; ++j)
+        for (int e = 0; e < 4; ++e) {
+          float pr = exp2f(s[m][j][e] - shift[e >> 1]);
+          s[m][j][e] = pr;
+          sum[m][e >> 1] += pr;  // this lane's part of the row sum; the 4 lanes' parts are added at the end
+        }
     }
-    for (int n = 0; n < SN_FA_D / 8; ++n) {
-      o[n][0] *= alpha[0], o[n][1] *= alpha[0];
-      o[n][2] *= alpha[1], o[n][3] *= alpha[1];
-    }
-    for (int j = 0; j < SN_FA_BN / 8; ++j)
-      for (int e = 0; e < 4; ++e) {
-        float pr = exp2f(s[j][e] - shift[e >> 1]);
-        s[j][e] = pr;
-        sum[e >> 1] += pr;  // this lane's part of the row sum; the 4 lanes' parts are added at the end
-      }
     for (int kk = 0; kk < SN_FA_BN / 16; ++kk) {
-      unsigned pa[4] = {sn_fa_pack(s[2 * kk][0], s[2 * kk][1]), sn_fa_pack(s[2 * kk][2], s[2 * kk][3]),
-                        sn_fa_pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                        sn_fa_pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-      for (int n = 0; n < SN_FA_D / 8; ++n) {
-        const sn_fa_t* vr = vt + (n * 8 + g) * SN_FA_VS + kk * 16 + t * 2;
-        unsigned b[2] = {*(const sn_fa_w*)vr, *(const sn_fa_w*)(vr + 8)};
-        sn_fa_mma(o[n], pa, b);
+      unsigned pa[SN_FA_MT][4];
+      for (int m = 0; m < SN_FA_MT; ++m) {
+        pa[m][0] = sn_fa_pack(s[m][2 * kk][0], s[m][2 * kk][1]);
+        pa[m][1] = sn_fa_pack(s[m][2 * kk][2], s[m][2 * kk][3]);
+        pa[m][2] = sn_fa_pack(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
+        pa[m][3] = sn_fa_pack(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
+      }
+      for (int n = 0; n < SN_FA_D / 8; n += 2) {
+        // B fragments of dim tiles n and n + 1 from V (keys x dims) transposed: matrices (keys kk * 16 +
+        // (lm % 2) * 8, dims of n + lm / 2).
+        unsigned b[4];
+        sn_fa_ldsm<true>(b, vs + (kk * 16 + (lm & 1) * 8 + lr) * SN_FA_S + (n + (lm >> 1)) * 8);
+        for (int m = 0; m < SN_FA_MT; ++m) {
+          sn_fa_mma(o[m][n], pa[m], b);
+          sn_fa_mma(o[m][n + 1], pa[m], b + 2);
+        }
       }
     }
   }
-  for (int h = 0; h < 2; ++h) {
-    sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
-    sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
-  }
-  const float inv0 = sum[0] > 0.0f ? 1.0f / sum[0] : 0.0f, inv1 = sum[1] > 0.0f ? 1.0f / sum[1] : 0.0f;
-  for (int n = 0; n < SN_FA_D / 8; ++n) {
-    int c = n * 8 + t * 2;
-    if (r0 < p.L) *(sn_fa_w*)(O + r0 * p.orow + c) = sn_fa_pack(o[n][0] * inv0, o[n][1] * inv0);
-    if (r1 < p.L) *(sn_fa_w*)(O + r1 * p.orow + c) = sn_fa_pack(o[n][2] * inv1, o[n][3] * inv1);
-  }
+  for (int m = 0; m < SN_FA_MT; ++m)
+    for (int h = 0; h < 2; ++h) {
+      float total = sum[m][h];
+      total += __shfl_xor_sync(0xffffffffu, total, 1);
+      total += __shfl_xor_sync(0xffffffffu, total, 2);
+      const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+      if (row[m][h] >= L) continue;
+      for (int n = 0; n < SN_FA_D / 8; ++n)
+        *(sn_fa_w*)(O + row[m][h] * p.orow + n * 8 + t * 2) =
+            sn_fa_pack(o[m][n][2 * h] * inv, o[m][n][2 * h + 1] * inv);
+    }
 }
 #ifdef SINTER_CUDA_SIM
 extern "C" void SN_FA_SIM_NAME(void** p) { SN_FA_NAME(*(const sn_fa_params*)p[0]); }

@@ -4,9 +4,9 @@
 // over the simulator's prelude, where the tensor-core instruction it uses (mma.sync m16n8k16) is emulated lane by
 // lane through the warp's shared scratch.
 //
-// Each block of 128 threads (4 warps) owns 64 query rows of one batch item; each warp 16 of them. Per tile of 64
-// keys the block stages K (row-major) and V (transposed) in shared memory; a warp computes its 16 x 64 scores with
-// mma.sync, applies scale, causality and the mask, updates the running row maximum and sum (online softmax), and
+// Each block of 128 threads (4 warps) owns 128 query rows of one batch item (64 above head dim 64); each warp 32
+// (16) of them. Per tile of 64 keys the block stages K and V in shared memory; a warp loads their fragments with
+// ldmatrix (V's transposed) and computes its 32 x 64 scores with mma.sync, applies scale, causality and the mask, updates the running row maximum and sum (online softmax), and
 // multiplies the probabilities, rounded to the input dtype, by V into its float accumulators. Rows whose every key is
 // masked give zeros (PyTorch's _safe_softmax), as the CPU kernel does.
 #pragma once
@@ -23,6 +23,9 @@ struct FlashVariant {
   FlashMask mask = FlashMask::kNone;
   bool causal = false;
   std::string name() const;  // "sn_flash_bf16_d64_m0_c1"
+  // Query rows per block: 4 warps of two 16-row tiles up to head dim 64 (each K and V fragment serves both), of
+  // one above (the accumulators would not fit in registers).
+  int rows() const { return head_dim <= 64 ? 128 : 64; }
 };
 
 // The kernel's one parameter, passed by value; the same layout on the host and the device. The batch is at most
@@ -45,7 +48,6 @@ struct FlashParams {
   float scale;
 };
 
-inline constexpr int kFlashRows = 64;     // query rows per block
 inline constexpr int kFlashThreads = 128; // threads per block
 
 // The kernel's source (without the unit header): `extern "C" __global__ void NAME(const FlashParams p)` and, for
