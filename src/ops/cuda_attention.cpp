@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -31,6 +33,7 @@
 #include "sinter/cuda.h"
 #include "sinter/ops.h"
 #include "support/log.h"
+#include "support/warning.h"
 #include "tensor/cuda_device.h"
 #include "tensor/cuda_driver.h"
 #include "tensor/cuda_graph.h"
@@ -99,6 +102,23 @@ std::vector<int64_t> strides_over(const Tensor& x, const std::vector<int64_t>& o
   return st;
 }
 
+// The tiles of the flash kernel (measured on an H200 with naive_attention, head dim 64; see bench/README.md).
+// SINTER_FLASH_TILES="R,K" (1 or 2 row tiles per warp, 32 or 64 keys per tile) overrides them, for measuring.
+void set_tiles(FlashVariant& v) {
+  v.row_tiles = 1;
+  v.key_tile = 64;
+  if (const char* env = std::getenv("SINTER_FLASH_TILES"); env && *env) {
+    int r = 0, k = 0;
+    if (std::sscanf(env, "%d,%d", &r, &k) == 2 && (r == 1 || r == 2) && (k == 32 || k == 64)) {
+      v.row_tiles = r;
+      v.key_tile = k;
+    } else {
+      warn_once("SINTER_FLASH_TILES", fmt::format("SINTER_FLASH_TILES='{}' is not 'R,K' with R 1 or 2 and K 32 or "
+                                                  "64; using the default", env));
+    }
+  }
+}
+
 // The flash kernel's launch for these arguments, or the reason it does not apply.
 struct FlashPlan {
   FlashVariant variant;
@@ -158,12 +178,13 @@ std::string plan_flash(const Args& args, const Tensor& out, FlashPlan& plan) {
     for (auto& b : bst) b.insert(b.begin(), 0);
   }
   if (L > 0x7fffffff || S > 0x7fffffff) return "a sequence longer than 2^31";
-  const int rows = FlashVariant{.head_dim = static_cast<int>(E)}.rows();
+  plan.variant.head_dim = static_cast<int>(E);
+  set_tiles(plan.variant);
+  const int rows = plan.variant.rows();
   int64_t items = sizes[0] * sizes[1], row_blocks = (L + rows - 1) / rows;
   if (items * row_blocks > 0x7fffffff) return "more than 2^31 blocks";
   plan.grid = static_cast<unsigned>(items * row_blocks);
   plan.variant.bf16 = dt == kBFloat16;
-  plan.variant.head_dim = static_cast<int>(E);
   plan.variant.causal = args[5].to_bool();
   plan.variant.mask = !mask.defined() ? FlashMask::kNone : mask.dtype() == kBool ? FlashMask::kBool : FlashMask::kAdditive;
   FlashParams& p = plan.params;

@@ -115,9 +115,7 @@ SN_INLINE void sn_fa_ldsm(unsigned* r, const sn_fa_t* row) {
 }
 #endif
 
-#define SN_FA_BN 64
-#define SN_FA_MT (SN_FA_D <= 64 ? 2 : 1)  // 16-row tiles per warp: K and V fragments serve both
-#define SN_FA_BM (64 * SN_FA_MT)          // query rows per block
+#define SN_FA_BM (64 * SN_FA_MT)  // query rows per block (SN_FA_MT 16-row tiles per warp)
 #define SN_FA_S (SN_FA_D + 8)             // padded rows: a phase of ldmatrix hits 32 different banks
 
 extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params p) {
@@ -137,14 +135,18 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
   const int L = (int)p.L, S = (int)p.S;
   // This lane's rows: row[m][0] and row[m][1] = row[m][0] + 8 of m-tile m.
   int row[SN_FA_MT][2];
+  #pragma unroll
   for (int m = 0; m < SN_FA_MT; ++m) {
     row[m][0] = (int)rb * SN_FA_BM + (warp * SN_FA_MT + m) * 16 + g;
     row[m][1] = row[m][0] + 8;
   }
   unsigned qa[SN_FA_MT][SN_FA_D / 16][4];
+  #pragma unroll
   for (int m = 0; m < SN_FA_MT; ++m)
+    #pragma unroll
     for (int kk = 0; kk < SN_FA_D / 16; ++kk) {
       int c = kk * 16 + t * 2;
+      #pragma unroll
       for (int h = 0; h < 2; ++h) {
         bool in = row[m][h] < L;
         qa[m][kk][h] = in ? *(const sn_fa_w*)(Q + row[m][h] * p.qr + c) : 0u;
@@ -153,7 +155,9 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
     }
   float o[SN_FA_MT][SN_FA_D / 8][4];
   float mx[SN_FA_MT][2], sum[SN_FA_MT][2];
+  #pragma unroll
   for (int m = 0; m < SN_FA_MT; ++m) {
+    #pragma unroll
     for (int n = 0; n < SN_FA_D / 8; ++n) o[m][n][0] = o[m][n][1] = o[m][n][2] = o[m][n][3] = 0.0f;
     mx[m][0] = mx[m][1] = kNegInf;
     sum[m][0] = sum[m][1] = 0.0f;
@@ -166,6 +170,7 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
   const int lm = lane >> 3, lr = lane & 7;
   for (int kb = 0; kb < kend; kb += SN_FA_BN) {
     __syncthreads();  // the previous tile is no longer read
+    #pragma unroll
     for (int idx = tid; idx < SN_FA_BN * SN_FA_D / 8; idx += 128) {
       int r = idx / (SN_FA_D / 8), c = idx % (SN_FA_D / 8) * 8;
       uint4 kv = make_uint4(0u, 0u, 0u, 0u), vv = kv;
@@ -178,22 +183,30 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
     }
     __syncthreads();
     float s[SN_FA_MT][SN_FA_BN / 8][4];
+    #pragma unroll
     for (int m = 0; m < SN_FA_MT; ++m)
+      #pragma unroll
       for (int j = 0; j < SN_FA_BN / 8; ++j) s[m][j][0] = s[m][j][1] = s[m][j][2] = s[m][j][3] = 0.0f;
+    #pragma unroll
     for (int kk = 0; kk < SN_FA_D / 16; ++kk)
+      #pragma unroll
       for (int j = 0; j < SN_FA_BN / 8; j += 2) {
         // B fragments of key tiles j and j + 1: matrices (keys of j + lm / 2, dims kk * 16 + (lm % 2) * 8).
         unsigned b[4];
         sn_fa_ldsm<false>(b, ks + ((j + (lm >> 1)) * 8 + lr) * SN_FA_S + kk * 16 + (lm & 1) * 8);
+        #pragma unroll
         for (int m = 0; m < SN_FA_MT; ++m) {
           sn_fa_mma(s[m][j], qa[m][kk], b);
           sn_fa_mma(s[m][j + 1], qa[m][kk], b + 2);
         }
       }
+    #pragma unroll
     for (int m = 0; m < SN_FA_MT; ++m) {
       // Scale, causality, mask; then the tile's row maxima (over the 4 lanes that share a row).
       float tmax[2] = {kNegInf, kNegInf};
+      #pragma unroll
       for (int j = 0; j < SN_FA_BN / 8; ++j)
+        #pragma unroll
         for (int e = 0; e < 4; ++e) {
           int r = row[m][e >> 1], col = kb + j * 8 + t * 2 + (e & 1);
           float x = s[m][j][e] * p.scale_log2;
@@ -213,6 +226,7 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
           tmax[e >> 1] = fmaxf(tmax[e >> 1], x);
         }
       float shift[2];
+      #pragma unroll
       for (int h = 0; h < 2; ++h) {
         tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
         tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
@@ -221,28 +235,35 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
         float alpha = exp2f(mx[m][h] - shift[h]);
         mx[m][h] = mnew;
         sum[m][h] *= alpha;
+        #pragma unroll
         for (int n = 0; n < SN_FA_D / 8; ++n) o[m][n][2 * h] *= alpha, o[m][n][2 * h + 1] *= alpha;
       }
+      #pragma unroll
       for (int j = 0; j < SN_FA_BN / 8; ++j)
+        #pragma unroll
         for (int e = 0; e < 4; ++e) {
           float pr = exp2f(s[m][j][e] - shift[e >> 1]);
           s[m][j][e] = pr;
           sum[m][e >> 1] += pr;  // this lane's part of the row sum; the 4 lanes' parts are added at the end
         }
     }
+    #pragma unroll
     for (int kk = 0; kk < SN_FA_BN / 16; ++kk) {
       unsigned pa[SN_FA_MT][4];
+      #pragma unroll
       for (int m = 0; m < SN_FA_MT; ++m) {
         pa[m][0] = sn_fa_pack(s[m][2 * kk][0], s[m][2 * kk][1]);
         pa[m][1] = sn_fa_pack(s[m][2 * kk][2], s[m][2 * kk][3]);
         pa[m][2] = sn_fa_pack(s[m][2 * kk + 1][0], s[m][2 * kk + 1][1]);
         pa[m][3] = sn_fa_pack(s[m][2 * kk + 1][2], s[m][2 * kk + 1][3]);
       }
+      #pragma unroll
       for (int n = 0; n < SN_FA_D / 8; n += 2) {
         // B fragments of dim tiles n and n + 1 from V (keys x dims) transposed: matrices (keys kk * 16 +
         // (lm % 2) * 8, dims of n + lm / 2).
         unsigned b[4];
         sn_fa_ldsm<true>(b, vs + (kk * 16 + (lm & 1) * 8 + lr) * SN_FA_S + (n + (lm >> 1)) * 8);
+        #pragma unroll
         for (int m = 0; m < SN_FA_MT; ++m) {
           sn_fa_mma(o[m][n], pa[m], b);
           sn_fa_mma(o[m][n + 1], pa[m], b + 2);
@@ -250,13 +271,16 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
       }
     }
   }
+  #pragma unroll
   for (int m = 0; m < SN_FA_MT; ++m)
+    #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float total = sum[m][h];
       total += __shfl_xor_sync(0xffffffffu, total, 1);
       total += __shfl_xor_sync(0xffffffffu, total, 2);
       const float inv = total > 0.0f ? 1.0f / total : 0.0f;
       if (row[m][h] >= L) continue;
+      #pragma unroll
       for (int n = 0; n < SN_FA_D / 8; ++n)
         *(sn_fa_w*)(O + row[m][h] * p.orow + n * 8 + t * 2) =
             sn_fa_pack(o[m][n][2 * h] * inv, o[m][n][2 * h + 1] * inv);
@@ -270,18 +294,22 @@ extern "C" void SN_FA_SIM_NAME(void** p) { SN_FA_NAME(*(const sn_fa_params*)p[0]
 }  // namespace
 
 std::string FlashVariant::name() const {
-  return fmt::format("sn_flash_{}_d{}_m{}_c{}", bf16 ? "bf16" : "f16", head_dim, static_cast<int>(mask),
-                     causal ? 1 : 0);
+  return fmt::format("sn_flash_{}_d{}_m{}_c{}_t{}x{}", bf16 ? "bf16" : "f16", head_dim, static_cast<int>(mask),
+                     causal ? 1 : 0, row_tiles, key_tile);
 }
 
 std::string flash_attention_source(const FlashVariant& v) {
   SINTER_CHECK(v.head_dim % 16 == 0 && v.head_dim >= 16 && v.head_dim <= 128,
                "flash attention: head dim {} is not a multiple of 16 in [16, 128]", v.head_dim);
+  SINTER_CHECK((v.row_tiles == 1 || v.row_tiles == 2) && (v.key_tile == 32 || v.key_tile == 64),
+                "flash attention: {} row tiles per warp and {} keys per tile (1 or 2, 32 or 64)", v.row_tiles,
+                v.key_tile);
   std::string n = v.name();
   return fmt::format("// {}: flash attention (codegen/cuda/flash_attention.cpp)\n#define SN_FA_NAME {}\n"
                      "#define SN_FA_SIM_NAME {}__sim\n#define SN_FA_BF16 {}\n#define SN_FA_D {}\n"
-                     "#define SN_FA_MASK {}\n#define SN_FA_CAUSAL {}\n",
-                     n, n, n, v.bf16 ? 1 : 0, v.head_dim, static_cast<int>(v.mask), v.causal ? 1 : 0) +
+                     "#define SN_FA_MASK {}\n#define SN_FA_CAUSAL {}\n#define SN_FA_MT {}\n#define SN_FA_BN {}\n",
+                     n, n, n, v.bf16 ? 1 : 0, v.head_dim, static_cast<int>(v.mask), v.causal ? 1 : 0, v.row_tiles,
+                     v.key_tile) +
          kBody;
 }
 

@@ -22,10 +22,10 @@ struct FlashVariant {
   int head_dim = 64; // 16, 32, 64, 96 or 128 (a multiple of 16, at most 128)
   FlashMask mask = FlashMask::kNone;
   bool causal = false;
-  std::string name() const;  // "sn_flash_bf16_d64_m0_c1"
-  // Query rows per block: 4 warps of two 16-row tiles up to head dim 64 (each K and V fragment serves both), of
-  // one above (the accumulators would not fit in registers).
-  int rows() const { return head_dim <= 64 ? 128 : 64; }
+  int row_tiles = 1;  // 16-row tiles per warp (1 or 2: two share every K and V fragment, in twice the registers)
+  int key_tile = 64;  // keys per tile (32 or 64)
+  std::string name() const;  // "sn_flash_bf16_d64_m0_c1_t1x64"
+  int rows() const { return 64 * row_tiles; }  // query rows per block
 };
 
 // The kernel's one parameter, passed by value; the same layout on the host and the device. The batch is at most
