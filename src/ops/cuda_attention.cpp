@@ -105,13 +105,17 @@ std::vector<int64_t> strides_over(const Tensor& x, const std::vector<int64_t>& o
 // The tiles of the flash kernel (measured on an H200 with naive_attention, head dim 64; see bench/README.md).
 // SINTER_FLASH_TILES="R,K" (1 or 2 row tiles per warp, 32 or 64 keys per tile) overrides them, for measuring.
 void set_tiles(FlashVariant& v) {
-  v.row_tiles = 1;
-  v.key_tile = 64;
+  // Two row tiles per warp up to head dim 64 (each K and V fragment serves both); above, their accumulators
+  // would not fit in registers. 32 keys a tile keep two tiles of K and V in 48 KiB of static shared memory.
+  v.row_tiles = v.head_dim <= 64 ? 2 : 1;
+  v.key_tile = 32;
   if (const char* env = std::getenv("SINTER_FLASH_TILES"); env && *env) {
     int r = 0, k = 0;
     if (std::sscanf(env, "%d,%d", &r, &k) == 2 && (r == 1 || r == 2) && (k == 32 || k == 64)) {
-      v.row_tiles = r;
-      v.key_tile = k;
+      FlashVariant asked = v;
+      asked.row_tiles = r;
+      asked.key_tile = k;
+      if (asked.shared_bytes() <= 48 * 1024) v = asked;  // else this head dim keeps the default
     } else {
       warn_once("SINTER_FLASH_TILES", fmt::format("SINTER_FLASH_TILES='{}' is not 'R,K' with R 1 or 2 and K 32 or "
                                                   "64; using the default", env));

@@ -115,12 +115,40 @@ SN_INLINE void sn_fa_ldsm(unsigned* r, const sn_fa_t* row) {
 }
 #endif
 
+// 16 bytes from global to shared memory, asynchronously (zeros where !valid); a group of them is committed, and
+// waited for until at most N groups are in flight. The simulator copies at once.
+#ifdef SINTER_CUDA_SIM
+SN_INLINE void sn_fa_cp16(sn_fa_t* dst, const sn_fa_t* src, bool valid) {
+  *(sn_fa_q*)dst = valid ? *(const sn_fa_q*)src : make_uint4(0u, 0u, 0u, 0u);
+}
+SN_INLINE void sn_fa_commit() {}
+template <int N>
+SN_INLINE void sn_fa_wait() {}
+SN_INLINE float sn_fa_exp2(float x) { return exp2f(x); }
+#else
+SN_INLINE void sn_fa_cp16(sn_fa_t* dst, const sn_fa_t* src, bool valid) {
+  unsigned d;
+  asm("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(d) : "l"(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));
+}
+SN_INLINE void sn_fa_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+SN_INLINE void sn_fa_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+// One MUFU instruction (2 ulp); exp2f adds a range reduction for results below 2^-126, which are 0 to a softmax.
+SN_INLINE float sn_fa_exp2(float x) {
+  float y;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif
+
 #define SN_FA_BM (64 * SN_FA_MT)  // query rows per block (SN_FA_MT 16-row tiles per warp)
 #define SN_FA_S (SN_FA_D + 8)             // padded rows: a phase of ldmatrix hits 32 different banks
 
 extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params p) {
-  __shared__ __align__(16) sn_fa_t ks[SN_FA_BN * SN_FA_S];
-  __shared__ __align__(16) sn_fa_t vs[SN_FA_BN * SN_FA_S];
+  // Two tiles of K and V: the next is loading while this one is used.
+  __shared__ __align__(16) sn_fa_t kbuf[2 * SN_FA_BN * SN_FA_S];
+  __shared__ __align__(16) sn_fa_t vbuf[2 * SN_FA_BN * SN_FA_S];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const float kNegInf = sn_from_bits(0xff800000u);
   // Blocks of later rows first: under causality they see more keys.
@@ -168,20 +196,28 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
 #endif
   // ldmatrix row addresses of this lane: matrix l / 8, its row l % 8.
   const int lm = lane >> 3, lr = lane & 7;
-  for (int kb = 0; kb < kend; kb += SN_FA_BN) {
-    __syncthreads();  // the previous tile is no longer read
+  auto load_tile = [&](int kb, int buf) {
     #pragma unroll
     for (int idx = tid; idx < SN_FA_BN * SN_FA_D / 8; idx += 128) {
       int r = idx / (SN_FA_D / 8), c = idx % (SN_FA_D / 8) * 8;
-      uint4 kv = make_uint4(0u, 0u, 0u, 0u), vv = kv;
-      if (kb + r < S) {
-        kv = *(const sn_fa_q*)(K + (long long)(kb + r) * p.kr + c);
-        vv = *(const sn_fa_q*)(V + (long long)(kb + r) * p.vr + c);
-      }
-      *(sn_fa_q*)(ks + r * SN_FA_S + c) = kv;
-      *(sn_fa_q*)(vs + r * SN_FA_S + c) = vv;
+      bool in = kb + r < S;
+      long long key = in ? kb + r : 0;
+      sn_fa_cp16(kbuf + (buf * SN_FA_BN + r) * SN_FA_S + c, K + key * p.kr + c, in);
+      sn_fa_cp16(vbuf + (buf * SN_FA_BN + r) * SN_FA_S + c, V + key * p.vr + c, in);
     }
-    __syncthreads();
+    sn_fa_commit();
+  };
+  if (kend > 0) load_tile(0, 0);
+  for (int kb = 0, buf = 0; kb < kend; kb += SN_FA_BN, buf ^= 1) {
+    if (kb + SN_FA_BN < kend) {
+      load_tile(kb + SN_FA_BN, buf ^ 1);  // its buffer was last read before the barrier that ended that tile
+      sn_fa_wait<1>();
+    } else {
+      sn_fa_wait<0>();
+    }
+    __syncthreads();  // this tile is in shared memory for every thread
+    const sn_fa_t* ks = kbuf + buf * SN_FA_BN * SN_FA_S;
+    const sn_fa_t* vs = vbuf + buf * SN_FA_BN * SN_FA_S;
     float s[SN_FA_MT][SN_FA_BN / 8][4];
     #pragma unroll
     for (int m = 0; m < SN_FA_MT; ++m)
@@ -232,7 +268,7 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
         tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
         float mnew = fmaxf(mx[m][h], tmax[h]);
         shift[h] = mnew == kNegInf ? 0.0f : mnew;  // every key so far masked: exp2(-inf - 0) = 0, never NaN
-        float alpha = exp2f(mx[m][h] - shift[h]);
+        float alpha = sn_fa_exp2(mx[m][h] - shift[h]);
         mx[m][h] = mnew;
         sum[m][h] *= alpha;
         #pragma unroll
@@ -242,7 +278,7 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
       for (int j = 0; j < SN_FA_BN / 8; ++j)
         #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float pr = exp2f(s[m][j][e] - shift[e >> 1]);
+          float pr = sn_fa_exp2(s[m][j][e] - shift[e >> 1]);
           s[m][j][e] = pr;
           sum[m][e >> 1] += pr;  // this lane's part of the row sum; the 4 lanes' parts are added at the end
         }
@@ -270,6 +306,7 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
         }
       }
     }
+    __syncthreads();  // the next iteration loads into this tile's buffer
   }
   #pragma unroll
   for (int m = 0; m < SN_FA_MT; ++m)

@@ -26,6 +26,8 @@ struct FlashVariant {
   int key_tile = 64;  // keys per tile (32 or 64)
   std::string name() const;  // "sn_flash_bf16_d64_m0_c1_t1x64"
   int rows() const { return 64 * row_tiles; }  // query rows per block
+  // Static shared memory: two tiles each of K and V, rows padded by 8 elements; at most 48 KiB.
+  int shared_bytes() const { return 2 * 2 * key_tile * (head_dim + 8) * 2; }
 };
 
 // The kernel's one parameter, passed by value; the same layout on the host and the device. The batch is at most
