@@ -4,11 +4,12 @@
 // over the simulator's prelude, where the tensor-core instruction it uses (mma.sync m16n8k16) is emulated lane by
 // lane through the warp's shared scratch.
 //
-// Each block of 128 threads (4 warps) owns 128 query rows of one batch item (64 above head dim 64); each warp 32
-// (16) of them. Per tile of 64 keys the block stages K and V in shared memory; a warp loads their fragments with
-// ldmatrix (V's transposed) and computes its 32 x 64 scores with mma.sync, applies scale, causality and the mask, updates the running row maximum and sum (online softmax), and
-// multiplies the probabilities, rounded to the input dtype, by V into its float accumulators. Rows whose every key is
-// masked give zeros (PyTorch's _safe_softmax), as the CPU kernel does.
+// Each block of 128 threads (4 warps) owns 64 x row_tiles query rows of one batch item, each warp 16 x row_tiles
+// of them. Tiles of key_tile keys of K and V are double-buffered in shared memory (cp.async loads the next while
+// this one is used); a warp loads their fragments with ldmatrix (V's transposed), computes its scores with
+// mma.sync, applies scale, causality and the mask, updates the running row maximum and sum (online softmax, base
+// 2), and multiplies the probabilities, rounded to the input dtype, by V into its float accumulators. Rows whose
+// every key is masked give zeros (PyTorch's _safe_softmax), as the CPU kernel does.
 #pragma once
 #include <cstdint>
 #include <string>
