@@ -203,8 +203,10 @@ TensorMeta input_meta(const Tensor& t) {
 bool eligible(OpId op, const Args& args, const std::vector<Tensor>& outs) {
   const OpDef& def = op_def(op);
   if ((def.flags & (kRandom | kDataDependent)) || def.schema.is_view() || outs.empty()) return false;
+  // batch_norm writes its running statistics only when training; in eval it reads them.
+  const bool reads_only = op == OpId::batch_norm && !args.at(5).to_bool();
   for (size_t i = 1; i < def.schema.args.size(); ++i)
-    if (def.schema.args[i].is_write) return false;
+    if (def.schema.args[i].is_write && !reads_only) return false;
   Device device = outs[0].device();
   bool ok = device.is_cuda();
   auto check = [&](const Tensor& t) {

@@ -79,6 +79,12 @@ TEST_F(CudaEagerCodegen, ReductionsAndNormalisations) {
       {"amax keepdim", [](const Tensor& x, const Tensor&) { return amax(x, {0}, true); }},
       {"softmax", [](const Tensor& x, const Tensor&) { return softmax(x, 1); }},
       {"layer_norm", [](const Tensor& x, const Tensor& y) { return layer_norm(x, {40}, y.select(0, 0), y.select(0, 1)); }},
+      // In eval, batch_norm only reads its running statistics: generated like any function of its operands.
+      {"batch_norm eval",
+       [](const Tensor& x, const Tensor& y) {
+         return batch_norm(x, y.select(0, 0), abs(y.select(0, 1)) + 0.5, y.select(0, 2), y.select(0, 3), false,
+                           0.1, 1e-5);
+       }},
   };
   for (const Case& c : cases) expect_generated_like_cpu(c, a, b, 1e-5);
 }
