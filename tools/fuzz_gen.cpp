@@ -238,12 +238,20 @@ class Generator {
       int cs = rng_.chance(0.5) ? cl : dynamic_class(1, 6), ce = static_class(1, 8);
       DType dt = rng_.chance(0.8) ? kFloat32 : kFloat64;
       int q = value_count();
-      for (auto dims : {std::vector<int>{cb, cl, ce}, std::vector<int>{cb, cs, ce}, std::vector<int>{cb, cs, ce}}) {
+      // With enable_gqa (a third of the time): heads, the query's a multiple of the key/value's.
+      const bool gqa = rng_.chance(0.33);
+      std::vector<int> qd{cb, cl, ce}, kd{cb, cs, ce};
+      if (gqa) {
+        int64_t kv_heads = rng_.range(1, 2);
+        qd.insert(qd.begin() + 1, add_class(kv_heads * rng_.range(1, 3), false));
+        kd.insert(kd.begin() + 1, add_class(kv_heads, false));
+      }
+      for (const std::vector<int>& dims : {qd, kd, kd}) {
         InputSpec in;
         in.dtype = dt, in.dims = dims;
         add_input(in);
       }
-      scenario_steps_.push_back(Step{"sdpa", {q, q + 1, q + 2}, {rng_.below(2)}, {}});
+      scenario_steps_.push_back(Step{"sdpa", {q, q + 1, q + 2}, {rng_.below(2), gqa ? 1 : 0}, {}});
       pending_.push_back(static_cast<int>(scenario_steps_.size() - 1));
     }
     // Params keep the input numbering: arguments and params may interleave (values are numbered in order).

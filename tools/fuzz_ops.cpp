@@ -446,11 +446,16 @@ std::unordered_map<std::string, OpImpl> build_ops() {
       });
   add("adaptive_avg_pool2d", [](A a, S s, C) { return adaptive_avg_pool2d(a[0], {s.ints.at(0), s.ints.at(1)}); },
       [](N a, S s) { return fmt::format("adaptive_avg_pool2d({}, {{{}, {}}})", a[0], s.ints.at(0), s.ints.at(1)); });
-  // sdpa(q, k, v): ints [is_causal]
-  add("sdpa", [](A a, S s, C) { return scaled_dot_product_attention(a[0], a[1], a[2], {}, 0.0, s.ints.at(0) != 0); },
+  // sdpa(q, k, v): ints [is_causal, enable_gqa] (files written before enable_gqa have one)
+  add("sdpa",
+      [](A a, S s, C) {
+        bool gqa = s.ints.size() > 1 && s.ints[1] != 0;
+        return scaled_dot_product_attention(a[0], a[1], a[2], {}, 0.0, s.ints.at(0) != 0, std::nullopt, gqa);
+      },
       [](N a, S s) {
-        return fmt::format("scaled_dot_product_attention({}, {}, {}, {{}}, 0.0, {})", a[0], a[1], a[2],
-                           s.ints.at(0) ? "true" : "false");
+        bool gqa = s.ints.size() > 1 && s.ints[1] != 0;
+        return fmt::format("scaled_dot_product_attention({}, {}, {}, {{}}, 0.0, {}, std::nullopt, {})", a[0], a[1],
+                           a[2], s.ints.at(0) ? "true" : "false", gqa ? "true" : "false");
       });
   // ---- indexing: ints [dim]; the index is an int64 input ----
   add("index_select", [](A a, S s, C) { return index_select(a[0], s.ints.at(0), a[1]); },
