@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "ops/blas.h"
+#include "ops/cuda_fallback.h"
 #include "ops/dispatch.h"
 #include "ops/linalg_util.h"
 #include "ops/reduce_math.h"
@@ -269,10 +270,17 @@ void sdpa_kernel(OpId, const Args& args0, std::vector<Tensor>& outs) {
   write_into(y, Y);
 }
 
+// On CUDA: the kernel the backends layer installs (backends/cuda_attention.cpp), else the CPU kernel staged.
+void sdpa_cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
+  if (KernelFn installed = cuda_attention_kernel()) return installed(op, args, outs);
+  run_without_cuda_kernel(sdpa_kernel, op, args, outs, false, outs.at(0).device());
+}
+
 }  // namespace
 
 void register_attention_ops(OpTable& t) {
   t.set(OpId::scaled_dot_product_attention, sdpa_shape, sdpa_kernel);
+  t.set_kernel(OpId::scaled_dot_product_attention, kCUDA, sdpa_cuda_kernel);
 }
 
 }  // namespace sinter

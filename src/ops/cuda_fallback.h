@@ -23,6 +23,10 @@ void run_without_cuda_kernel(KernelFn cpu_kernel, OpId op, const Args& args, std
 // an in-place op, self). Returns false, having written nothing, when it leaves the op to the CPU kernel.
 using CudaGeneratedKernel = bool (*)(OpId op, const Args& args, std::vector<Tensor>& outs);
 void set_cuda_generated_kernel(CudaGeneratedKernel fn);  // installed once, by the backends layer
+// scaled_dot_product_attention's CUDA kernel (flash attention and the GPU math path, backends/cuda_attention.cpp),
+// installed by the backends layer, which can compile kernels; until then the op runs its CPU kernel staged.
+void set_cuda_attention_kernel(KernelFn fn);
+KernelFn cuda_attention_kernel();  // null before it is installed
 // Whether eager CUDA ops use the generated kernels: SINTER_CUDA_EAGER=generated|cpu (read at each op). The default is
 // generated on a GPU and cpu on the simulated device, where the CPU kernels already run on device memory and
 // compiling a host object per op and shape would slow every test; tests of the generated path set it.

@@ -13,7 +13,6 @@ void register_linalg_ops(OpTable& t) {
   register_pool_ops(t);
   register_upsample_ops(t);
   register_attention_ops(t);
-  register_cuda_attention_ops(t);
   register_loss_ops(t);
   register_embedding_dropout_ops(t);
 }

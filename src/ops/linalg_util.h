@@ -19,7 +19,6 @@ void register_conv_transpose_ops(OpTable& t);     // conv_transpose.cpp
 void register_pool_ops(OpTable& t);               // pool_2d.cpp: max/avg/adaptive pools
 void register_upsample_ops(OpTable& t);           // pool_upsample.cpp
 void register_attention_ops(OpTable& t);          // attention_sdpa.cpp
-void register_cuda_attention_ops(OpTable& t);     // cuda_attention.cpp: its CUDA kernel
 // scaled_dot_product_attention's enable_gqa: `kv` [..., Hkv, S, E] with each head repeated for the
 // q_heads / Hkv consecutive query heads it serves ([..., q_heads, S, E], a copy); `kv` itself when they match.
 Tensor sdpa_repeat_kv(const Tensor& kv, int64_t q_heads);

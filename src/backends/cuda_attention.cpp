@@ -1,4 +1,4 @@
-// scaled_dot_product_attention on CUDA tensors. bfloat16 and float16 with a head dim that is a multiple of 16 up to
+// scaled_dot_product_attention on CUDA tensors (installed into the op's CUDA kernel, ops/cuda_fallback.h). bfloat16 and float16 with a head dim that is a multiple of 16 up to
 // 128 (the same for q, k and v), without dropout, run sinter's flash-attention kernel (codegen/cuda/
 // flash_attention.h): causal, a bool or additive mask broadcast over the batch, key/value batch dims that
 // broadcast against the query's (one key/value head shared by several query heads). Everything else takes the math
@@ -274,10 +274,11 @@ void sdpa_cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   math_path(args, out);
 }
 
+// The ops layer's CUDA kernel of the op calls this (ops/cuda_fallback.h); installed when libsinter loads.
+[[maybe_unused]] const bool installed = [] {
+  set_cuda_attention_kernel(&sdpa_cuda_kernel);
+  return true;
+}();
+
 }  // namespace
-
-void register_cuda_attention_ops(OpTable& t) {
-  t.set_kernel(OpId::scaled_dot_product_attention, kCUDA, sdpa_cuda_kernel);
-}
-
 }  // namespace sinter
