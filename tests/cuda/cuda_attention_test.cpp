@@ -1,4 +1,4 @@
-// scaled_dot_product_attention on CUDA tensors (ops/cuda_attention.cpp) against the CPU kernel on the same inputs:
+// scaled_dot_product_attention on CUDA tensors (backends/cuda_attention.cpp) against the CPU kernel on the same inputs:
 // the flash kernel for bfloat16 and float16 (partial row and key tiles, causal with L < S and L = S, bool and
 // additive masks broadcast over the batch, fully masked rows, key/value heads broadcast over query heads, strided
 // q/k/v views as gpt_block makes them, head dims 32, 64 and 128), and the math path on the GPU for what flash does
