@@ -238,6 +238,9 @@ bool near_discontinuity(const Step& s, const std::vector<Tensor>& values, int id
     return any_true(le(abs(a - s.reals[0]), add(abs(a), std::abs(s.reals[0])) * kNear) & isfinite(a));
   }
   if (is({"sign", "signbit"})) return floating_arg(0) && near_zero(arg(0));
+  // A singularity at zero: an argument within rounding of 0 (a sum that cancels) is 0 in one rounding, +-tiny in
+  // another, and its log is -inf, a large negative number or NaN accordingly.
+  if (is({"log", "log2", "log10", "reciprocal", "rsqrt"})) return floating_arg(0) && near_zero(arg(0));
   if (op == "break_narrow") return floating_arg(1) && near_zero(arg(1));
   if (is({"argmax", "argmin", "max_dim", "min_dim", "sort", "cummax"})) return floating_arg(0) && near_ties(arg(0));
   return false;
