@@ -1,10 +1,11 @@
-// scaled_dot_product_attention on CUDA tensors (installed into the op's CUDA kernel, ops/cuda_fallback.h). bfloat16 and float16 with a head dim that is a multiple of 16 up to
-// 128 (the same for q, k and v), without dropout, run sinter's flash-attention kernel (codegen/cuda/
-// flash_attention.h): causal, a bool or additive mask broadcast over the batch, key/value batch dims that
-// broadcast against the query's (one key/value head shared by several query heads). Everything else takes the math
-// path on the GPU: softmax(q k^T * scale + mask) @ v as cuBLAS products around generated softmax kernels, in float32
-// for the half dtypes; dropout alone runs the CPU kernel on staged copies (its random numbers are the CPU
-// generator's). Why a call is not flash is logged once per reason (SINTER_LOGS=perf_hints).
+// scaled_dot_product_attention on CUDA tensors (installed into the op's CUDA kernel, ops/cuda_fallback.h).
+// bfloat16 and float16 with a head dim that is a multiple of 16 up to 128 (the same for q, k and v), without
+// dropout, run sinter's flash-attention kernel (codegen/cuda/flash_attention.h): causal, a bool or additive mask
+// broadcast over the batch, key/value batch dims that broadcast against the query's or serve groups of query heads
+// (enable_gqa). Everything else takes the math path on the GPU: softmax(q k^T * scale + mask) @ v as cuBLAS
+// products around generated softmax kernels, in float32 for the half dtypes; dropout alone runs the CPU kernel on
+// staged copies (its random numbers are the CPU generator's). Why a call is not flash is logged once per reason
+// (SINTER_LOGS=perf_hints).
 //
 // On the simulated device the flash kernel runs where eager CUDA ops run generated kernels (SINTER_CUDA_EAGER=
 // generated, or while a CUDA graph is captured); otherwise the CPU kernel runs on the simulated memory, as for
@@ -134,7 +135,8 @@ struct FlashPlan {
 std::string plan_flash(const Args& args, const Tensor& out, FlashPlan& plan) {
   Tensor q = args[0].tensor(), k = args[1].tensor(), v = args[2].tensor();
   DType dt = q.dtype();
-  if (dt != kBFloat16 && dt != kFloat16) return fmt::format("dtype {} (flash takes bfloat16 and float16)", dtype_name(dt));
+  if (dt != kBFloat16 && dt != kFloat16)
+    return fmt::format("dtype {} (flash takes bfloat16 and float16)", dtype_name(dt));
   if (args[4].to_double() > 0) return "dropout";
   int64_t E = sizes_of(q).back(), Ev = sizes_of(v).back();
   if (E != Ev || E % 16 != 0 || E > 128 || E == 0)
@@ -190,7 +192,9 @@ std::string plan_flash(const Args& args, const Tensor& out, FlashPlan& plan) {
   plan.grid = static_cast<unsigned>(items * row_blocks);
   plan.variant.bf16 = dt == kBFloat16;
   plan.variant.causal = args[5].to_bool();
-  plan.variant.mask = !mask.defined() ? FlashMask::kNone : mask.dtype() == kBool ? FlashMask::kBool : FlashMask::kAdditive;
+  plan.variant.mask = !mask.defined()          ? FlashMask::kNone
+                      : mask.dtype() == kBool ? FlashMask::kBool
+                                              : FlashMask::kAdditive;
   FlashParams& p = plan.params;
   p.q = q.data_ptr(), p.k = k.data_ptr(), p.v = v.data_ptr(), p.out = out.data_ptr();
   p.mask = mask.defined() ? mask.data_ptr() : nullptr;

@@ -33,7 +33,8 @@ struct FlashVariant {
 
 // The kernel's one parameter, passed by value; the same layout on the host and the device. The batch is at most
 // two dims (n0 x n1, item i = i0 * n1 + i1), each operand walked by its own strides (0 where it broadcasts); the
-// innermost stride of q, k, v and out is 1; under grouped-query attention dim 1 is the heads. Mask strides are in elements of the mask.
+// innermost stride of q, k, v and out is 1; under grouped-query attention dim 1 is the heads. Mask strides are in
+// elements of the mask.
 struct FlashParams {
   const void* q;
   const void* k;
