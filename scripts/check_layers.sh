@@ -8,9 +8,9 @@ cd "$root/src"
 # Lowest first; codegen/cpp and runtime share a rank (neither may include the other).
 rank() {
   case "$1" in
-    support) echo 0 ;; symbolic) echo 1 ;; tensor) echo 2 ;; ops) echo 3 ;; nn) echo 4 ;; graph) echo 5 ;;
-    passes) echo 6 ;; inductor) echo 7 ;; codegen) echo 8 ;; runtime) echo 8 ;; backends) echo 9 ;;
-    capture) echo 10 ;; frontends) echo 11 ;; *) echo 99 ;;
+    support) echo 0 ;; symbolic) echo 1 ;; tensor) echo 2 ;; ops) echo 3 ;; autograd) echo 4 ;; nn) echo 5 ;;
+    graph) echo 6 ;; passes) echo 7 ;; inductor) echo 8 ;; codegen) echo 9 ;; runtime) echo 9 ;; backends) echo 10 ;;
+    capture) echo 11 ;; frontends) echo 12 ;; *) echo 99 ;;
   esac
 }
 bad=0

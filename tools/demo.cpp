@@ -171,6 +171,7 @@ bool gpu_demo() {
 
 int demo() {
   manual_seed(0);
+  NoGradGuard no_grad;  // inference: no gradient recording (as torch.no_grad())
   fmt::print(
       "sinter demo: built-in models on the CPU, eager and compiled (sinter::compile, default backend "
       "'{}')\n\n",

@@ -89,6 +89,8 @@ int bench(const std::vector<std::string>& args) {
     else if (a == "--probe") opt.probe = value();  // hidden: the warm/cold compile-time child
     else throw sinter::Error(fmt::format("bench: unknown option {} (sinter bench --help lists them)", a));
   }
+  // The suites time inference: no gradient recording, as bench/vs_torch.py runs PyTorch under torch.no_grad().
+  sinter::NoGradGuard no_grad;
   if (opt.suite == "eager") return bench_eager(opt);
   if (opt.suite == "overhead") return bench_overhead(opt);
   if (opt.suite == "workloads") return opt.device == "cuda" ? bench_cuda(opt) : bench_workloads(opt);

@@ -73,6 +73,9 @@ struct TensorMeta {
 };
 
 struct TraceState;  // capture's per-tensor record (src/capture); opaque here
+namespace autograd {
+class Node;  // a backward function (sinter/autograd.h)
+}
 
 // A dimension the user declared symbolic for compilation (mark_dynamic), with its allowed range.
 struct DynamicDim {
@@ -89,7 +92,12 @@ struct TensorImpl {
   // Capture makes host values read at a graph break into such inputs, so a new value needs no recompile.
   bool wrapped_number = false;
   std::vector<DynamicDim> dynamic_dims;  // set by mark_dynamic
-  std::shared_ptr<TensorImpl> grad;   // room for autograd (a later issue)
+  std::shared_ptr<TensorImpl> grad;             // accumulated by backward() (a leaf, or retain_grad())
+  std::shared_ptr<autograd::Node> grad_fn;       // the op that made this tensor, for a non-leaf
+  uint32_t output_nr = 0;                        // which output of grad_fn this is
+  bool retains_grad = false;                     // retain_grad() was called on this non-leaf
+  std::weak_ptr<autograd::Node> grad_accumulator;  // a leaf's AccumulateGrad node, while some graph uses it
+  std::weak_ptr<TensorImpl> view_base;  // for an eager view: the tensor whose elements it views (not itself a view)
   std::shared_ptr<TraceState> trace;  // set while capture follows this tensor
 };
 
@@ -199,19 +207,30 @@ class Tensor {
   explicit operator bool() const;  // bool(tensor): a one-element tensor's truth
   std::string str() const;         // as PyTorch prints it
 
-  // Autograd fields (the engine comes later).
+  // Autograd (sinter/autograd.h). requires_grad_ is for leaves; a non-leaf requires grad because its inputs do.
   bool requires_grad() const { return impl_ && impl_->requires_grad; }
   Tensor& requires_grad_(bool on = true);
   Tensor grad() const { return impl_ && impl_->grad ? Tensor(impl_->grad) : Tensor(); }
+  void set_grad(const Tensor& grad) const;  // an undefined tensor clears it; else sizes and dtype must match
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  bool is_leaf() const { return !impl_ || !impl_->grad_fn; }
+  uint32_t output_nr() const { return impl_ ? impl_->output_nr : 0; }
+  // Keeps the gradient of a non-leaf in .grad() after backward (a no-op on a leaf).
+  void retain_grad() const;
+  bool retains_grad() const { return impl_ && impl_->retains_grad; }
+  // Gradients of this tensor with respect to the leaves it was computed from, accumulated into their .grad().
+  // gradient: the gradient of this tensor (omitted: ones, for a one-element tensor only).
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = {}, bool create_graph = false,
+                const std::vector<Tensor>& inputs = {}) const;
 
   // Views.
   Tensor view(const SymIntList& size, Loc loc = Loc::current()) const;
   Tensor reshape(const SymIntList& size, Loc loc = Loc::current()) const;
   Tensor view_as(const Tensor& other, Loc loc = Loc::current()) const;
-  // A view of the same elements that requires no gradient (autograd is a later step: today this only drops the
-  // requires_grad flag), as LibTorch's detach(); detach_() drops it in place.
+  // A view of the same elements outside the autograd graph (no grad_fn, no requires_grad), as LibTorch's
+  // detach(); detach_() takes this tensor itself out of the graph.
   Tensor detach(Loc loc = Loc::current()) const;
-  Tensor& detach_() { return requires_grad_(false); }
+  Tensor& detach_();
   Tensor reshape_as(const Tensor& other, Loc loc = Loc::current()) const;
   Tensor permute(const DimList& dims, Loc loc = Loc::current()) const;
   Tensor transpose(int64_t dim0, int64_t dim1, Loc loc = Loc::current()) const;

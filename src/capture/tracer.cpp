@@ -98,6 +98,8 @@ void Tracer::use_shape_env(std::shared_ptr<sym::ShapeEnv> env) {
 
 Tensor Tracer::add_argument(const Tensor& real, TensorMeta meta, std::string name) {
   Tensor proxy = segment_.graph.add_input(std::move(name), std::move(meta));
+  // Autograd, which runs above the tracer, differentiates through the proxy as it would through the argument.
+  proxy.impl()->requires_grad = real.requires_grad();
   segment_.inputs.push_back(real);
   ++num_argument_inputs_;
   return proxy;
@@ -277,6 +279,16 @@ std::vector<Tensor> Tracer::call(OpId op, const Args& args, const Loc& loc) {
   }
   if (loc.line() != 0) last_loc_ = loc;
   if (env_) env_->set_site({last_loc_, def.schema.name.c_str(), false});
+  if (def.schema.is_view()) {
+    // Autograd finds the base of a view written in place through view_base, as for eager views.
+    for (const Value& v : args)
+      if (v.is_tensor() && v.tensor().defined()) {
+        const Tensor base = to_graph(v.tensor(), "an op");
+        std::shared_ptr<TensorImpl> root = base.impl()->view_base.lock();
+        for (Tensor& o : outs) o.impl()->view_base = root ? root : base.impl_ptr();
+        break;
+      }
+  }
   return outs;
 }
 

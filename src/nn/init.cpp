@@ -1,17 +1,28 @@
 // torch.nn.init: the in-place initialisers the layers use (kaiming-uniform for Linear and convolutions,
-// xavier for attention's packed projection), drawing from sinter's default generator.
+// xavier for attention's packed projection), drawing from sinter's default generator. Each writes under
+// NoGradGuard, as torch.nn.init does, so parameters that require grad can be (re)initialised.
 #include <cmath>
 
+#include "sinter/autograd.h"
 #include "sinter/nn.h"
 #include "support/check.h"
 
 namespace sinter::nn::init {
 
-Tensor& uniform_(Tensor& t, double a, double b) { return t.uniform_(a, b); }
-Tensor& normal_(Tensor& t, double mean, double std) { return t.normal_(mean, std); }
-Tensor& constant_(Tensor& t, const Scalar& value) { return t.fill_(value); }
-Tensor& zeros_(Tensor& t) { return t.zero_(); }
-Tensor& ones_(Tensor& t) { return t.fill_(1); }
+Tensor& uniform_(Tensor& t, double a, double b) {
+  NoGradGuard no_grad;
+  return t.uniform_(a, b);
+}
+Tensor& normal_(Tensor& t, double mean, double std) {
+  NoGradGuard no_grad;
+  return t.normal_(mean, std);
+}
+Tensor& constant_(Tensor& t, const Scalar& value) {
+  NoGradGuard no_grad;
+  return t.fill_(value);
+}
+Tensor& zeros_(Tensor& t) { return constant_(t, 0); }
+Tensor& ones_(Tensor& t) { return constant_(t, 1); }
 
 std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
   SINTER_CHECK(t.dim() >= 2,
@@ -53,22 +64,22 @@ double kaiming_std(const Tensor& t, double a, const std::string& mode, const std
 Tensor& kaiming_uniform_(Tensor& t, double a, const std::string& mode, const std::string& nonlinearity) {
   if (t.numel() == 0) return t;
   double bound = std::sqrt(3.0) * kaiming_std(t, a, mode, nonlinearity);
-  return t.uniform_(-bound, bound);
+  return uniform_(t, -bound, bound);
 }
 Tensor& kaiming_normal_(Tensor& t, double a, const std::string& mode, const std::string& nonlinearity) {
   if (t.numel() == 0) return t;
-  return t.normal_(0, kaiming_std(t, a, mode, nonlinearity));
+  return normal_(t, 0, kaiming_std(t, a, mode, nonlinearity));
 }
 Tensor& xavier_uniform_(Tensor& t, double gain) {
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
   if (t.numel() == 0) return t;
   double bound = gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
-  return t.uniform_(-bound, bound);
+  return uniform_(t, -bound, bound);
 }
 Tensor& xavier_normal_(Tensor& t, double gain) {
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
   if (t.numel() == 0) return t;
-  return t.normal_(0, gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)));
+  return normal_(t, 0, gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)));
 }
 
 }  // namespace sinter::nn::init

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "nn/util.h"
+#include "sinter/autograd.h"
 #include "sinter/nn.h"
 #include "support/check.h"
 
@@ -215,7 +216,10 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
   weight = empty({num, dim});
   register_parameter("weight", &weight);
   init::normal_(weight);
-  if (padding_idx) weight.select(0, *padding_idx).zero_();
+  if (padding_idx) {
+    NoGradGuard no_grad;
+    weight.select(0, *padding_idx).zero_();
+  }
 }
 Tensor Embedding::forward(const Tensor& indices) {
   return embedding(weight, indices, padding_idx.value_or(-1), call_site());

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "nn/util.h"
+#include "sinter/autograd.h"
 #include "sinter/nn.h"
 #include "support/check.h"
 
@@ -308,6 +309,7 @@ Module& Module::train(bool on) {
 
 // ---- conversion ----
 void Module::convert(std::optional<Device> device, std::optional<DType> dtype) {
+  NoGradGuard no_grad;  // the conversion is no computation to differentiate
   std::set<const TensorImpl*> done;
   for (Module* m : modules())
     for (auto* slots : {&m->params_, &m->buffers_})
@@ -382,6 +384,7 @@ LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
     for (const std::string& p : problems) msg += "\n\t" + p;
     throw Error(msg);
   }
+  NoGradGuard no_grad;  // loading writes parameters in place, as PyTorch's load_state_dict under no_grad
   for (const auto& [key, target] : own)
     if (state.contains(key)) Tensor(target).copy_(state.at(key));
   return result;

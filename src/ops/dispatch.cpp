@@ -1,6 +1,8 @@
 // The one dispatch point. See dispatch.h for the contract.
 #include "ops/dispatch.h"
 
+#include <atomic>
+
 #include "ops/cuda_fallback.h"
 
 #include "ops/shape_util.h"
@@ -12,6 +14,7 @@ namespace {
 
 thread_local DispatchHook* tls_hook = nullptr;
 thread_local const OpCallContext* tls_call = nullptr;
+std::atomic<AutogradFn> autograd_fn{nullptr};
 
 // Marks the outermost op call on this thread, so errors raised anywhere inside name it and the user's line.
 class CallScope {
@@ -127,6 +130,16 @@ void normalize_arg(const SchemaArg& a, Value& v) {
   }
 }
 
+bool any_requires_grad(const Args& args) {
+  for (const Value& v : args) {
+    if (v.is_tensor() && v.tensor().requires_grad()) return true;
+    if (v.is_tensor_list())
+      for (const Tensor& t : v.tensor_list())
+        if (t.requires_grad()) return true;
+  }
+  return false;
+}
+
 bool any_meta(const Args& args) {
   for (const Value& v : args) {
     if (v.is_tensor() && v.tensor().defined() && v.tensor().is_meta()) return true;
@@ -141,7 +154,8 @@ Tensor make_view(const Tensor& base, const TensorMeta& meta) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = base.impl()->storage;
   impl->meta = meta;
-  impl->requires_grad = base.requires_grad();
+  const std::shared_ptr<TensorImpl> root = base.impl()->view_base.lock();
+  impl->view_base = root ? root : base.impl_ptr();
   return Tensor(std::move(impl));
 }
 
@@ -198,9 +212,20 @@ void normalize_args(const OpDef& def, Args& args) {
 std::vector<Tensor> dispatch(OpId op, Args args, const Loc& loc) {
   CallScope scope(op, &args, loc);
   normalize_args(op_def(op), args);
+  // Autograd sits above capture, as in PyTorch's dispatcher: under a capture it records backward nodes over the
+  // proxies, so a backward run during capture (loss.backward() in a compiled training step, or the joint graph of
+  // a compiled forward) is itself recorded into the graph.
+  if (AutogradFn fn = autograd_fn.load(std::memory_order_acquire); fn && any_requires_grad(args))
+    return fn(op, args, loc);
+  return dispatch_below_autograd(op, args, loc);
+}
+
+std::vector<Tensor> dispatch_below_autograd(OpId op, const Args& args, const Loc& loc) {
   if (DispatchHook* hook = tls_hook) return hook->call(op, args, loc);
   return run_eager(op, args, loc);
 }
+
+void set_autograd_fn(AutogradFn fn) { autograd_fn.store(fn, std::memory_order_release); }
 
 std::vector<Tensor> run_meta(OpId op, const Args& args) {
   const OpDef& def = op_def(op);

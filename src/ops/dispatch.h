@@ -30,8 +30,16 @@ class HookScope {
   DispatchHook* previous_;
 };
 
-// Runs `op` through the hook if one is active, else eagerly.
+// Autograd's entry (src/autograd installs it when libsinter loads). dispatch() calls it first when some tensor
+// argument requires grad; it runs the op through dispatch_below_autograd and records its backward node.
+using AutogradFn = std::vector<Tensor> (*)(OpId op, const Args& args, const Loc& loc);
+void set_autograd_fn(AutogradFn fn);
+
+// Runs `op` through autograd where an input requires grad, then through the hook if one is active (capture),
+// else eagerly.
 std::vector<Tensor> dispatch(OpId op, Args args, const Loc& loc);
+// The layers below autograd: the hook if one is active, else eagerly (args already normalized).
+std::vector<Tensor> dispatch_below_autograd(OpId op, const Args& args, const Loc& loc);
 inline Tensor dispatch1(OpId op, Args args, const Loc& loc) { return dispatch(op, std::move(args), loc)[0]; }
 // Runs `op` eagerly whatever hook is active (the interpreter and the hooks themselves use this).
 std::vector<Tensor> run_eager(OpId op, const Args& args, const Loc& loc);

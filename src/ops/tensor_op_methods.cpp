@@ -194,12 +194,6 @@ Tensor Tensor::flip(const DimList& dims, Loc loc) const { return sinter::flip(*t
 Tensor Tensor::tril(int64_t diagonal, Loc loc) const { return sinter::tril(*this, diagonal, loc); }
 Tensor Tensor::triu(int64_t diagonal, Loc loc) const { return sinter::triu(*this, diagonal, loc); }
 
-Tensor Tensor::detach(Loc loc) const {
-  Tensor t = sinter::view(*this, sizes(), loc);
-  if (t.requires_grad()) t.requires_grad_(false);
-  return t;
-}
-
 // ---- factories like self: options given override self's, a dtype left unset stays self's ----
 TensorOptions Tensor::merged_options(const std::optional<TensorOptions>& options) const {
   if (!options) return this->options();

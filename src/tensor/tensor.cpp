@@ -81,6 +81,9 @@ void* Tensor::data_ptr() const {
 Tensor& Tensor::requires_grad_(bool on) {
   SINTER_CHECK(!on || is_floating(dtype()), "only floating point tensors can require gradients (got {})",
                dtype_name(dtype()));
+  SINTER_CHECK(on || !impl_->grad_fn,
+               "you can only change requires_grad flags of leaf tensors; to use a computed tensor where no gradient "
+               "should flow, use its detach()");
   impl_->requires_grad = on;
   return *this;
 }

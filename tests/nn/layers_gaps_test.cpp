@@ -39,6 +39,7 @@ TEST(NnLayersGaps, MultiheadAttentionKdimVdimMatchesReference) {
   const int64_t N = 2, L = 3, S = 4, E = 8, H = 2, KD = 6, VD = 5, d = E / H;
   for (bool batch_first : {false, true}) {
     nn::MultiheadAttention m(E, H, 0.0, true, batch_first, KD, VD);
+    NoGradGuard no_grad;
     m.in_proj_bias.copy_(random({3 * E}, kFloat32, 30));
     m.out_proj.bias.copy_(random({E}, kFloat32, 31));
     Tensor q = random({N, L, E}, kFloat32, 32), k = random({N, S, KD}, kFloat32, 33),

@@ -134,6 +134,7 @@ TEST(NnLayers, BatchNorm2dUpdatesRunningStatsInTrainAndUsesThemInEval) {
   EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);  // eval leaves the statistics alone
   EXPECT_CLOSE(bn.running_mean, doubles(rm, {3}));
   // Affine weights apply after normalisation.
+  NoGradGuard no_grad;
   bn.weight.fill_(2.0);
   bn.bias.fill_(0.5);
   EXPECT_CLOSE(bn(y), normalize_channels(y, rm, rv, 1e-5) * 2.0 + 0.5);
@@ -170,6 +171,7 @@ TEST(NnLayers, NormsMatchPlainReferences) {
   std::vector<double> v = x.to_vector<double>();
   // LayerNorm over the last two dims and RMSNorm over the last one.
   nn::LayerNorm ln{{3, 4}};
+  NoGradGuard no_grad;
   ln.weight.copy_(random({3, 4}, kFloat32, 8));
   ln.bias.copy_(random({3, 4}, kFloat32, 9));
   std::vector<double> w = ln.weight.to_vector<double>(), b = ln.bias.to_vector<double>(), out(v.size());
@@ -359,6 +361,7 @@ TEST(NnLayers, MultiheadAttentionMatchesReference) {
   const int64_t N = 2, L = 3, S = 5, E = 8, H = 2;
   for (bool batch_first : {false, true}) {
     nn::MultiheadAttention m(E, H, 0.0, true, batch_first);
+    NoGradGuard no_grad;
     m.in_proj_bias.copy_(random({3 * E}, kFloat32, 20));  // non-zero biases, to check where they go
     m.out_proj.bias.copy_(random({E}, kFloat32, 21));
     Tensor q = random({N, L, E}, kFloat32, 22), k = random({N, S, E}, kFloat32, 23),

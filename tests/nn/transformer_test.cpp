@@ -23,6 +23,7 @@ Names names_of(const nn::NamedTensors& named) {
 
 // Every parameter gets random values (LayerNorm's ones and the zero biases would hide mistakes).
 void randomize(nn::Module& m, uint64_t seed) {
+  NoGradGuard no_grad;
   for (auto& [name, p] : m.named_parameters()) Tensor(p).copy_(random(p.sizes(), kFloat32, seed++) * 0.5);
 }
 
