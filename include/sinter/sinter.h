@@ -8,6 +8,7 @@
 #include "sinter/indexing.h"
 #include "sinter/nn.h"
 #include "sinter/ops.h"
+#include "sinter/optim.h"
 #include "sinter/symint.h"
 #include "sinter/tensor.h"
 #include "sinter/threads.h"
