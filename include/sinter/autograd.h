@@ -95,6 +95,10 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = {},
                          bool create_graph = false, bool allow_unused = false);
 
+// What Optimizer::zero_grad and Module::zero_grad do to each tensor's .grad(): drop it (set_to_none), or zero it
+// in place, outside any graph.
+void zero_grad(const std::vector<Tensor>& tensors, bool set_to_none = true);
+
 // backward over several roots at once (torch.autograd.backward); `inputs`, when given, limits accumulation to
 // those leaves.
 void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors = {},

@@ -202,6 +202,31 @@ bool is_builtin_backend(const std::string& name);
 // Throws Error listing the known backends when `name` is not one of them.
 const BackendFn& find_backend(const std::string& name);
 
+// ---- host state inside compiled functions (what an optimiser step needs; usable by any code) ----
+// Whether a capture is recording on this thread (torch.compiler.is_compiling()).
+bool is_compiling();
+// Ops in its scope run eagerly on real tensors even while a function is being captured, and are not part of the
+// graph: for host state a compiled function creates once and keeps across calls (an optimiser's buffers, made
+// the first time a compiled step runs). The tensors it makes are real; the graph reads them as lifted tensors.
+class CaptureSuspended {
+ public:
+  CaptureSuspended();
+  ~CaptureSuspended();
+  CaptureSuspended(const CaptureSuspended&) = delete;
+  CaptureSuspended& operator=(const CaptureSuspended&) = delete;
+
+ private:
+  void* previous_;
+};
+// A number of host state that a compiled function reads on every call (an optimiser's learning rate, which a
+// scheduler changes between calls): eagerly a 0-dim tensor of read()'s value; under capture a run-time input of
+// the graph that calls read() at every call, so a new value needs no recompile. read() must stay callable as long
+// as the compiled function lives (hold what it reads by shared or weak pointer).
+Tensor host_scalar(std::function<double()> read, TensorOptions options = TensorOptions(kFloat64));
+// Host state a compiled function was specialised on: under capture, `holds` becomes a guard of the entry, called on
+// every call; when it returns false the call recompiles, with `what` as the reason. Eagerly nothing.
+void guard_host_state(std::function<bool()> holds, std::string what);
+
 // ---- what a compiled function reports ----
 struct RecompileEvent {
   std::string reason;  // the guard that failed, with old and new value

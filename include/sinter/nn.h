@@ -135,6 +135,8 @@ class Module {
   Tensor get_buffer(const std::string& path);
   // Calls fn on every module, children first and this module last (PyTorch's apply order).
   Module& apply(const std::function<void(Module&)>& fn);
+  // Every parameter's gradient dropped (set_to_none, the default, as PyTorch 2) or zeroed in place.
+  void zero_grad(bool set_to_none = true);
 
   // ---- mode ----
   Module& train(bool on = true);  // recursive

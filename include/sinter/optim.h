@@ -132,6 +132,8 @@ class OptimizerParamGroup {
   OptimizerOptions& options();
   const OptimizerOptions& options() const;
   void set_options(std::unique_ptr<OptimizerOptions> options) { options_ = std::move(options); }
+  // The options object itself, for what must outlive a step (a compiled step reads the lr through it per call).
+  std::weak_ptr<const OptimizerOptions> options_ref() const { return options_; }
   double lr() const { return options().get_lr(); }
   void set_lr(double lr) { options().set_lr(lr); }
   // The lr the first scheduler made for this optimizer found (PyTorch's group["initial_lr"]); schedulers'
@@ -141,7 +143,7 @@ class OptimizerParamGroup {
 
  private:
   std::vector<Tensor> params_;
-  std::unique_ptr<OptimizerOptions> options_;
+  std::shared_ptr<OptimizerOptions> options_;
   std::optional<double> initial_lr_;
 };
 
@@ -150,8 +152,9 @@ class OptimizerParamGroup {
 // state_dict() is one flat map, so it can be saved as it is (nn::save_safetensors). Parameters are numbered
 // 0, 1, ... through the groups in order, as in PyTorch's state_dict:
 //   "state.{i}.{name}"             parameter i's state, the optimizer's own tensors (not copies). SGD:
-//                                  momentum_buffer; Adam, AdamW: step (int64, 0-dim, CPU), exp_avg,
-//                                  exp_avg_sq, and max_exp_avg_sq with amsgrad
+//                                  momentum_buffer; Adam, AdamW: step (float32, 0-dim, on the parameter's
+//                                  device, as PyTorch's capturable step), exp_avg, exp_avg_sq, and
+//                                  max_exp_avg_sq with amsgrad
 //   "param_groups.{g}.params"      int64 1-d: the numbers of group g's parameters
 //   "param_groups.{g}.{option}"    float64 0-dim: each hyper-parameter of OptimizerOptions::to_map()
 //   "param_groups.{g}.initial_lr"  float64 0-dim, when a scheduler has set it
@@ -169,6 +172,12 @@ class Optimizer {
   // Updates every parameter that has a gradient (one whose grad() is undefined is skipped), under
   // NoGradGuard. `closure`, when given, is called first with grad mode on; its result is returned (else an
   // undefined tensor).
+  //
+  // step() may run inside a compiled function (compile(train_step)): the update is tensor ops only (the step
+  // count and bias corrections are tensors, no host read), the state is made outside the capture the first time
+  // (it is kept across calls), the learning rate is read at every call (a scheduler's change needs no recompile)
+  // and the other hyper-parameters are guarded (a change recompiles). SGD's first step with momentum differs
+  // from the others, so a compiled step compiles twice.
   Tensor step(const LossClosure& closure = nullptr);
   // Clears every parameter's gradient (set_to_none), or zeroes it in place after detaching it.
   void zero_grad(bool set_to_none = true);
@@ -196,12 +205,20 @@ class Optimizer {
   // Throws an Error naming the optimizer when `options` is of another type or holds an invalid value.
   virtual void check_options(const OptimizerOptions& options) const = 0;
   std::map<std::string, Tensor>& state_of(const Tensor& param) { return state_[param.impl()]; }
+  // The state of `param`, made by `init` when it has none; inside a capture it is made outside it, on real tensors.
+  std::map<std::string, Tensor>& state_for(const Tensor& param,
+                                           const std::function<void(std::map<std::string, Tensor>&)>& init);
+  // The group's learning rate as a 0-dim float64 tensor on `device` (inside a capture, read at every call).
+  Tensor lr_tensor(const OptimizerParamGroup& group, Device device);
+  // Alive as long as the optimizer: what a compiled step's guards hold to know it still exists.
+  std::weak_ptr<const int> alive() const { return alive_; }
 
  private:
   std::string name_;
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<OptimizerParamGroup> param_groups_;
   std::map<const TensorImpl*, std::map<std::string, Tensor>> state_;
+  std::shared_ptr<const int> alive_ = std::make_shared<const int>(0);
 };
 
 // Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay (torch.optim.SGD).

@@ -210,7 +210,7 @@ class Tensor {
   // Autograd (sinter/autograd.h). requires_grad_ is for leaves; a non-leaf requires grad because its inputs do.
   bool requires_grad() const { return impl_ && impl_->requires_grad; }
   Tensor& requires_grad_(bool on = true);
-  Tensor grad() const { return impl_ && impl_->grad ? Tensor(impl_->grad) : Tensor(); }
+  Tensor grad() const;
   void set_grad(const Tensor& grad) const;  // an undefined tensor clears it; else sizes and dtype must match
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   bool is_leaf() const { return !impl_ || !impl_->grad_fn; }

@@ -40,12 +40,16 @@ Node::Node() : sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_rela
 Node::~Node() = default;
 
 Tensor alias_without_history(const Tensor& t) {
+  if (t.impl()->trace) {
+    // A capture's proxy: a view recorded in the graph (a value the graph knows, which, when the capture runs segment
+    // by segment at graph breaks, the segment keeps alive and hands real data).
+    AutoGradMode off(false);
+    return t.view(t.sizes());
+  }
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = t.impl()->storage;
   impl->meta = t.impl()->meta;
   impl->wrapped_number = t.impl()->wrapped_number;
-  impl->trace = t.impl()->trace;  // a capture's proxy: the same graph value
-  impl->view_base = t.impl()->view_base;
   return Tensor(std::move(impl));
 }
 
@@ -55,16 +59,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) : defined_(t.defined()
   if (!defined_) return;
   version_ = t.version();
   requires_grad_ = t.requires_grad();
-  if (!is_output) {
-    data_ = t;
-  } else if (t.impl()->trace) {
-    // A capture's proxy: a view recorded in the graph, so that when the capture runs segment by segment (graph
-    // breaks) the saved value is one the segment keeps alive and hands real data.
-    AutoGradMode off(false);
-    data_ = t.view(t.sizes());
-  } else {
-    data_ = alias_without_history(t);
-  }
+  data_ = is_output ? alias_without_history(t) : t;
 }
 
 Tensor SavedTensor::unpack(Node& node, uint32_t output_nr) const {
@@ -77,7 +72,8 @@ Tensor SavedTensor::unpack(Node& node, uint32_t output_nr) const {
                "one of the tensors needed for gradient computation has been modified by an in-place operation: {}, "
                "saved by {}, is at version {}; expected version {} instead",
                describe_saved(data_), node.name(), data_.version(), version_);
-  if (!is_output_ || !requires_grad_) return data_;
+  // The node as the saved output's grad_fn matters only to a backward that records (create_graph).
+  if (!is_output_ || !requires_grad_ || !GradMode::is_enabled()) return data_;
   Tensor out = alias_without_history(data_);
   out.impl()->requires_grad = true;
   out.impl()->grad_fn = node.shared_from_this();
@@ -206,7 +202,14 @@ AccumulateGrad::AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : leaf_(std::mo
 }
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor> grads) {
-  if (!grads.empty() && grads[0].defined()) accumulate_into(leaf_->grad, grads[0], GradMode::is_enabled());
+  if (grads.empty() || !grads[0].defined()) return {};
+  // Through the grad field's accessors: under a capture (loss.backward() in a compiled step) the gradient is a
+  // graph value, and the capture turns the field into a graph input and output.
+  const Tensor leaf(leaf_);
+  const Tensor current = read_grad_field(leaf);
+  std::shared_ptr<TensorImpl> slot = current.defined() ? current.impl_ptr() : nullptr;
+  accumulate_into(slot, grads[0], GradMode::is_enabled());
+  if (slot != current.impl_ptr()) write_grad_field(leaf, slot ? Tensor(slot) : Tensor());
   return {};
 }
 
@@ -270,16 +273,34 @@ const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   return impl_ ? impl_->grad_fn : none;
 }
 
+namespace autograd {
+
+void zero_grad(const std::vector<Tensor>& tensors, bool set_to_none) {
+  for (const Tensor& p : tensors) {
+    if (set_to_none) {  // without reading it first: a compiled step then needs no guard on the old gradient
+      p.set_grad(Tensor());
+      continue;
+    }
+    Tensor grad = p.grad();
+    if (!grad.defined()) continue;
+    if (grad.grad_fn())
+      grad.detach_();
+    else
+      grad.requires_grad_(false);
+    AutoGradMode off(false);
+    grad.zero_();
+  }
+}
+
+}  // namespace autograd
+
 void Tensor::set_grad(const Tensor& grad) const {
   SINTER_CHECK(impl_, "set_grad on an undefined tensor");
-  if (!grad.defined()) {
-    impl_->grad.reset();
-    return;
-  }
+  if (!grad.defined()) return write_grad_field(*this, Tensor());
   SINTER_CHECK(grad.sizes() == sizes() && grad.dtype() == dtype() && grad.device() == device(),
                "assigned grad has {} {} on {}, but the tensor is {} {} on {}", dtype_name(grad.dtype()),
                grad.sizes().str(), grad.device().str(), dtype_name(dtype()), sizes().str(), device().str());
-  impl_->grad = grad.impl_ptr();
+  write_grad_field(*this, grad);
 }
 
 void Tensor::retain_grad() const {

@@ -77,7 +77,7 @@ class AccumulateGrad final : public Node {
 Edge gradient_edge(const Tensor& t);
 // Adds `grad` into `*slot` (the first gradient is kept as it is; under create_graph the sum is recorded).
 void accumulate_into(std::shared_ptr<TensorImpl>& slot, const Tensor& grad, bool create_graph);
-// The tensor `impl` as a Tensor without its grad_fn (same storage and layout).
+// The tensor as a Tensor without its grad_fn (same storage and layout; under capture, a view recorded in the graph).
 Tensor alias_without_history(const Tensor& t);
 
 }  // namespace sinter::autograd

@@ -7,6 +7,7 @@
 #include <bit>
 
 #include "capture/engine_state.h"
+#include "sinter/autograd.h"
 #include "support/check.h"
 
 namespace sinter::capture {
@@ -136,6 +137,8 @@ WholeCapture Engine::State::capture_whole(const std::vector<CallArg>& args, cons
     HookScope hook(&tracer);
     w.outputs = invoke(traced);
     w.plan = tracer.finish(w.outputs);
+    // A function that ran a backward itself (a training step) returns values the caller does not differentiate.
+    if (!tracer.broke() && !tracer.wrote_grads()) w.joint = trace_backward(tracer);
   }
   if (tracer.broke()) return w;
 
@@ -148,11 +151,25 @@ WholeCapture Engine::State::capture_whole(const std::vector<CallArg>& args, cons
     gs.tensors.push_back(std::move(g));
     gs.lifted.push_back(t);
   }
+  // The .grad() fields it read: whether each was defined, and its layout.
+  for (const GradRead& r : tracer.grad_reads()) {
+    GradGuard g;
+    g.owner = r.owner;
+    g.defined = r.defined;
+    g.tensor.name = gs.tensors[gs.num_arg_tensors + r.owner].name + ".grad";
+    if (r.defined) static_guard(Tensor(gs.lifted[r.owner].impl()->grad), g.tensor);
+    gs.grads.push_back(std::move(g));
+  }
+  gs.host = tracer.host_guards();
   std::vector<Tensor> guarded = flat;
   guarded.insert(guarded.end(), gs.lifted.begin(), gs.lifted.end());
   set_alias_pattern(gs, guarded);
   if (module)
     for (nn::Module* m : module->modules()) gs.training.emplace_back(m, m->is_training());
+  // Autograd records (and the entry compiles a backward) only under grad mode: where a tensor requires grad the
+  // mode is part of what the graph means.
+  for (const TensorGuard& g : gs.tensors)
+    if (g.defined && g.requires_grad) gs.grad_mode = GradMode::is_enabled() ? 1 : 0;
   if (env->num_symbols() > 0) {
     gs.env = env;
     gs.num_symbols = static_cast<int>(env->num_symbols());

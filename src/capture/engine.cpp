@@ -62,11 +62,40 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // Runs an entry: the graph's inputs are the arguments' tensors, the integer symbols' carriers, then the
 // lifted tensors. `inputs` arrives holding the arguments' tensors; an undefined one (a std::nullopt argument) is
 // no graph input (its guard is that it stays undefined).
-std::vector<Tensor> run_entry(const Entry& e, const std::vector<CallArg>& args, std::vector<Tensor>& inputs) {
+std::vector<Tensor> run_entry(const Entry& e, std::vector<CallArg>& args, std::vector<Tensor>& inputs,
+                              const Invoke& invoke) {
+  if (e.run_eagerly) return invoke(args);
   std::erase_if(inputs, [](const Tensor& t) { return !t.defined(); });
   for (int a : e.int_args) inputs.push_back(size_carrier(std::get<SymInt>(args[a]).hint()));
-  inputs.insert(inputs.end(), e.guards.lifted.begin(), e.guards.lifted.end());
-  std::vector<Tensor> outs = run_program(e.program, inputs);
+  for (const InputSource& s : e.sources) {
+    switch (s.kind) {
+      case InputSource::kLifted:
+        inputs.push_back(e.guards.lifted[s.index]);
+        break;
+      case InputSource::kGrad:
+        inputs.push_back(Tensor(e.guards.lifted[s.index].impl()->grad));
+        break;
+      case InputSource::kHostScalar: {
+        const HostRead& h = e.host_reads[s.index];
+        inputs.push_back(full({}, h.read(), h.options));
+        break;
+      }
+      case InputSource::kTangent:
+        break;  // only the joint graph has them; its forward does not
+    }
+  }
+  std::vector<Tensor> outs = e.training ? run_training(e.training, inputs) : run_program(e.program, inputs);
+  for (const GradEffect& g : e.grad_effects) {
+    Tensor grad = g.output >= 0 ? outs[g.output] : Tensor();
+    // A gradient that is an input's memory (the function assigned one) is copied, as eager's accumulation does.
+    if (grad.defined())
+      for (const Tensor& in : inputs)
+        if (in.defined() && in.has_storage() && in.storage() == grad.storage()) {
+          grad = grad.clone();
+          break;
+        }
+    e.guards.lifted[g.owner].impl()->grad = grad.defined() ? grad.impl_ptr() : nullptr;
+  }
   std::vector<Tensor> result(e.output_plan.size());
   for (size_t i = 0; i < e.output_plan.size(); ++i)
     if (e.output_plan[i] >= 0) result[i] = std::move(outs[e.output_plan[i]]);
@@ -162,7 +191,7 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
   flatten_tensors(args, flat);
   if (std::shared_ptr<const Entry> hit = s.find_entry(args, flat)) {
     if (s.verify) s.verify_capture(*hit, args, flat, invoke);
-    return run_entry(*hit, args, flat);
+    return run_entry(*hit, args, flat, invoke);
   }
 
   // A miss. Wait for a compile under way (it may add the entry this call needs), then say why, widen the
@@ -181,7 +210,7 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
       if (std::shared_ptr<const Entry> hit = s.find_entry(args, flat)) {
         lock.unlock();
         if (s.verify) s.verify_capture(*hit, args, flat, invoke);
-        return run_entry(*hit, args, flat);
+        return run_entry(*hit, args, flat, invoke);
       }
       if (!s.flight) break;
       if (s.flight->owner == std::this_thread::get_id()) {
@@ -273,13 +302,30 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
     entry->dynamic = dynamic;
     entry->output_plan = w.plan;
     entry->int_args = w.int_args;
+    for (const InputSource& src : w.tracer->input_sources())
+      if (src.kind != InputSource::kTangent) entry->sources.push_back(src);
+    entry->host_reads = w.tracer->host_reads();
+    entry->grad_effects = w.tracer->grad_effects();
     // The lifted tensors (parameters, buffers) are the same at every call the entry serves.
     std::vector<bool> static_inputs;
     for (const Tensor& in : w.inputs)
       static_inputs.push_back(std::any_of(w.guards.lifted.begin(), w.guards.lifted.end(),
                                           [&](const Tensor& t) { return t.is_same(in); }));
-    entry->program = compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, s.training(),
-                                     &fell_back, std::move(static_inputs), s.tiers);
+    if (w.joint) {
+      std::string why_not;
+      entry->training = compile_training(std::move(w.tracer->segment().graph), *w.joint, w.inputs, s.options,
+                                         s.training(), &fell_back, std::move(static_inputs), s.tiers, &why_not);
+      if (entry->training) {
+        entry->program = forward_program(*entry->training);
+      } else {
+        entry->run_eagerly = true;
+        log_warning(fmt::format("compiled training: this graph runs eagerly (with eager autograd) because {}",
+                                why_not));
+      }
+    } else {
+      entry->program = compile_program(std::move(w.tracer->segment().graph), w.inputs, s.options, s.training(),
+                                       &fell_back, std::move(static_inputs), s.tiers);
+    }
     entry->guards = std::move(w.guards);
   } catch (...) {
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -306,7 +352,7 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
     s.stats.kernels_per_call = entry->program.fn.kernels();
     land(nullptr);
   }
-  return run_entry(*entry, args, flat);
+  return run_entry(*entry, args, flat, invoke);
 }
 
 void Engine::State::warn_fallback(const Program& program) {

@@ -20,6 +20,7 @@
 #include "capture/program.h"
 #include "capture/segment_key.h"
 #include "capture/tracer.h"
+#include "capture/training.h"
 #include "sinter/compile.h"
 #include "sinter/nn.h"
 
@@ -35,7 +36,14 @@ struct Entry {
   Program program;
   std::vector<int> output_plan;  // per user output: the program output, or -1 for an undefined tensor
   std::vector<int> int_args;     // symbolic integer arguments, in input order (their size carriers)
+  std::vector<InputSource> sources;  // what feeds the inputs after the arguments and carriers (tracer.h)
+  std::vector<HostRead> host_reads;
+  std::vector<GradEffect> grad_effects;
   std::set<DynKey> dynamic;      // the automatic-dynamic set it was captured with (for verification)
+  // Compiled training (training.h): the forward runs with an autograd node on its outputs. `program` is then a
+  // copy of the forward program, for stats and verification.
+  std::shared_ptr<const TrainingProgram> training;
+  bool run_eagerly = false;  // the entry's graph could not be compiled for training: the call runs eagerly
 };
 
 // What capturing a whole function produced.
@@ -46,6 +54,7 @@ struct WholeCapture {
   GuardSet guards;              // no breaks
   std::vector<int> int_args;
   std::vector<Tensor> inputs;  // the real inputs of the graph, in order (no breaks)
+  std::optional<JointInfo> joint;  // the backward was traced too (compiled training)
 };
 
 // A compile under way. Compiles of one function are serialised: a call that misses while one runs waits for it

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "graph/graph_util.h"
+#include "sinter/autograd.h"
 #include "support/check.h"
 
 namespace sinter::capture {
@@ -269,6 +270,14 @@ bool GuardSet::check(const std::vector<CallArg>& call_args, const std::vector<Te
   if (!check_aliasing(*this, flat, nullptr)) return false;
   for (const auto& [module, training_flag] : training)
     if (module->is_training() != training_flag) return false;
+  if (grad_mode >= 0 && GradMode::is_enabled() != (grad_mode == 1)) return false;
+  for (const GradGuard& g : grads) {
+    const std::shared_ptr<TensorImpl>& slot = lifted[g.owner].impl()->grad;
+    if (static_cast<bool>(slot) != g.defined) return false;
+    if (slot && !check_tensor(g.tensor, Tensor(slot), values, nullptr)) return false;
+  }
+  for (const auto& [holds, what] : host)
+    if (!holds()) return false;
   if (env && num_symbols > 0) return env->evaluate_guards(std::span<const int64_t>(values, num_symbols)).ok;
   return true;
 }
@@ -317,6 +326,19 @@ std::vector<GuardFailure> GuardSet::diagnose(const std::vector<CallArg>& call_ar
   for (const auto& [module, flag] : training)
     if (module->is_training() != flag)
       out.push_back({fmt::format("{} module's training flag was {}, now {}", module->name(), flag, !flag)});
+  if (grad_mode >= 0 && GradMode::is_enabled() != (grad_mode == 1))
+    out.push_back({fmt::format("grad mode was {}, now {}", grad_mode == 1 ? "on" : "off (NoGradGuard)",
+                               GradMode::is_enabled() ? "on" : "off (NoGradGuard)")});
+  for (const GradGuard& g : grads) {
+    const std::shared_ptr<TensorImpl>& slot = lifted[g.owner].impl()->grad;
+    if (static_cast<bool>(slot) != g.defined)
+      out.push_back({fmt::format("{} was {}, now {}", g.tensor.name, g.defined ? "a tensor" : "undefined",
+                                 slot ? "a tensor" : "undefined")});
+    else if (slot)
+      check_tensor(g.tensor, Tensor(slot), values.data(), &out);
+  }
+  for (const auto& [holds, what] : host)
+    if (!holds()) out.push_back({fmt::format("host state changed: {}", what)});
   if (tensors_ok && out.empty() && env && num_symbols > 0) {
     sym::GuardCheck c = env->evaluate_guards(values);
     if (!c.ok) out.push_back({c.message});
@@ -373,6 +395,12 @@ std::vector<std::string> GuardSet::describe() const {
       start = end + 1;
     }
   }
+  if (grad_mode >= 0) out.push_back(fmt::format("grad mode is {}", grad_mode == 1 ? "on" : "off"));
+  for (const GradGuard& g : grads)
+    if (!g.defined) out.push_back(fmt::format("{} is undefined", g.tensor.name));
+    else out.push_back(fmt::format("{}: {} {}, strides {}", g.tensor.name, dtype_name(g.tensor.dtype),
+                                   ints_str(g.tensor.sizes), ints_str(g.tensor.strides)));
+  for (const auto& [holds, what] : host) out.push_back(fmt::format("host state: {}", what));
   if (!training.empty()) {
     std::vector<std::string> flags;
     for (const auto& [module, flag] : training) flags.push_back(fmt::format("{}={}", module->name(), flag));

@@ -4,6 +4,7 @@
 // src/capture.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,13 @@ struct GuardFailure {
   bool int_changed = false;  // a static integer argument that changed
 };
 
+// A .grad() the captured function read (a graph input fetched from its owner at each call).
+struct GradGuard {
+  int owner = -1;      // the lifted tensor whose .grad() it is
+  bool defined = false;
+  TensorGuard tensor;  // its layout, when defined
+};
+
 struct GuardSet {
   std::vector<ArgGuard> args;
   std::vector<TensorGuard>
@@ -58,6 +66,9 @@ struct GuardSet {
   int num_arg_tensors = 0;
   std::vector<Tensor> lifted;                          // held, so their identity is the guard
   std::vector<std::pair<nn::Module*, bool>> training;  // every submodule's training flag
+  int8_t grad_mode = -1;  // the grad mode it was captured under (1 or 0), when some guarded tensor requires grad
+  std::vector<GradGuard> grads;
+  std::vector<std::pair<std::function<bool()>, std::string>> host;  // guard_host_state (compile.h)
   std::shared_ptr<sym::ShapeEnv> env;  // symbols' ranges and guards; null when every size is static
   int num_symbols = 0;
 

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "passes/functionalize.h"
+#include "sinter/autograd.h"
 #include "support/check.h"
 #include "support/log.h"
 #include "symbolic/expr.h"
@@ -152,7 +153,16 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
     p.output_is_input[i] = f.outputs_aliasing_inputs[i];
   if (f.changed) SINTER_LOG(kGraph, "after functionalization:\n{}", print_graph(graph));
   p.output_views = plan_output_views(graph, p.num_outputs);
+  compile_functional(p, graph, example_inputs, options, training, fell_back, std::move(static_inputs),
+                     std::move(tiers));
+  p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return p;
+}
 
+void compile_functional(Program& p, const Graph& graph, const std::vector<Tensor>& example_inputs,
+                        const CompileOptions& options, bool training, bool* fell_back, std::vector<bool> static_inputs,
+                        std::shared_ptr<TierCounters> tiers) {
+  auto start = std::chrono::steady_clock::now();
   p.backend = options.backend;
   CompileContext context = CompileContext::for_graph(graph, options);
   context.training = training;
@@ -180,8 +190,7 @@ Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, 
   }
   SINTER_INTERNAL_ASSERT(p.fn, "backend '{}' returned an empty compiled graph", p.backend);
   if (!is_builtin_backend(p.backend)) expect_outputs(p, graph);
-  p.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return p;
+  p.compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& inputs) {
@@ -190,6 +199,9 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& inp
                "backend '{}' returned {} outputs, the graph has {}", p.backend, outs.size(),
                static_cast<size_t>(p.num_outputs) + p.write_backs.size());
   if (p.check_outputs) check_outputs(p, inputs, outs);
+  // The function's own writes, replayed: it made them under NoGradGuard (an optimiser step) or on tensors that
+  // do not require grad (compiled training refuses the rest), so nothing here is differentiated.
+  NoGradGuard no_grad;
   for (const Program::WriteBack& w : p.write_backs) {
     Tensor dst = inputs[w.input];
     if (!dst.is_same(outs[w.output])) dst.copy_(outs[w.output]);

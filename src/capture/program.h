@@ -51,6 +51,11 @@ struct Program {
 Program compile_program(Graph graph, const std::vector<Tensor>& example_inputs, const CompileOptions& options,
                         bool training, bool* fell_back = nullptr, std::vector<bool> static_inputs = {},
                         std::shared_ptr<TierCounters> tiers = nullptr);
+// The backend half of compile_program, for a graph without mutation whose Program fields (outputs, write-backs,
+// output views) the caller has set: compiles `graph` into p.fn with options.backend, as compile_program does.
+void compile_functional(Program& p, const Graph& graph, const std::vector<Tensor>& example_inputs,
+                        const CompileOptions& options, bool training, bool* fell_back = nullptr,
+                        std::vector<bool> static_inputs = {}, std::shared_ptr<TierCounters> tiers = nullptr);
 // Runs the program on real inputs (in graph input order) and returns the user's outputs.
 std::vector<Tensor> run_program(const Program& program, const std::vector<Tensor>& inputs);
 

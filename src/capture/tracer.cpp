@@ -131,6 +131,7 @@ Tensor Tracer::lift(const Tensor& t) {
     proxy = segment_.graph.add_input(std::move(name), t.meta());
     segment_.inputs.push_back(t);
     lifted_real_.push_back(t);
+    if (segment_.one_off) sources_.push_back({InputSource::kLifted, static_cast<int>(lifted_real_.size()) - 1});
   }
   lifted_.emplace(t.impl(), proxy);
   return proxy;
@@ -357,6 +358,12 @@ void Tracer::take_break(BreakRecord record) {
 
 void Tracer::flush() {
   Graph& g = segment_.graph;
+  // A whole capture that breaks runs its first segment once: the .grad() fields it replaced are set now (a graph
+  // value held by a real tensor is live, so the segment hands it real data).
+  for (const GradState& st : grad_states_)
+    if (st.written) lifted_real_[st.owner].impl()->grad = st.current.defined() ? st.current.impl_ptr() : nullptr;
+  grad_states_.clear();
+  grad_index_.clear();
   // A proxy is live when something outside the graph (a user variable, an argument list, the function's
   // result) still holds it: count the references the graph and this tracer hold themselves (the node's own
   // output slot, each use as an argument, the lifted-tensor map), per node output.
@@ -409,6 +416,102 @@ void Tracer::start_segment() {
   segment_.index = next;
 }
 
+Tensor Tracer::add_tangent(TensorMeta meta, std::string name, Tensor example) {
+  Tensor proxy = segment_.graph.add_input(std::move(name), std::move(meta));
+  segment_.inputs.push_back(std::move(example));
+  sources_.push_back({InputSource::kTangent, 0});
+  return proxy;
+}
+
+// ---- .grad() fields and host state ----
+
+int Tracer::lifted_index(const Tensor& real) {
+  SINTER_CHECK(!(config_.freeze && segment_.one_off),
+               "a function compiled with freeze=true reads or writes a gradient: freeze makes parameters constants, "
+               "which have none (compile a training step without freeze)");
+  lift(real);
+  for (size_t k = 0; k < lifted_real_.size(); ++k)
+    if (lifted_real_[k].is_same(real)) return static_cast<int>(k);
+  SINTER_INTERNAL_ASSERT(false, "a lifted tensor is missing from the lifted list");
+}
+
+Tracer::GradState& Tracer::grad_state(const Tensor& owner, bool read) {
+  auto it = grad_index_.find(owner.impl());
+  if (it != grad_index_.end()) {
+    GradState& known = grad_states_[it->second];
+    if (read && !known.written && !known.read) read_real_grad(owner, known);
+    return known;
+  }
+  GradState st;
+  st.owner = lifted_index(owner);
+  if (read) read_real_grad(owner, st);
+  grad_index_.emplace(owner.impl(), grad_states_.size());
+  grad_states_.push_back(std::move(st));
+  return grad_states_.back();
+}
+
+void Tracer::read_real_grad(const Tensor& owner, GradState& st) {
+  st.read = true;
+  Tensor real = owner.impl()->grad ? Tensor(owner.impl()->grad) : Tensor();
+  grad_reads_.push_back({st.owner, real.defined()});
+  if (real.defined()) {
+    auto known = lifted_.find(real.impl());
+    if (known != lifted_.end()) {
+      st.current = known->second;  // the same tensor already reached an op as a lifted tensor
+    } else {
+      const std::string base = config_.names && config_.names->count(owner.impl()) ? config_.names->at(owner.impl())
+                                                                                   : fmt::format("lifted{}", st.owner);
+      st.current = segment_.graph.add_input(base + ".grad", real.meta());
+      segment_.inputs.push_back(real);
+      sources_.push_back({InputSource::kGrad, st.owner});
+      lifted_.emplace(real.impl(), st.current);
+    }
+  }
+}
+
+Tensor Tracer::read_grad(const Tensor& owner) {
+  if (!segment_.one_off) return ReadHook::read_grad(owner);
+  return grad_state(owner, true).current;
+}
+
+void Tracer::write_grad(const Tensor& owner, const Tensor& grad) {
+  if (!segment_.one_off) return ReadHook::write_grad(owner, grad);
+  GradState& st = grad_state(owner, false);
+  st.current = grad;
+  st.written = true;
+}
+
+bool Tracer::wrote_grads() const {
+  for (const GradState& st : grad_states_)
+    if (st.written) return true;
+  return false;
+}
+
+Tensor Tracer::host_scalar(std::function<double()> read, TensorOptions options) {
+  Tensor real;
+  {
+    HookScope eager(nullptr);
+    real = full({}, read(), options);
+  }
+  if (!segment_.one_off) return real;  // host code re-runs every call: a value of this call
+  Tensor proxy = segment_.graph.add_input(fmt::format("host{}", host_reads_.size()), real.meta());
+  segment_.inputs.push_back(std::move(real));
+  sources_.push_back({InputSource::kHostScalar, static_cast<int>(host_reads_.size())});
+  host_reads_.push_back({std::move(read), options});
+  return proxy;
+}
+
+void Tracer::guard_host_state(std::function<bool()> holds, std::string what) {
+  if (segment_.one_off) host_guards_.emplace_back(std::move(holds), std::move(what));
+}
+
+int Tracer::add_output(const Tensor& t) {
+  std::vector<Tensor> outs = segment_.graph.outputs();
+  outs.push_back(to_graph(t, "a gradient"));
+  segment_.graph.set_outputs(outs);
+  return static_cast<int>(outs.size()) - 1;
+}
+
 std::vector<int> Tracer::finish(std::vector<Tensor>& outputs) {
   if (!segment_.one_off || broke()) {
     flush();
@@ -425,6 +528,9 @@ std::vector<int> Tracer::finish(std::vector<Tensor>& outputs) {
     graph_outputs.push_back(to_graph(t, "the function's result"));
   }
   segment_.graph.set_outputs(std::move(graph_outputs));
+  // The .grad() fields the function replaced: their final values are outputs, set after every call.
+  for (const GradState& st : grad_states_)
+    if (st.written) grad_effects_.push_back({st.owner, st.current.defined() ? add_output(st.current) : -1});
   return plan;
 }
 

@@ -36,6 +36,31 @@ struct Segment {
   bool has_writes = false;  // records an op that writes an argument (reads of real tensors must flush first)
 };
 
+// What feeds a graph input after the arguments and integer carriers of a whole-function capture, in input order.
+struct InputSource {
+  enum Kind : uint8_t { kLifted, kGrad, kHostScalar, kTangent } kind = kLifted;
+  int index = 0;  // kLifted: the lifted tensor; kGrad: the lifted tensor whose .grad() it is; kHostScalar: the read
+};
+
+// A host number the graph reads at every call (host_scalar in compile.h).
+struct HostRead {
+  std::function<double()> read;
+  TensorOptions options;
+};
+
+// After each call, lifted tensor `owner`'s .grad() becomes graph output `output` (-1: undefined), because the
+// function replaced it (loss.backward() made it, zero_grad() dropped it).
+struct GradEffect {
+  int owner = -1;
+  int output = -1;
+};
+
+// A .grad() the function read: its owner's, defined or not when captured (a guard).
+struct GradRead {
+  int owner = -1;
+  bool defined = false;
+};
+
 // Runs a finished segment (its output node set) on its real inputs and returns its outputs.
 using SegmentRunner = std::function<std::vector<Tensor>(Segment& segment)>;
 
@@ -86,12 +111,34 @@ class Tracer final : public DispatchHook {
   // ---- DispatchHook ----
   std::vector<Tensor> call(OpId op, const Args& args, const Loc& loc) override;
   Tensor materialize(const Tensor& t, std::string_view what, const Loc& loc) override;
+  // A whole capture makes a real tensor's .grad() a graph input when read (guarded as defined or not, and by its
+  // layout) and records replacements as grad effects; after a break host code re-runs, so both act directly.
+  Tensor read_grad(const Tensor& owner) override;
+  void write_grad(const Tensor& owner, const Tensor& grad) override;
+
+  // ---- host state (compile.h) ----
+  Tensor host_scalar(std::function<double()> read, TensorOptions options);
+  void guard_host_state(std::function<bool()> holds, std::string what);
 
   // ---- after the function returned ----
   // Without breaks: sets the graph's outputs to `outputs` (lifting real tensors; undefined ones are skipped)
   // and returns, per output, its graph output index or -1 for an undefined tensor. With breaks: flushes the
   // last segment, so every tensor in `outputs` holds real data, and returns an empty plan.
   std::vector<int> finish(std::vector<Tensor>& outputs);
+
+  // ---- compiled training (training.cpp), after finish() of a capture without breaks ----
+  // An input for the gradient of a forward output, after every input so far; `example` feeds it at compile time.
+  Tensor add_tangent(TensorMeta meta, std::string name, Tensor example);
+  // Appends `t` (a graph value, or a real tensor, lifted) to the graph's outputs; returns its position.
+  int add_output(const Tensor& t);
+
+  // What a whole capture without breaks recorded besides the graph (see the structs above).
+  const std::vector<InputSource>& input_sources() const { return sources_; }
+  const std::vector<HostRead>& host_reads() const { return host_reads_; }
+  const std::vector<std::pair<std::function<bool()>, std::string>>& host_guards() const { return host_guards_; }
+  const std::vector<GradRead>& grad_reads() const { return grad_reads_; }
+  const std::vector<GradEffect>& grad_effects() const { return grad_effects_; }
+  bool wrote_grads() const;  // some .grad() was replaced (a backward ran inside the function)
 
   bool broke() const { return !breaks_.empty(); }
   const std::vector<BreakRecord>& breaks() const { return breaks_; }
@@ -133,6 +180,26 @@ class Tracer final : public DispatchHook {
   int segments_run_ = 0;
   // Scalar inputs of this segment by (dtype, value bits): a value used twice is one input.
   std::map<std::tuple<int, uint64_t, std::string>, int> scalar_inputs_;  // (kind, bits, device)
+  // Whole capture: what feeds the inputs after the arguments, host reads and guards, and the .grad() fields the
+  // function touched (by owner, in first-touch order).
+  struct GradState {
+    int owner = -1;  // lifted index
+    Tensor current;  // what host code sees now
+    bool written = false;
+    bool read = false;  // the real field was read (its gradient is an input, or it was undefined: a guard)
+  };
+  int lifted_index(const Tensor& real);
+  // The state of owner's .grad(); `read`: host code reads the field (a first read makes the real gradient a graph
+  // input and records a guard; a field written before any read needs neither).
+  GradState& grad_state(const Tensor& owner, bool read);
+  void read_real_grad(const Tensor& owner, GradState& st);
+  std::vector<InputSource> sources_;
+  std::vector<HostRead> host_reads_;
+  std::vector<std::pair<std::function<bool()>, std::string>> host_guards_;
+  std::vector<GradRead> grad_reads_;
+  std::vector<GradEffect> grad_effects_;
+  std::vector<GradState> grad_states_;
+  std::unordered_map<const TensorImpl*, size_t> grad_index_;
 };
 
 // The run-time input that carries a symbolic integer argument's value: an int64 tensor of sizes [value],

@@ -302,6 +302,8 @@ Module& Module::apply(const std::function<void(Module&)>& fn) {
   return *this;
 }
 
+void Module::zero_grad(bool set_to_none) { autograd::zero_grad(parameters(), set_to_none); }
+
 Module& Module::train(bool on) {
   for (Module* m : modules()) m->training_ = on;
   return *this;

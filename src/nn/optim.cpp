@@ -4,6 +4,7 @@
 #include <set>
 
 #include "sinter/autograd.h"
+#include "sinter/compile.h"
 #include "sinter/ops.h"
 #include "sinter/optim.h"
 #include "support/check.h"
@@ -164,27 +165,61 @@ Tensor Optimizer::step(const LossClosure& closure) {
     loss = closure();
   }
   NoGradGuard no_grad;
+  if (is_compiling()) {
+    // A compiled step keeps what it read of the groups: their parameters and hyper-parameters other than lr (the
+    // lr is a graph input, lr_tensor).
+    std::vector<std::pair<std::weak_ptr<const OptimizerOptions>, std::map<std::string, double>>> seen;
+    std::vector<size_t> sizes;
+    for (const OptimizerParamGroup& g : param_groups_) {
+      std::map<std::string, double> m = g.options().to_map();
+      m.erase("lr");
+      seen.emplace_back(g.options_ref(), std::move(m));
+      sizes.push_back(g.params().size());
+    }
+    guard_host_state(
+        [seen, sizes, alive = alive(), self = this] {
+          if (alive.expired() || self->param_groups_.size() != sizes.size()) return false;
+          for (size_t g = 0; g < sizes.size(); ++g) {
+            std::shared_ptr<const OptimizerOptions> o = seen[g].first.lock();
+            if (!o || o.get() != &self->param_groups_[g].options() || self->param_groups_[g].params().size() != sizes[g])
+              return false;
+            std::map<std::string, double> m = o->to_map();
+            m.erase("lr");
+            if (m != seen[g].second) return false;
+          }
+          return true;
+        },
+        fmt::format("{}'s param groups and hyper-parameters other than lr", name_));
+  }
   update();
   return loss;
 }
 
-void Optimizer::zero_grad(bool set_to_none) {
-  for (OptimizerParamGroup& group : param_groups_) {
-    for (Tensor& p : group.params()) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      if (set_to_none) {
-        p.set_grad(Tensor());
-        continue;
-      }
-      if (grad.grad_fn())
-        grad.detach_();
-      else
-        grad.requires_grad_(false);
-      grad.zero_();
-    }
+std::map<std::string, Tensor>& Optimizer::state_for(const Tensor& param,
+                                                    const std::function<void(std::map<std::string, Tensor>&)>& init) {
+  std::map<std::string, Tensor>& s = state_[param.impl()];
+  if (s.empty()) {
+    CaptureSuspended eager;  // kept across calls of a compiled step: real tensors, not graph values
+    NoGradGuard no_grad;
+    init(s);
   }
+  return s;
 }
+
+Tensor Optimizer::lr_tensor(const OptimizerParamGroup& group, Device device) {
+  return host_scalar(
+      [options = group.options_ref(), name = name_] {
+        std::shared_ptr<const OptimizerOptions> o = options.lock();
+        SINTER_CHECK(o != nullptr,
+                     "a compiled training step reads the learning rate of a {} param group that no longer exists "
+                     "(the optimizer or its group was destroyed or replaced); compile the step again",
+                     name);
+        return o->get_lr();
+      },
+      TensorOptions(kFloat64, device));
+}
+
+void Optimizer::zero_grad(bool set_to_none) { autograd::zero_grad(parameters(), set_to_none); }
 
 std::vector<Tensor> Optimizer::parameters() const {
   std::vector<Tensor> all;
@@ -282,7 +317,7 @@ void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state_dict)
       if (name == "step") {
         SINTER_CHECK(value.numel() == 1, "{}: load_state_dict: state.{}.step must have one element", name_,
                      number);
-        new_state[param.impl()][name] = value.to(kCPU, kInt64, false, true).reshape({});
+        new_state[param.impl()][name] = value.to(param.device(), kFloat32, false, true).reshape({});
         continue;
       }
       SINTER_CHECK(value.sizes() == param.sizes(),

@@ -1,7 +1,11 @@
 // torch.optim.Adam's and AdamW's single-tensor update (_single_tensor_adam), op for op: the step counted per
 // parameter, bias corrections from it, amsgrad's running maximum.
 #include <cmath>
+#include <functional>
+#include <map>
 
+#include "sinter/autograd.h"
+#include "sinter/compile.h"
 #include "sinter/ops.h"
 #include "sinter/optim.h"
 #include "support/check.h"
@@ -42,15 +46,12 @@ void check_adam(const OptimizerOptions& options, const char* name) {
   SINTER_CHECK(o->weight_decay() >= 0, "{}: invalid weight_decay value: {}", name, o->weight_decay());
 }
 
-void adam_update(Tensor& param, std::map<std::string, Tensor>& state, const AdamHyper& h) {
+// `lr` is the group's learning rate (a 0-dim float64 tensor on the parameter's device). The step count and the bias
+// corrections are tensors, as in PyTorch's capturable Adam, so a compiled step reads nothing on the host; they are
+// float64, so the corrections equal the host arithmetic of PyTorch's default Adam.
+void adam_update(Tensor& param, std::map<std::string, Tensor>& state, const AdamHyper& h, const Tensor& lr) {
   Tensor grad = param.grad();
   if (h.maximize) grad = -grad;
-  if (state.empty()) {
-    state["step"] = scalar_tensor(int64_t{0}, kInt64);
-    state["exp_avg"] = zeros_like(param);
-    state["exp_avg_sq"] = zeros_like(param);
-    if (h.amsgrad) state["max_exp_avg_sq"] = zeros_like(param);
-  }
   Tensor& step_t = state.at("step");
   Tensor& exp_avg = state.at("exp_avg");
   Tensor& exp_avg_sq = state.at("exp_avg_sq");
@@ -58,7 +59,7 @@ void adam_update(Tensor& param, std::map<std::string, Tensor>& state, const Adam
 
   if (h.weight_decay != 0) {
     if (h.decoupled)
-      param.mul_(1 - h.lr * h.weight_decay);
+      param.mul_(1 - lr * h.weight_decay);
     else
       grad = grad.add(param, h.weight_decay);
   }
@@ -66,21 +67,51 @@ void adam_update(Tensor& param, std::map<std::string, Tensor>& state, const Adam
   exp_avg_sq.mul_(h.beta2);
   exp_avg_sq.copy_(exp_avg_sq.addcmul(grad, grad, 1 - h.beta2));
 
-  const double step = static_cast<double>(step_t.item<int64_t>());
-  const double bias_correction1 = 1 - std::pow(h.beta1, step);
-  const double bias_correction2 = 1 - std::pow(h.beta2, step);
-  const double step_size = h.lr / bias_correction1;
-  const double bias_correction2_sqrt = std::pow(bias_correction2, 0.5);
+  const Tensor step = step_t.to(kFloat64);
+  const Tensor bias_correction1 = 1 - pow(h.beta1, step);
+  const Tensor bias_correction2 = 1 - pow(h.beta2, step);
+  const Tensor step_size = lr / bias_correction1;
+  const Tensor bias_correction2_sqrt = sqrt(bias_correction2);
 
   Tensor denom;
   if (h.amsgrad) {
-    Tensor& max_exp_avg_sq = state.try_emplace("max_exp_avg_sq", zeros_like(param)).first->second;
+    if (!state.count("max_exp_avg_sq")) {  // amsgrad turned on after the first step: kept across calls
+      CaptureSuspended eager;
+      state["max_exp_avg_sq"] = zeros_like(param);
+    }
+    Tensor& max_exp_avg_sq = state.at("max_exp_avg_sq");
     max_exp_avg_sq.copy_(maximum(max_exp_avg_sq, exp_avg_sq));
     denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(h.eps);
   } else {
     denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(h.eps);
   }
-  param.copy_(param.addcdiv(exp_avg, denom, -step_size));
+  // param.addcdiv_(exp_avg, denom, -step_size), with the step size a tensor.
+  param.add_(exp_avg / denom * -step_size);
+}
+
+// A parameter's state before its first update (zeros, as PyTorch's _init_group; the step on its device).
+void adam_init(std::map<std::string, Tensor>& s, const Tensor& p, bool amsgrad) {
+  s["step"] = zeros({}, TensorOptions(kFloat32, p.device()));
+  s["exp_avg"] = zeros_like(p);
+  s["exp_avg_sq"] = zeros_like(p);
+  if (amsgrad) s["max_exp_avg_sq"] = zeros_like(p);
+}
+
+// Adam's and AdamW's update of every group: the state (made the first time, outside any capture), then the update.
+template <class Options>
+void adam_groups(std::vector<OptimizerParamGroup>& groups, bool decoupled,
+                 const std::function<std::map<std::string, Tensor>&(const Tensor&, bool)>& state_of,
+                 const std::function<Tensor(const OptimizerParamGroup&, Device)>& lr_of) {
+  for (OptimizerParamGroup& group : groups) {
+    const AdamHyper h = hyper_of<Options>(group.options(), decoupled);
+    std::map<std::string, Tensor> lrs;  // by device
+    for (Tensor& param : group.params()) {
+      if (!param.grad().defined()) continue;
+      Tensor& lr = lrs[param.device().str()];
+      if (!lr.defined()) lr = lr_of(group, param.device());
+      adam_update(param, state_of(param, h.amsgrad), h, lr);
+    }
+  }
 }
 
 }  // namespace
@@ -96,11 +127,11 @@ Adam::Adam(const std::vector<OptimizerParamGroup>& groups, const AdamOptions& de
 void Adam::check_options(const OptimizerOptions& options) const { check_adam<AdamOptions>(options, "Adam"); }
 
 void Adam::update() {
-  for (OptimizerParamGroup& group : param_groups()) {
-    const AdamHyper h = hyper_of<AdamOptions>(group.options(), false);
-    for (Tensor& param : group.params())
-      if (param.grad().defined()) adam_update(param, state_of(param), h);
-  }
+  auto state = [this](const Tensor& p, bool amsgrad) -> std::map<std::string, Tensor>& {
+    return state_for(p, [&](std::map<std::string, Tensor>& fresh) { adam_init(fresh, p, amsgrad); });
+  };
+  adam_groups<AdamOptions>(param_groups(), false, state,
+                           [this](const OptimizerParamGroup& g, Device d) { return lr_tensor(g, d); });
 }
 
 AdamW::AdamW(const std::vector<Tensor>& params, const AdamWOptions& defaults)
@@ -116,11 +147,11 @@ void AdamW::check_options(const OptimizerOptions& options) const {
 }
 
 void AdamW::update() {
-  for (OptimizerParamGroup& group : param_groups()) {
-    const AdamHyper h = hyper_of<AdamWOptions>(group.options(), true);
-    for (Tensor& param : group.params())
-      if (param.grad().defined()) adam_update(param, state_of(param), h);
-  }
+  auto state = [this](const Tensor& p, bool amsgrad) -> std::map<std::string, Tensor>& {
+    return state_for(p, [&](std::map<std::string, Tensor>& fresh) { adam_init(fresh, p, amsgrad); });
+  };
+  adam_groups<AdamWOptions>(param_groups(), true, state,
+                            [this](const OptimizerParamGroup& g, Device d) { return lr_tensor(g, d); });
 }
 
 }  // namespace sinter::optim

@@ -176,6 +176,12 @@ Device kernel_device(const Args& args, const ShapeResult& r) {
 }  // namespace
 
 DispatchHook* current_hook() { return tls_hook; }
+DispatchHook* exchange_hook(DispatchHook* hook) {
+  DispatchHook* previous = tls_hook;
+  tls_hook = hook;
+  set_current_read_hook(hook);
+  return previous;
+}
 HookScope::HookScope(DispatchHook* hook) : previous_(tls_hook) {
   tls_hook = hook;
   set_current_read_hook(hook);

@@ -19,6 +19,9 @@ class DispatchHook : public ReadHook {
 };
 
 DispatchHook* current_hook();
+// Installs `hook` (null: none) as this thread's hook, the read hook with it, and returns the previous one
+// (HookScope does this for a scope; CaptureSuspended through this).
+DispatchHook* exchange_hook(DispatchHook* hook);
 class HookScope {
  public:
   explicit HookScope(DispatchHook* hook);

@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::string_view kNames[] = {"graph",   "guards",      "recompiles", "graph_breaks", "dynamic",
                                        "fusion",  "output_code", "perf_hints", "passes",
-                                       "profile", "schedule",    "cudagraphs"};
+                                       "profile", "schedule",    "cudagraphs", "aot"};
 static_assert(std::size(kNames) == static_cast<size_t>(LogChannel::kCount));
 
 std::atomic<uint32_t>& mask() {

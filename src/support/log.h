@@ -21,6 +21,7 @@ enum class LogChannel : uint8_t {
   kProfile,      // per-kernel time of compiled programs, summed over calls, printed when a program is freed
   kSchedule,     // the target each graph is compiled for, and the kernels the scheduler made
   kCudagraphs,   // CUDA graphs: each capture, eviction, and why a graph runs without them
+  kAot,          // compiled training: the joint forward + backward graph, its partition, the two graphs
   kCount
 };
 

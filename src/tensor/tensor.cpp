@@ -26,6 +26,18 @@ thread_local ReadHook* tls_read_hook = nullptr;
 ReadHook* current_read_hook() { return tls_read_hook; }
 void set_current_read_hook(ReadHook* hook) { tls_read_hook = hook; }
 
+Tensor read_grad_field(const Tensor& owner) {
+  if (ReadHook* hook = tls_read_hook; hook && !owner.impl()->trace) return hook->read_grad(owner);
+  return owner.impl()->grad ? Tensor(owner.impl()->grad) : Tensor();
+}
+
+void write_grad_field(const Tensor& owner, const Tensor& grad) {
+  if (ReadHook* hook = tls_read_hook; hook && !owner.impl()->trace) return hook->write_grad(owner, grad);
+  owner.impl()->grad = grad.defined() ? grad.impl_ptr() : nullptr;
+}
+
+Tensor Tensor::grad() const { return impl_ ? read_grad_field(*this) : Tensor(); }
+
 int64_t wrap_dim(int64_t dim, int64_t ndim) {
   int64_t n = std::max<int64_t>(ndim, 1);  // a 0-dim tensor accepts dim 0 and -1, as in PyTorch
   SINTER_CHECK(dim >= -n && dim < n, "dim {} is out of range for a tensor of rank {} (expected in [{}, {}])", dim,

@@ -98,9 +98,11 @@ TEST(CaptureState, ChangingAWeightInPlaceNeedsNoRecompile) {
   auto c = compile(net);
   Tensor x = rnd({3, 8}, 2);
   EXPECT_TRUE(st::equal(c(x), net(x)));
-  NoGradGuard no_grad;        // as an optimiser updates parameters
-  net.fc1.weight.mul_(-0.5);  // an optimiser step would do this
-  net.fc2.bias.fill_(3.0);
+  {
+    NoGradGuard no_grad;        // as an optimiser updates parameters
+    net.fc1.weight.mul_(-0.5);  // an optimiser step would do this
+    net.fc2.bias.fill_(3.0);
+  }
   EXPECT_TRUE(st::equal(c(x), net(x)));
   EXPECT_EQ(c.stats().compiles, 1);
   EXPECT_EQ(c.stats().guard_hits, 1);

@@ -64,6 +64,7 @@ Tensor mlp(const Tensor& x, const Tensor& w, const Tensor& b) { return relu(matm
 // Every call has new data; the first call runs as compiled, the second captures, the rest replay; outputs of
 // earlier calls are not overwritten by later replays.
 TEST(CudaGraphs, ReduceOverheadReplaysWithNewData) {
+  NoGradGuard no_grad;  // inference (with grad the graph would also return what the backward keeps)
   Stack cpu, gpu;
   gpu.load_state_dict(cpu.state_dict());
   gpu.to(kCUDA);
@@ -84,6 +85,7 @@ TEST(CudaGraphs, ReduceOverheadReplaysWithNewData) {
 // The cudagraphs backend captures aot_eager's eager CUDA kernels (the scalar operands become constants of the
 // graph), the matrix product included; tensors passed as arguments are copied in at each call.
 TEST(CudaGraphs, CudagraphsBackendReplaysWithNewData) {
+  NoGradGuard no_grad;  // inference (with grad the graph would also return what the backward keeps)
   auto f = compile(mlp, {.backend = "cudagraphs"});
   Tensor w = random({16, 24}, kFloat32, 1), b = random({24}, kFloat32, 2);
   backends::CudaGraphCounts before = counts();
@@ -100,6 +102,7 @@ TEST(CudaGraphs, CudagraphsBackendReplaysWithNewData) {
 // An input refilled in place between calls is read where it is (no copy); inputs at new addresses every call
 // are copied into the graph's buffers. Either way each call sees its own data.
 TEST(CudaGraphs, InputsAtTheSameAddressAreReadInPlace) {
+  NoGradGuard no_grad;  // inference (with grad the graph would also return what the backward keeps)
   ReloadLogsAfter reload;
   Stack cpu, gpu;
   gpu.load_state_dict(cpu.state_dict());
@@ -129,6 +132,7 @@ TEST(CudaGraphs, InputsAtTheSameAddressAreReadInPlace) {
 
 // Parameters are read where they are: a weight changed in place between calls is seen by the next replay.
 TEST(CudaGraphs, ParametersAreReadInPlace) {
+  NoGradGuard no_grad;  // inference (with grad the graph would also return what the backward keeps)
   Stack cpu, gpu;
   gpu.load_state_dict(cpu.state_dict());
   gpu.to(kCUDA);
@@ -136,7 +140,6 @@ TEST(CudaGraphs, ParametersAreReadInPlace) {
   Tensor x = random({3, 16}, kFloat32, 3);
   for (int i = 0; i < 3; ++i) f(x.to(kCUDA));  // run, capture, replay
   backends::CudaGraphCounts before = counts();
-  NoGradGuard no_grad;  // as an optimiser writes parameters
   gpu.fc1.weight.mul_(2.0);
   cpu.fc1.weight.mul_(2.0);
   Tensor out = f(x.to(kCUDA));
@@ -147,6 +150,7 @@ TEST(CudaGraphs, ParametersAreReadInPlace) {
 // Under a symbolic size every layout has its own graph; beyond 16 the least recently used one is dropped
 // (logged), and results stay right throughout.
 TEST(CudaGraphs, OneGraphPerLayoutLeastRecentlyUsedDropped) {
+  NoGradGuard no_grad;  // inference (with grad the graph would also return what the backward keeps)
   ReloadLogsAfter reload;
   Stack cpu, gpu;
   gpu.load_state_dict(cpu.state_dict());
@@ -168,6 +172,7 @@ TEST(CudaGraphs, OneGraphPerLayoutLeastRecentlyUsedDropped) {
 
 // An output that is an input is the caller's tensor; two outputs that share memory still do after a replay.
 TEST(CudaGraphs, OutputsThatAliasStayAliased) {
+  NoGradGuard no_grad;  // inference (with grad the graph would also return what the backward keeps)
   auto f = compile(
       [](const Tensor& x) {
         Tensor y = x * 2;

@@ -36,7 +36,7 @@ TEST(SettingsWarning, UnknownLogChannelIsNamedOnceWithTheKnownOnes) {
     std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(count(err, "[sinter:warning] SINTER_LOGS: unknown log channels 'nonsense_channel_x', 'grpah' "
                          "(ignored); the channels are graph, guards, recompiles, graph_breaks, dynamic, fusion, "
-                         "output_code, perf_hints, passes, profile, schedule, cudagraphs, all"),
+                         "output_code, perf_hints, passes, profile, schedule, cudagraphs, aot, all"),
               1u)
         << err;
     EXPECT_TRUE(log_enabled(LogChannel::kFusion));  // the known name still counts
