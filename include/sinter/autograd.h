@@ -54,6 +54,9 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual std::vector<Tensor> apply(std::vector<Tensor> grads) = 0;
   // Drops saved tensors (backward without retain_graph); a later apply throws.
   virtual void release() {}
+  // Called before apply when release() follows it: apply may then hand its saved tensors on (a compiled backward
+  // frees each after its last use).
+  virtual void prepare_release() {}
 
   const std::vector<Edge>& next_edges() const { return next_edges_; }
   std::vector<Edge>& next_edges() { return next_edges_; }

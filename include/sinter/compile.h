@@ -140,8 +140,17 @@ class CompiledGraph {
   explicit operator bool() const { return static_cast<bool>(fn_); }
   int kernels() const { return kernels_; }  // launched per call (generated loop nests + library calls); -1: unknown
 
+  // Optionally, a run that takes ownership of the inputs, so the backend may free each after its last use (the
+  // activations a compiled backward reads); without one, consume() runs the graph as operator() does.
+  using ConsumingFn = std::function<std::vector<Tensor>(std::vector<Tensor>&& inputs)>;
+  void set_consuming(ConsumingFn fn) { consume_ = std::move(fn); }
+  std::vector<Tensor> consume(std::vector<Tensor>&& inputs) const {
+    return consume_ ? consume_(std::move(inputs)) : fn_(inputs);
+  }
+
  private:
   Fn fn_;
+  ConsumingFn consume_;
   int kernels_ = -1;
 };
 // A backend compiles a captured (functional) graph; `example_inputs` are real tensors matching its inputs.
@@ -164,6 +173,10 @@ struct CompileContext {
   // read without taking it as an argument; capture guards their identity). Empty when not known. CUDA graphs
   // read these in place and copy the other inputs into buffers of their own.
   std::vector<bool> static_inputs;
+  // (graph output, graph input) pairs: after each run the caller copies the output into the input (a write the
+  // function made, functionalized). A backend may compute such an output straight into the input's memory and
+  // return the input itself, where nothing it reads later needs the old values.
+  std::vector<std::pair<int, int>> write_backs;
   // The context capture builds for `graph`: these options, the host CPU (or, for CUDA inputs, an sm_90 GPU
   // description), the graph's ShapeEnv, SINTER_DEBUG_DIR.
   static CompileContext for_graph(const Graph& graph, const CompileOptions& options = {});
@@ -263,6 +276,11 @@ struct ExplainOutput {
   std::vector<std::string> guards;
   double compile_seconds = 0;
   Mode mode = Mode::kDefault;  // as given; str() says what it does
+  // Compiled training (grad mode on and an input that requires grad): the graph above is the joint forward and
+  // backward graph; the partition (what the forward keeps for the backward, what the backward recomputes, in
+  // bytes) and the two graphs it made.
+  std::string partition;
+  std::string forward_graph, backward_graph;
   std::string str() const;
 };
 std::ostream& operator<<(std::ostream& os, const ExplainOutput& e);

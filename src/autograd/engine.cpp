@@ -116,6 +116,7 @@ void execute(const std::vector<Edge>& roots, const std::vector<Tensor>& root_gra
     for (const Tensor& g : s.buffer) any = any || g.defined();
     std::vector<Tensor> outs;
     if (any && runs.count(n)) {
+      if (!task.keep_graph) n->prepare_release();
       outs = n->apply(std::move(s.buffer));
       if (!task.keep_graph) n->release();
     }

@@ -125,6 +125,16 @@ ContextBackend inductor_backend() {
     }
     auto program = ctx.target.kind == TargetKind::kCuda ? compile_for_cuda(graph, ctx) : compile_for_cpu(graph, ctx);
     CompiledGraph::Fn run = [program](const std::vector<Tensor>& inputs) { return program->run(inputs); };
+    if (!ctx.write_backs.empty()) {
+      // Outputs written back into inputs are computed there where that is safe (Executor::run with `into`), so an
+      // optimiser step updates its parameters and buffers in place instead of in new memory copied back at the
+      // end.
+      run = [program, pairs = ctx.write_backs, n = graph.outputs().size()](const std::vector<Tensor>& inputs) {
+        std::vector<Tensor> into(n);
+        for (const auto& [output, input] : pairs) into[output] = inputs[input];
+        return program->run(inputs, std::move(into));
+      };
+    }
     // reduce-overhead: the program's launches as CUDA graphs (a CPU graph runs as in default mode, logged).
     if (ctx.options.mode == Mode::kReduceOverhead) {
       CompileContext moved_inputs = ctx;  // a 0-d CPU input reaches the CUDA graph as a fresh copy at each call
@@ -132,7 +142,12 @@ ContextBackend inductor_backend() {
         if (k < moved_inputs.static_inputs.size()) moved_inputs.static_inputs[k] = false;
       run = with_cuda_graphs(graph, moved_inputs, std::move(run), program->launches());
     }
-    if (host_scalars.empty()) return CompiledGraph(std::move(run), program->launches());
+    if (host_scalars.empty()) {
+      CompiledGraph compiled(std::move(run), program->launches());
+      if (ctx.options.mode != Mode::kReduceOverhead && ctx.write_backs.empty())
+        compiled.set_consuming([program](std::vector<Tensor>&& inputs) { return program->run_consuming(std::move(inputs)); });
+      return compiled;
+    }
     Device device = kCUDA;  // that of the graph's device inputs
     for (const Node* in : inputs)
       if (in->meta().device.is_cuda()) device = in->meta().device;

@@ -84,6 +84,10 @@ std::vector<Tensor> run_entry(const Entry& e, std::vector<CallArg>& args, std::v
         break;  // only the joint graph has them; its forward does not
     }
   }
+  // A .grad() the function replaces without reading it (zero_grad() then backward()) is dropped before the
+  // graph runs, as eagerly, so the old and the new gradients are not alive at once.
+  for (const GradEffect& g : e.grad_effects)
+    if (!e.grad_read[g.owner]) e.guards.lifted[g.owner].impl()->grad.reset();
   std::vector<Tensor> outs = e.training ? run_training(e.training, inputs) : run_program(e.program, inputs);
   for (const GradEffect& g : e.grad_effects) {
     Tensor grad = g.output >= 0 ? outs[g.output] : Tensor();
@@ -306,6 +310,9 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
       if (src.kind != InputSource::kTangent) entry->sources.push_back(src);
     entry->host_reads = w.tracer->host_reads();
     entry->grad_effects = w.tracer->grad_effects();
+    entry->grad_read.assign(w.guards.lifted.size(), false);
+    for (const InputSource& src : entry->sources)
+      if (src.kind == InputSource::kGrad) entry->grad_read[src.index] = true;
     // The lifted tensors (parameters, buffers) are the same at every call the entry serves.
     std::vector<bool> static_inputs;
     for (const Tensor& in : w.inputs)

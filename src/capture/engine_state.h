@@ -39,6 +39,7 @@ struct Entry {
   std::vector<InputSource> sources;  // what feeds the inputs after the arguments and carriers (tracer.h)
   std::vector<HostRead> host_reads;
   std::vector<GradEffect> grad_effects;
+  std::vector<bool> grad_read;  // per lifted tensor: the graph reads its .grad() (an input)
   std::set<DynKey> dynamic;      // the automatic-dynamic set it was captured with (for verification)
   // Compiled training (training.h): the forward runs with an autograd node on its outputs. `program` is then a
   // copy of the forward program, for stats and verification.

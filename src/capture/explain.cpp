@@ -79,6 +79,11 @@ std::string ExplainOutput::str() const {
     out += "Guards:\n";
     for (const std::string& g : guards) out += "  " + g + "\n";
   }
+  if (!partition.empty()) {
+    out += fmt::format("Partition (compiled training): {}\n", partition);
+    out += fmt::format("Forward graph:\n{}", indent(forward_graph, "  "));
+    out += fmt::format("Backward graph:\n{}", indent(backward_graph, "  "));
+  }
   out += fmt::format("Mode: {}\n", mode_text(mode));
   out += fmt::format("Compile time: {:.4f} s\n", compile_seconds);
   return out;
@@ -119,7 +124,18 @@ ExplainOutput Engine::explain(std::vector<CallArg> args, const Invoke& invoke) {
     out.graphs.push_back(print_graph(g));
     out.ops_per_graph.push_back(g.num_ops());
     out.guards = w.guards.describe();
-    compile_program(std::move(g), w.inputs, s.options, s.training());
+    if (w.joint) {
+      std::string why_not;
+      std::shared_ptr<const TrainingProgram> t = compile_training(std::move(g), *w.joint, w.inputs, s.options,
+                                                                  s.training(), nullptr, {}, nullptr, &why_not);
+      out.partition = t ? partition_summary(*t) : "none: the graph runs eagerly because " + why_not;
+      if (t) {
+        out.forward_graph = forward_graph_text(*t);
+        out.backward_graph = backward_graph_text(*t);
+      }
+    } else {
+      compile_program(std::move(g), w.inputs, s.options, s.training());
+    }
     out.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } else {
     for (const BreakRecord& b : w.tracer->breaks()) out.breaks.push_back({b.reason, b.location});

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -167,6 +168,7 @@ void compile_functional(Program& p, const Graph& graph, const std::vector<Tensor
   CompileContext context = CompileContext::for_graph(graph, options);
   context.training = training;
   context.static_inputs = std::move(static_inputs);
+  for (const Program::WriteBack& w : p.write_backs) context.write_backs.emplace_back(w.output, w.input);
   const bool tiered = options.tiered && options.backend != "aot_eager" && options.backend != "eager";
   try {
     p.fn = tiered ? start_tiered(graph, example_inputs, context, options.backend, std::move(tiers))
@@ -191,6 +193,17 @@ void compile_functional(Program& p, const Graph& graph, const std::vector<Tensor
   SINTER_INTERNAL_ASSERT(p.fn, "backend '{}' returned an empty compiled graph", p.backend);
   if (!is_builtin_backend(p.backend)) expect_outputs(p, graph);
   p.compile_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::vector<Tensor> run_program(const Program& p, std::vector<Tensor>&& inputs) {
+  const bool reads_inputs_after = !p.write_backs.empty() || !p.output_views.empty() || p.check_outputs ||
+                                  std::any_of(p.output_is_input.begin(), p.output_is_input.end(),
+                                              [](int i) { return i >= 0; });
+  if (reads_inputs_after) return run_program(p, static_cast<const std::vector<Tensor>&>(inputs));
+  std::vector<Tensor> outs = p.fn.consume(std::move(inputs));
+  SINTER_CHECK(outs.size() == static_cast<size_t>(p.num_outputs), "backend '{}' returned {} outputs, the graph has {}",
+               p.backend, outs.size(), p.num_outputs);
+  return outs;
 }
 
 std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& inputs) {

@@ -58,5 +58,8 @@ void compile_functional(Program& p, const Graph& graph, const std::vector<Tensor
                         std::vector<bool> static_inputs = {}, std::shared_ptr<TierCounters> tiers = nullptr);
 // Runs the program on real inputs (in graph input order) and returns the user's outputs.
 std::vector<Tensor> run_program(const Program& program, const std::vector<Tensor>& inputs);
+// As run_program, owning the inputs, which the backend may free after their last use (CompiledGraph::consume)
+// when nothing after the run reads them (no write-backs, outputs rebuilt as views, or outputs that are inputs).
+std::vector<Tensor> run_program(const Program& program, std::vector<Tensor>&& inputs);
 
 }  // namespace sinter::capture

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <mutex>
+#include <utility>
 
 #include "autograd/nodes.h"
 #include "graph/graph_util.h"
@@ -58,10 +59,13 @@ struct TrainingProgram {
   std::vector<SymbolSource> carried;
   std::shared_ptr<BackwardState> backward;
   std::string summary;
+  std::string forward_text;
 };
 
 const Program& forward_program(const TrainingProgram& t) { return t.forward; }
 const std::string& partition_summary(const TrainingProgram& t) { return t.summary; }
+const std::string& forward_graph_text(const TrainingProgram& t) { return t.forward_text; }
+std::string backward_graph_text(const TrainingProgram& t) { return print_graph(t.backward->graph); }
 
 namespace {
 
@@ -78,6 +82,7 @@ class CompiledFunctionBackward final : public autograd::Node {
     kept_.clear();
     released_ = true;
   }
+  void prepare_release() override { consume_ = true; }
 
   std::vector<Tensor> apply(std::vector<Tensor> grads) override {
     SINTER_CHECK(!released_,
@@ -93,7 +98,9 @@ class CompiledFunctionBackward final : public autograd::Node {
                    "a [{} {}] kept by a compiled function's forward is at version {}; expected version {} instead",
                    dtype_name(kept_[k].dtype()), kept_[k].sizes().str(), kept_[k].version(), versions_[k]);
     const TrainingProgram& t = *program_;
-    std::vector<Tensor> in = kept_;
+    // When the engine frees this node after apply, the backward owns the kept values and drops each after its
+    // last use, as eager autograd frees a node's saved tensors once it ran.
+    std::vector<Tensor> in = consume_ ? std::exchange(kept_, {}) : kept_;
     for (int out : t.tangent_output) {
       const autograd::GradMeta& m = input_metas().at(out);
       Tensor g = grads.at(out);
@@ -103,7 +110,8 @@ class CompiledFunctionBackward final : public autograd::Node {
       in.push_back(std::move(g));
     }
     for (int64_t v : symbols_) in.push_back(size_carrier(v));
-    std::vector<Tensor> outs = run_program(t.backward->compiled(in), in);
+    const Program& backward = t.backward->compiled(in);
+    std::vector<Tensor> outs = run_program(backward, std::move(in));
     std::vector<Tensor> result(next_edges().size());
     for (size_t e = 0; e < result.size(); ++e)
       if (t.grad_position[e] >= 0) result[e] = outs.at(t.grad_position[e]);
@@ -116,6 +124,7 @@ class CompiledFunctionBackward final : public autograd::Node {
   std::vector<uint64_t> versions_;
   std::vector<int64_t> symbols_;
   bool released_ = false;
+  bool consume_ = false;
 };
 
 // A dense (contiguous) layout of `m`'s sizes: what a tangent is traced with.
@@ -229,6 +238,7 @@ std::shared_ptr<const TrainingProgram> compile_training(Graph joint, const Joint
       p.output_is_input[i] = f.outputs_aliasing_inputs[i];
     p.output_views = plan_output_views(part.forward, p.num_outputs);
   }
+  t->forward_text = print_graph(part.forward);
   // The forward's inputs are the joint's without the tangents.
   std::vector<Tensor> forward_examples;
   std::vector<bool> forward_static;

@@ -45,6 +45,9 @@ std::shared_ptr<const TrainingProgram> compile_training(Graph joint, const Joint
 const Program& forward_program(const TrainingProgram& t);
 // One line on the partition: what the forward keeps and what the backward recomputes.
 const std::string& partition_summary(const TrainingProgram& t);
+// The two graphs the partition made, printed.
+const std::string& forward_graph_text(const TrainingProgram& t);
+std::string backward_graph_text(const TrainingProgram& t);
 
 // Runs the forward on real inputs (graph input order: arguments, carriers, lifted) and returns the program's user
 // outputs with the autograd node attached to those that require grad.

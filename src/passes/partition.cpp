@@ -255,6 +255,8 @@ PartitionResult partition_joint(const Graph& joint, const JointSpec& spec) {
     SINTER_INTERNAL_ASSERT(!(needed_fwd[r] && tangent_dep[r]), "partition: a forward output depends on a tangent (%{})",
                            r);
 
+  // Parameters are alive anyway: keeping one costs nothing.
+  auto is_free = [&](int v) { return node[v]->kind == NodeKind::kInput && spec.free_to_keep[input_pos[v]]; };
   // The flow network over forward values the backward may need.
   const int source = 2 * n, sink = 2 * n + 1;
   MaxFlow flow(2 * n + 2);
@@ -275,8 +277,7 @@ PartitionResult partition_joint(const Graph& joint, const JointSpec& spec) {
   for (int v = 0; v < n; ++v) {
     if (!needed_bwd[v] || tangent_dep[v] || node[v]->kind == NodeKind::kOutput) continue;
     const Node& x = *node[v];
-    int64_t cap = bytes_of(x);
-    if (x.kind == NodeKind::kInput && spec.free_to_keep[input_pos[v]]) cap = 0;
+    int64_t cap = is_free(v) ? 0 : bytes_of(x);
     if (x.kind == NodeKind::kConstant) cap = 0;
     flow.add(in(v), out(v), cap);
     if (!recomputable(x)) flow.add(source, in(v), kInf);
@@ -339,11 +340,11 @@ PartitionResult partition_joint(const Graph& joint, const JointSpec& spec) {
       fwd_outs.push_back(t);
       ++r.num_kept;
     }
-    r.kept_bytes += bytes_of(*node[v]);
+    if (!is_free(v)) r.kept_bytes += bytes_of(*node[v]);
     kept_text.push_back(fmt::format("%{} ({}, {})", v, node[v]->op_name(), graph_detail::meta_str(node[v]->meta())));
   }
   for (int v = 0; v < n; ++v)
-    if (boundary[v] && node[v]->kind != NodeKind::kConstant) r.kept_bytes_naive += bytes_of(*node[v]);
+    if (boundary[v] && node[v]->kind != NodeKind::kConstant && !is_free(v)) r.kept_bytes_naive += bytes_of(*node[v]);
   r.forward.set_outputs(std::move(fwd_outs));
 
   // The backward's inputs: kept values, tangents, then carriers of the symbols nothing else brings in.

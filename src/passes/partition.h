@@ -27,8 +27,10 @@ struct PartitionResult {
   Graph backward;
   int num_kept = 0;
   std::vector<int64_t> carried_symbols;
-  int64_t kept_bytes = 0;       // bytes the forward keeps for the backward (at the example's sizes)
-  int64_t kept_bytes_naive = 0;  // what keeping every forward value the backward reads would have kept
+  // Bytes the forward keeps for the backward (at the example's sizes; parameters, alive anyway, count 0), and what
+  // keeping every forward value the backward reads would have kept.
+  int64_t kept_bytes = 0;
+  int64_t kept_bytes_naive = 0;
   int recomputed_ops = 0;       // forward ops the backward recomputes
   std::string summary;          // what was kept and what recomputed, for SINTER_LOGS=aot and explain()
 };

@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "sinter/autograd.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -184,6 +186,49 @@ void Executor::plan_lifetimes() {
   }
   for (size_t b = 0; b < nb; ++b)
     if (last[b] >= 0 && !keep[b] && program.buffers[b].kind == BufferKind::kIntermediate) frees_[last[b]].push_back(b);
+  last_read_ = last;
+  // Graph inputs an owning run may drop: after the last kernel reading any of their buffers, unless an output
+  // views them.
+  int num_inputs = 0;
+  for (const Buffer& b : program.buffers)
+    if (b.kind == BufferKind::kInput) num_inputs = std::max(num_inputs, b.graph_input + 1);
+  std::vector<int> input_last(num_inputs, -1);
+  std::vector<bool> input_kept(num_inputs, false);
+  for (const Buffer& b : program.buffers)
+    if (b.kind == BufferKind::kInput) {
+      input_last[b.graph_input] = std::max(input_last[b.graph_input], last[b.id]);
+      input_kept[b.graph_input] = input_kept[b.graph_input] || keep[b.id];
+    }
+  input_frees_.assign(nk, {});
+  for (int i = 0; i < num_inputs; ++i)
+    if (input_last[i] >= 0 && !input_kept[i]) input_frees_[input_last[i]].push_back(i);
+  written_at_.assign(nb, -1);
+  for (const LoopNode& n : program.nodes)
+    if (n.kind != LoopKind::kExtern) written_at_[n.out] = step(kernel_of_node[n.id]);
+}
+
+// Whether output `o` may be computed straight into graph input `input` (a value the caller writes back there, as
+// an optimiser step's updated parameters): no kernel after the one that writes the output reads the input, and
+// that kernel, flat pointwise, reads it only at the element it writes.
+bool Executor::may_overwrite_input(int o, int input) const {
+  const inductor::LoopProgram& program = *parts_->program;
+  const int out_buffer = program.outputs[o].buffer;
+  const int w = written_at_[out_buffer];
+  if (w < 0) return false;
+  const Kernel& writer = parts_->schedule.kernels[w];
+  if (writer.kind != Kernel::Kind::kLoops || writer.rows || writer.epilogue_of >= 0) return false;
+  const ExprPtr& store = program.nodes[program.buffers[out_buffer].producer].store_offset;
+  for (const Buffer& b : program.buffers) {
+    if (b.kind != BufferKind::kInput || b.graph_input != input || last_read_[b.id] < w) continue;
+    if (last_read_[b.id] > w) return false;
+    for (int id : writer.nodes) {
+      std::vector<inductor::SExpr> loads;
+      inductor::collect_loads(program.nodes[id].body, loads);
+      for (inductor::SExpr l : loads)
+        if (l->buffer == b.id && l->offset != store) return false;
+    }
+  }
+  return true;
 }
 
 void Executor::allocate(RunState& r, int b) const {
@@ -241,8 +286,10 @@ bool Executor::writes_directly(const RunState& r, int o, const Tensor& into, con
   for (int64_t d = 0; d < into.dim(); ++d)
     if (into.size(d).hint() != sizes[d].hint() || (sizes[d].hint() > 1 && into.stride(d).hint() != strides[d].hint()))
       return false;
-  for (const Tensor& in : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
     if (!in.defined() || !may_overlap(in, into)) continue;
+    if (in.is_same(into) && may_overwrite_input(o, static_cast<int>(i))) continue;
     if (!in.is_same(into) && !(in.storage_offset().hint() == into.storage_offset().hint() &&
                                in.sizes().hints() == into.sizes().hints() &&
                                in.strides().hints() == into.strides().hints()))
@@ -254,6 +301,18 @@ bool Executor::writes_directly(const RunState& r, int o, const Tensor& into, con
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, std::vector<Tensor> into) const {
+  return execute(inputs, std::move(into), nullptr);
+}
+
+std::vector<Tensor> Executor::run_consuming(std::vector<Tensor> inputs) const {
+  return execute(inputs, {}, &inputs);
+}
+
+std::vector<Tensor> Executor::execute(const std::vector<Tensor>& inputs, std::vector<Tensor> into,
+                                      std::vector<Tensor>* owned) const {
+  // A compiled graph is never differentiated op by op (compiled training attaches one node to its outputs), and
+  // its copies into `into` write parameters an optimiser step updates.
+  NoGradGuard no_grad;
   const inductor::LoopProgram& program = *parts_->program;
   const std::vector<Kernel>& kernels = parts_->schedule.kernels;
   RunState r;
@@ -284,6 +343,12 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs, std::vector
     if (kernel.kind == Kernel::Kind::kLoops) launcher_->run_loops(r, ki);
     else if (!launcher_->run_library(r, ki)) run_extern(r, ki);
     for (int b : frees_[k]) r.bufs[b] = Tensor();
+    if (owned)
+      for (int i : input_frees_[k]) {
+        for (const Buffer& b : program.buffers)
+          if (b.kind == BufferKind::kInput && b.graph_input == i) r.bufs[b.id] = Tensor();
+        (*owned)[i] = Tensor();
+      }
     if (profile_) seconds[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   if (profile_) {

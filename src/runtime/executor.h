@@ -59,6 +59,8 @@ class Executor {
   // aliasing allows it, and otherwise the output is copied into it. Returns `into`, with the missing outputs
   // filled in.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, std::vector<Tensor> into) const;
+  // As run, owning the inputs: each is dropped after the last kernel that reads it.
+  std::vector<Tensor> run_consuming(std::vector<Tensor> inputs) const;
   int launches() const { return parts_->schedule.launches(); }
   const CompiledGraphParts& parts() const { return *parts_; }
   // "kernel3 loops: %5 = gelu(%4) ..." / "kernel1 gemm 256x2304x768 + epilogue kernel2" / "kernel4 extern conv2d"
@@ -76,12 +78,19 @@ class Executor {
   void run_extern(RunState& r, int k) const;
   void allocate(RunState& r, int buffer) const;
   bool writes_directly(const RunState& r, int output, const Tensor& into, const std::vector<Tensor>& inputs) const;
+  bool may_overwrite_input(int output, int input) const;
+  // The body of run; with `owned` (the inputs themselves, owned by the call) inputs are dropped after their last use.
+  std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<Tensor> into,
+                              std::vector<Tensor>* owned) const;
 
   std::shared_ptr<const CompiledGraphParts> parts_;
   std::unique_ptr<Launcher> launcher_;
   std::vector<Binding> bindings_;
   std::vector<std::vector<int>> frees_;   // per kernel: buffers whose last use it is
   std::vector<std::vector<int>> allocs_;  // per kernel: buffers to allocate before it runs
+  std::vector<int> last_read_;            // per buffer: the last kernel step that reads it (-1: none)
+  std::vector<std::vector<int>> input_frees_;  // per kernel: graph inputs whose last read it is (run_consuming)
+  std::vector<int> written_at_;           // per buffer: the kernel step of the loop node that writes it (-1: none)
   std::unique_ptr<Profile> profile_;      // null unless the profile log channel was on at construction
 };
 
