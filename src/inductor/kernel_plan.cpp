@@ -57,6 +57,7 @@ class Planner {
   void plan_kept_values();
   void plan_forwarding();
   void plan_arguments();
+  bool plan_column_lanes() const;
 
   const LoopProgram& p_;
   const Kernel& k_;
@@ -315,7 +316,34 @@ KernelPlan Planner::plan() {
   }
   plan_forwarding();
   plan_arguments();
+  plan_.column_lanes = plan_column_lanes();
   return std::move(plan_);
+}
+
+// Whether lanes over consecutive rows give contiguous loads where lanes over the reduced dim would not: one
+// reduction stage, every load's index moving by 0 or 1 with the last outer dim, and some load that moves by 1 with
+// it but by another step along the reduced dim.
+bool Planner::plan_column_lanes() const {
+  if (!plan_.rows || plan_.outer.empty() || plan_.stages.size() != 1 || !plan_.stages[0].reduction) return false;
+  const StagePlan& st = plan_.stages[0];
+  const int last = plan_.outer.back().var, inner = st.loops.back().var;
+  const int nvars = std::max(last, inner) + 1;
+  bool strided = false;
+  for (const PlannedNode& n : st.nodes) {
+    if (n.keep_for >= 0) return false;
+    std::vector<SExpr> loads;
+    collect_loads(n.body, loads);
+    for (SExpr l : loads) {
+      if (st.forwarded.count(l)) continue;
+      std::vector<ExprPtr> coeffs;
+      ExprPtr rest;
+      if (!affine_split(l->offset, nvars, coeffs, rest) || !coeffs[last]->is_const()) return false;
+      const int64_t across = coeffs[last]->value();
+      if (across != 0 && across != 1) return false;
+      if (across == 1 && !coeffs[inner]->is_const(1)) strided = true;
+    }
+  }
+  return strided;
 }
 
 }  // namespace
@@ -332,7 +360,8 @@ std::string KernelPlan::str(const LoopProgram& p) const {
     for (const LoopDim& l : ls) s += fmt::format("{}v{} < {}", s.empty() ? "" : ", ", l.var, index_text(l.size));
     return s.empty() ? std::string("-") : s;
   };
-  std::string s = fmt::format("{}: {}, {}-bit indices{}\n", name, rows ? "row loops" : "flat loops", index32 ? 32 : 64,
+  std::string s = fmt::format("{}: {}, {}-bit indices{}{}\n", name, rows ? "row loops" : "flat loops", index32 ? 32 : 64,
+                              column_lanes ? ", lanes across rows" : "",
                               epilogue_of.empty() ? "" : ", epilogue of " + epilogue_of);
   if (rows) s += fmt::format("  outer: {}\n", loops(outer));
   std::string args;

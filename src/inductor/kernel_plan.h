@@ -9,6 +9,8 @@
 // - forwarded loads: loads of values the kernel itself computed earlier (a reduction's row result, a value of the
 //   same stage), which a printer reads from a register instead of memory;
 // - hoisted reciprocals: divisions by a row's reduction result, printed as one reciprocal per row and a multiply;
+// - column lanes: a reduction whose data is contiguous across rows, not along the reduced dim, vectorised across
+//   rows;
 // - its buffer arguments in call order, and the iteration count and work per iteration the launcher splits.
 // The plan prints as text (SINTER_LOGS=schedule), which the scheduler's tests compare.
 #pragma once
@@ -61,6 +63,9 @@ struct KernelPlan {
   int kernel = -1;  // index into Schedule::kernels
   std::string name;
   bool rows = false;            // outer rows in parallel, stages inside; else one flat pointwise stage
+  // rows with one reduction stage whose loads are contiguous along the last outer dim and strided along the
+  // reduced one (a column sum: a bias's gradient): vector lanes run over consecutive rows, not reduced elements.
+  bool column_lanes = false;
   bool index32 = false;         // every index fits in 32 bits
   std::vector<LoopDim> outer;   // rows: the parallel dims (loop variables 0 .. outer.size()-1)
   std::vector<StagePlan> stages;

@@ -58,6 +58,7 @@ class KernelWriter : BodyEmitter {
              inductor::SExpr body = nullptr);
   void emit_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind);
   void emit_reduction_stage(const StagePlan& st, std::string& out, const std::string& ind);
+  void emit_column_block(const StagePlan& st, std::string& out, const std::string& ind);
   std::string loop(const LoopDim& d, const std::string& ind) const {
     return fmt::format("{}for ({} {} = 0; {} < {}; ++{}) {{\n", ind, it_, var(d.var), var(d.var), idx(d.size), var(d.var));
   }
@@ -156,11 +157,68 @@ void KernelWriter::emit_reduction_stage(const StagePlan& st, std::string& out, c
   }
 }
 
+// kLanes consecutive rows at once (KernelPlan::column_lanes): the reduced loops outside, the lanes inside, so each
+// load is contiguous across the lanes. The row variable of the last outer dim is redeclared per lane.
+void KernelWriter::emit_column_block(const StagePlan& st, std::string& out, const std::string& ind) {
+  const std::string row = var(k_.outer.back().var);
+  out += fmt::format("{}const {} base_ = {};\n", ind, it_, row);
+  for (const PlannedNode& n : st.nodes) {
+    const LoopNode& ln = p_.nodes[n.node];
+    const char* t = inductor::ctype_name(n.body->type);
+    out += fmt::format("{}// {}: {} over {}, {} rows at once\n", ind, ln.origin, inductor::reduce_op_name(ln.reduce_op),
+                       idx(st.elems), kLanes);
+    out += fmt::format("{}{} acc{}[{}];\n{}for (int j = 0; j < {}; ++j) acc{}[j] = {};\n", ind, t, n.node, kLanes, ind,
+                       kLanes, n.node, reduce_init(ln.reduce_op, n.body->type));
+  }
+  std::string in = ind;
+  for (const LoopDim& d : st.loops) {
+    out += loop(d, in);
+    in += "  ";
+  }
+  out += fmt::format("{}#pragma omp simd\n{}for (int j = 0; j < {}; ++j) {{\n", in, in, kLanes);
+  out += fmt::format("{}  const {} {} = base_ + j;\n", in, it_, row);
+  names_.clear();
+  for (const PlannedNode& n : st.nodes) {
+    std::string v = emit(n.body, out, in + "  ");
+    std::string acc = fmt::format("acc{}[j]", n.node);
+    out += fmt::format("{}  {} = {};\n", in, acc, reduce_combine(p_.nodes[n.node].reduce_op, acc, v));
+  }
+  names_.clear();
+  out += in + "}\n";
+  for (size_t j = 0; j < st.loops.size(); ++j) {
+    in.resize(in.size() - 2);
+    out += in + "}\n";
+  }
+  out += fmt::format("{}for (int j = 0; j < {}; ++j) {{\n{}  const {} {} = base_ + j;\n", ind, kLanes, ind, it_, row);
+  for (const PlannedNode& n : st.nodes) {
+    const LoopNode& ln = p_.nodes[n.node];
+    const char* t = inductor::ctype_name(n.body->type);
+    std::string r = fmt::format("acc{}[j]", n.node);
+    if (ln.reduce_op == inductor::ReduceOp::mean) r = fmt::format("{} / ({}){}", r, t, idx(st.elems));
+    store(n, r, out, ind + "  ");
+  }
+  out += ind + "}\n";
+}
+
 std::string KernelWriter::write() {
   it_ = index_type();
   std::string body;
   std::string ind = "  ";
-  if (k_.rows) {
+  if (k_.rows && k_.column_lanes) {
+    // Blocks of kLanes rows where they lie within one run of the last outer dim; single rows elsewhere.
+    const StagePlan& st = k_.stages.at(0);
+    stage_ = &st;
+    const std::string row = var(k_.outer.back().var);
+    body += fmt::format("{}for ({} o_ = begin_; o_ < end_;) {{\n", ind, it_);
+    body += unravel(k_.outer, "o_", ind + "  ");
+    body += fmt::format("{}  if (o_ + {} <= end_ && {} + {} <= {}) {{\n", ind, kLanes, row, kLanes,
+                        idx(k_.outer.back().size));
+    emit_column_block(st, body, ind + "    ");
+    body += fmt::format("{}    o_ += {};\n{}  }} else {{\n", ind, kLanes, ind);
+    emit_reduction_stage(st, body, ind + "    ");
+    body += fmt::format("{}    ++o_;\n{}  }}\n", ind, ind);
+    body += ind + "}\n";
+  } else if (k_.rows) {
     body += fmt::format("{}for ({} o_ = begin_; o_ < end_; ++o_) {{\n", ind, it_);
     body += unravel(k_.outer, "o_", ind + "  ");
     for (const StagePlan& st : k_.stages) {
