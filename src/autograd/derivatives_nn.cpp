@@ -329,18 +329,30 @@ Tensor conv2d_input_grad(const Tensor& g, const Tensor& w, const std::array<int6
                           pair_list(p.dilation));
 }
 
-// The weight gradient of conv2d(x, w) (batched, symmetric padding), w of spatial sizes `kernel`: a convolution of
-// the input (channels as the batch) with the gradient (batch items as input channels), stride and dilation
-// swapped, one group per group; rows past the kernel (left over by the stride) are dropped.
+// The weight gradient of conv2d(x, w) (batched, symmetric padding), w of spatial sizes `kernel`: one matrix
+// product per group of the gradient [out channels, N*OH*OW] with the input's patches [N*OH*OW, in channels * KH*KW]
+// (im2col, stacked from KH*KW strided slices of the padded input, so that its own derivative is slices again), as
+// PyTorch's slow_conv2d backward does. (A convolution of the input with the gradient as its kernel, the other
+// classic form, runs a kernel as large as the output, which the direct convolution serves ten times slower.)
 Tensor conv2d_weight_grad(const Tensor& x, const Tensor& g, const std::array<int64_t, 2>& kernel,
                           const ConvGeometry& p) {
   const int64_t n = x.size(0).guard_int(), cin = x.size(1).guard_int(), cout = g.size(1).guard_int(), groups = p.groups;
-  const int64_t h = x.size(2).guard_int(), w = x.size(3).guard_int(), oh = g.size(2).guard_int(), ow = g.size(3).guard_int();
-  const int64_t cg = cin / groups, og = cout / groups;
-  Tensor xt = x.reshape({n, groups, cg, h, w}).permute({2, 1, 0, 3, 4}).reshape({cg, groups * n, h, w});
-  Tensor gt = g.reshape({n, groups, og, oh, ow}).permute({1, 2, 0, 3, 4}).reshape({groups * og, n, oh, ow});
-  Tensor r = conv2d(xt, gt, {}, pair_list(p.dilation), pair_list(p.pad), pair_list(p.stride), groups);
-  return r.narrow(2, 0, kernel[0]).narrow(3, 0, kernel[1]).transpose(0, 1);
+  const int64_t oh = g.size(2).guard_int(), ow = g.size(3).guard_int();
+  const int64_t cg = cin / groups, og = cout / groups, kh = kernel[0], kw = kernel[1];
+  Tensor xp = p.pad[0] > 0 || p.pad[1] > 0 ? pad(x, {p.pad[1], p.pad[1], p.pad[0], p.pad[0]}) : x;
+  std::vector<Tensor> taps;  // taps[i * kw + j][n, c, y, x] = xp[n, c, y * stride + i * dilation, x * stride + j * dilation]
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j) {
+      const int64_t y0 = i * p.dilation[0], x0 = j * p.dilation[1];
+      taps.push_back(xp.slice(2, y0, y0 + (oh - 1) * p.stride[0] + 1, p.stride[0])
+                         .slice(3, x0, x0 + (ow - 1) * p.stride[1] + 1, p.stride[1]));
+    }
+  Tensor cols = stack(taps, 2)  // [n, cin, kh*kw, oh, ow]
+                    .reshape({n, groups, cg * kh * kw, oh, ow})
+                    .permute({1, 0, 3, 4, 2})
+                    .reshape({groups, n * oh * ow, cg * kh * kw});
+  Tensor gg = g.reshape({n, groups, og, oh, ow}).permute({1, 2, 0, 3, 4}).reshape({groups, og, n * oh * ow});
+  return bmm(gg, cols).reshape({cout, cg, kh, kw});
 }
 
 // conv1d/conv2d with padding `before`/`after` per spatial dim (they differ for padding='same' with an even

