@@ -1,5 +1,6 @@
 // The umbrella header: everything a user of sinter includes.
 #pragma once
+#include "sinter/amp.h"
 #include "sinter/autograd.h"
 #include "sinter/compile.h"
 #include "sinter/cuda.h"

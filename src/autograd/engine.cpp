@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "autograd/nodes.h"
+#include "ops/autocast.h"
 #include "sinter/ops.h"
 #include "support/check.h"
 
@@ -101,6 +102,7 @@ void execute(const std::vector<Edge>& roots, const std::vector<Tensor>& root_gra
       ready.push(r.fn.get());
 
   AutoGradMode mode(task.create_graph);
+  AutocastExcluded no_autocast;  // the backward runs in the dtypes its forward used
   while (!ready.empty()) {
     Node* n = ready.top();
     ready.pop();

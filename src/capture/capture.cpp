@@ -7,6 +7,7 @@
 #include <bit>
 
 #include "capture/engine_state.h"
+#include "ops/autocast.h"
 #include "sinter/autograd.h"
 #include "support/check.h"
 
@@ -170,6 +171,7 @@ WholeCapture Engine::State::capture_whole(const std::vector<CallArg>& args, cons
   // mode is part of what the graph means.
   for (const TensorGuard& g : gs.tensors)
     if (g.defined && g.requires_grad) gs.grad_mode = GradMode::is_enabled() ? 1 : 0;
+  gs.autocast = autocast_state_key();
   if (env->num_symbols() > 0) {
     gs.env = env;
     gs.num_symbols = static_cast<int>(env->num_symbols());

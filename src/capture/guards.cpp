@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "graph/graph_util.h"
+#include "ops/autocast.h"
 #include "sinter/autograd.h"
 #include "support/check.h"
 
@@ -151,6 +152,16 @@ void set_alias_pattern(GuardSet& guards, const std::vector<Tensor>& real) {
 
 namespace {
 
+// "off", or "cpu bfloat16, cuda float16": an autocast_state_key() for messages.
+std::string autocast_text(uint32_t key) {
+  std::vector<std::string> parts;
+  for (int d = 0; d < 2; ++d) {
+    const uint32_t byte = (key >> (8 * d)) & 0xff;
+    if (byte & 1) parts.push_back(fmt::format("{} {}", d ? "cuda" : "cpu", dtype_name(static_cast<DType>(byte >> 1))));
+  }
+  return parts.empty() ? "off" : graph_detail::join(parts, ", ");
+}
+
 // The tensor checks shared by the hot path (messages == nullptr) and diagnose().
 bool check_tensor(const TensorGuard& g, const Tensor& t, int64_t* values,
                   std::vector<GuardFailure>* failures) {
@@ -271,6 +282,7 @@ bool GuardSet::check(const std::vector<CallArg>& call_args, const std::vector<Te
   for (const auto& [module, training_flag] : training)
     if (module->is_training() != training_flag) return false;
   if (grad_mode >= 0 && GradMode::is_enabled() != (grad_mode == 1)) return false;
+  if (autocast_state_key() != autocast) return false;
   for (const GradGuard& g : grads) {
     const std::shared_ptr<TensorImpl>& slot = lifted[g.owner].impl()->grad;
     if (static_cast<bool>(slot) != g.defined) return false;
@@ -329,6 +341,9 @@ std::vector<GuardFailure> GuardSet::diagnose(const std::vector<CallArg>& call_ar
   if (grad_mode >= 0 && GradMode::is_enabled() != (grad_mode == 1))
     out.push_back({fmt::format("grad mode was {}, now {}", grad_mode == 1 ? "on" : "off (NoGradGuard)",
                                GradMode::is_enabled() ? "on" : "off (NoGradGuard)")});
+  if (autocast_state_key() != autocast)
+    out.push_back({fmt::format("the autocast state changed (was {}, now {})", autocast_text(autocast),
+                               autocast_text(autocast_state_key()))});
   for (const GradGuard& g : grads) {
     const std::shared_ptr<TensorImpl>& slot = lifted[g.owner].impl()->grad;
     if (static_cast<bool>(slot) != g.defined)
@@ -396,6 +411,7 @@ std::vector<std::string> GuardSet::describe() const {
     }
   }
   if (grad_mode >= 0) out.push_back(fmt::format("grad mode is {}", grad_mode == 1 ? "on" : "off"));
+  if (autocast != 0) out.push_back(fmt::format("autocast: {}", autocast_text(autocast)));
   for (const GradGuard& g : grads)
     if (!g.defined) out.push_back(fmt::format("{} is undefined", g.tensor.name));
     else out.push_back(fmt::format("{}: {} {}, strides {}", g.tensor.name, dtype_name(g.tensor.dtype),

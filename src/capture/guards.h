@@ -67,6 +67,7 @@ struct GuardSet {
   std::vector<Tensor> lifted;                          // held, so their identity is the guard
   std::vector<std::pair<nn::Module*, bool>> training;  // every submodule's training flag
   int8_t grad_mode = -1;  // the grad mode it was captured under (1 or 0), when some guarded tensor requires grad
+  uint32_t autocast = 0;  // the autocast state it was captured under (ops/autocast.h's key)
   std::vector<GradGuard> grads;
   std::vector<std::pair<std::function<bool()>, std::string>> host;  // guard_host_state (compile.h)
   std::shared_ptr<sym::ShapeEnv> env;  // symbols' ranges and guards; null when every size is static

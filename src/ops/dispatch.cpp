@@ -3,6 +3,7 @@
 
 #include <atomic>
 
+#include "ops/autocast.h"
 #include "ops/cuda_fallback.h"
 
 #include "ops/shape_util.h"
@@ -218,6 +219,13 @@ void normalize_args(const OpDef& def, Args& args) {
 std::vector<Tensor> dispatch(OpId op, Args args, const Loc& loc) {
   CallScope scope(op, &args, loc);
   normalize_args(op_def(op), args);
+  // Autocast sits above autograd (its casts are differentiated and captured like any op); below it, the op's own
+  // kernels call public ops that must not be cast again.
+  std::optional<AutocastExcluded> autocast_below;
+  if (autocast_active()) {
+    apply_autocast(op, args);
+    autocast_below.emplace();
+  }
   // Autograd sits above capture, as in PyTorch's dispatcher: under a capture it records backward nodes over the
   // proxies, so a backward run during capture (loss.backward() in a compiled training step, or the joint graph of
   // a compiled forward) is itself recorded into the graph.
