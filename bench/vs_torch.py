@@ -4,6 +4,7 @@
 
     python3 bench/vs_torch.py --threads 16 --sinter bench/results/sinter-cpu-HOST-DATE.json
     python3 bench/vs_torch.py --device cuda --sinter bench/results/sinter-cuda-HOST-DATE.json
+    python3 bench/vs_torch.py --train --sinter bench/results/train-cpu-HOST-DATE.json
 
 --device cuda runs the GPU column instead (its shapes and dtypes, bf16 where listed; bench/vs_torch_cuda.py):
 timed with CUDA events after warm-up, eager and compiled alternately, medians; one table of sinter's compiled ms
@@ -17,8 +18,10 @@ Method, as in sinter's bench: eager and compiled are each run once to choose the
 the slower call, between 3 and 200), then timed alternately (eager, compiled, eager, ...); medians are reported.
 Compile seconds are measured in child processes of this script (--probe NAME): cold is a fresh process on an
 empty TORCHINDUCTOR_CACHE_DIR, warm a second process on the same directory; each reports the wall time of its first
-call(s) minus a steady call, which is what a user waits for. Everything runs under torch.no_grad() (sinter has no
-autograd yet).
+call(s) minus a steady call, which is what a user waits for. The inference workloads run under torch.no_grad().
+
+--train times an AdamW training step instead (bench/vs_torch_train.py): PyTorch eager against torch.compile(model)
+and torch.compile(train_step), against a `sinter bench --suite train` JSON.
 """
 import argparse
 import atexit
@@ -358,6 +361,30 @@ def print_ratio_table(torch_rows, sinter):
 torch_threads_used = None
 
 
+def write_results(args, fields, kind, torch):
+    """PyTorch's results as JSON with machine, date and versions: --json, else beside the sinter file, else
+    bench/results/torch-KIND-HOST-DATE.json."""
+    host = socket.gethostname()
+    cpu = platform.processor() or "unknown cpu"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    out = {"machine": f"{host} ({cpu}, {os.cpu_count()} cores)", "date": datetime.date.today().isoformat(),
+           "device": args.device, "threads": torch_threads_used, "torch_version": torch.__version__,
+           "quick": args.quick, **fields}
+    path = args.json
+    if not path:
+        folder = os.path.dirname(os.path.abspath(args.sinter)) if args.sinter else \
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+        path = os.path.join(folder, f"torch-{kind}-{host}-{out['date']}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+    print(f"wrote {path}")
+
+
 def main():
     global torch_threads_used
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -372,6 +399,8 @@ def main():
     p.add_argument("--no-probe", action="store_true", help="skip the cold/warm compile-time child processes")
     p.add_argument("--json", help="where to write PyTorch's results (default: beside the sinter file, or "
                    "bench/results/)")
+    p.add_argument("--train", action="store_true", help="the training steps (bench/vs_torch_train.py) against a "
+                   "sinter bench --suite train JSON")
     p.add_argument("--probe", help=argparse.SUPPRESS)
     args = p.parse_args()
 
@@ -391,6 +420,19 @@ def main():
         torch.set_num_threads(args.threads)
     torch_threads_used = torch.get_num_threads()
     args.threads = torch_threads_used
+
+    if args.train:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import vs_torch_train as train
+        base = sys.modules[__name__]
+        if args.probe:
+            train.probe(torch, base, args.probe)
+            return
+        print(f"PyTorch {torch.__version__}, {torch_threads_used} threads, training steps (AdamW)")
+        rows = train.run(torch, args, base)
+        train.print_tables(rows, sinter, base)
+        write_results(args, {"suite": "train", "optimizer": "AdamW(lr=1e-3)", "results": rows}, "train", torch)
+        return
 
     cuda = None
     if args.device == "cuda":
@@ -420,29 +462,10 @@ def main():
             rows.append(bench_dynamic_mlp(torch, args) if name == "dynamic_mlp" else
                         bench_one(torch, name, args, budget))
     print_torch_table(rows)
-
-    host = socket.gethostname()
-    cpu = platform.processor() or "unknown cpu"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    out = {"machine": f"{host} ({cpu}, {os.cpu_count()} cores)", "date": datetime.date.today().isoformat(),
-           "device": args.device, "threads": torch_threads_used, "torch_version": torch.__version__,
-           "suite": "workloads", "quick": args.quick, "results": rows}
+    extra = {"suite": "workloads", "results": rows}
     if cuda:
-        out = {**{k: out[k] for k in ("machine", "date", "device")}, "gpu": gpu, "cuda_version": torch.version.cuda,
-               **out}
-    path = args.json
-    if not path:
-        folder = os.path.dirname(os.path.abspath(args.sinter)) if args.sinter else \
-            os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-        path = os.path.join(folder, f"torch-{args.device}-{host}-{out['date']}.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"wrote {path}")
+        extra = {"gpu": gpu, "cuda_version": torch.version.cuda, **extra}
+    write_results(args, extra, args.device, torch)
     if sinter and cuda:
         if sinter.get("device") not in (None, "cuda"):
             print(f"\nwarning: {args.sinter} is from device {sinter.get('device')}, not cuda")

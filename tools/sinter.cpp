@@ -48,7 +48,10 @@ const char* const kBenchUsage =
     "        [--quick]                        the workloads of bench/WORKLOADS.md, eager against compiled\n"
     "  bench --device cuda [--json FILE] [--only NAME] [--quick]\n"
     "                                         the GPU column of bench/WORKLOADS.md (--quick: smaller shapes on\n"
-    "                                         the simulated device)\n";
+    "                                         the simulated device)\n"
+    "  bench --suite train [--json FILE] [--threads N] [--backends inductor] [--only NAME] [--quick]\n"
+    "                                         an AdamW training step of mlp, gpt_block and resnet_block, eager\n"
+    "                                         against compile(model) and the whole step compiled\n";
 
 const char* const kFuzzUsage =
     "  fuzz [--seconds N] [--seed S] [--out DIR] [--replay FILE] [--jobs 1] [--disable F,G] [--backends B,C]\n"
@@ -89,12 +92,17 @@ int bench(const std::vector<std::string>& args) {
     else if (a == "--probe") opt.probe = value();  // hidden: the warm/cold compile-time child
     else throw sinter::Error(fmt::format("bench: unknown option {} (sinter bench --help lists them)", a));
   }
-  // The suites time inference: no gradient recording, as bench/vs_torch.py runs PyTorch under torch.no_grad().
+  if (opt.suite == "train") {
+    if (opt.backends == BenchOptions().backends) opt.backends = {"inductor"};
+    return bench_train(opt);
+  }
+  // The other suites time inference: no gradient recording, as bench/vs_torch.py runs PyTorch under
+  // torch.no_grad().
   sinter::NoGradGuard no_grad;
   if (opt.suite == "eager") return bench_eager(opt);
   if (opt.suite == "overhead") return bench_overhead(opt);
   if (opt.suite == "workloads") return opt.device == "cuda" ? bench_cuda(opt) : bench_workloads(opt);
-  throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads)", opt.suite));
+  throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads, train)", opt.suite));
 }
 
 uint64_t parse_u64_option(const std::string& option, const std::string& value, uint64_t min) {

@@ -34,6 +34,7 @@ extern const char* const kConformanceUsage;
 int bench_eager(const BenchOptions& options);
 int bench_overhead(const BenchOptions& options);  // --suite overhead (bench_overhead.cpp)
 int bench_cuda(const BenchOptions& options);       // --device cuda (bench_cuda.cpp)
+int bench_train(const BenchOptions& options);      // --suite train (bench_train.cpp)
 
 // `sinter run MODEL.onnx` (tools/run.cpp).
 struct RunOptions {

@@ -1,0 +1,286 @@
+// `sinter bench --suite train`: one AdamW training step (zero_grad, forward, loss, backward, step) of the built-in
+// models at bench/WORKLOADS.md's training shapes, eagerly and compiled the two ways torch.compile users train:
+//   model: compile(model), loss.backward() and the optimiser step outside (the compiled forward's backward is a
+//          compiled graph too);
+//   step:  compile(train_step), the whole step in one graph.
+// Per model and way: step ms (timed alternately with eager), peak memory during a step, the first step's compile
+// seconds cold (a fresh process on an empty cache) and warm (a second process on that cache), and the loss after
+// three steps against eager's. bench/vs_torch.py --train times PyTorch eager and torch.compile on the same
+// definitions.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+
+#include "bench_util.h"
+#include "sinter/optim.h"
+#include "support/check.h"
+#include "tensor/allocator.h"
+#include "tools.h"
+#include "workloads.h"
+
+namespace sinter::tools {
+namespace {
+
+struct TrainModel {
+  std::string name, shape;
+  std::function<std::shared_ptr<nn::Module>()> make;
+  std::function<Tensor()> input;
+};
+
+// bench/WORKLOADS.md, "Training steps"; bench/vs_torch.py --train builds the same.
+std::vector<TrainModel> train_models() {
+  return {
+      {"mlp", "T256 D512 H2048", [] { return std::make_shared<Mlp>(512, 2048); },
+       [] { return randn({256, 512}); }},
+      {"gpt_block", "B2 S128 D256 H4", [] { return std::make_shared<GptBlock>(256, 4); },
+       [] { return randn({2, 128, 256}); }},
+      {"resnet_block", "N4 C32 28x28 NCHW", [] { return std::make_shared<ResNetBlock>(32); },
+       [] { return randn({4, 32, 28, 28}); }},
+  };
+}
+
+// One model with its optimiser, stepped eagerly or compiled one of the two ways.
+struct Trainer {
+  std::shared_ptr<nn::Module> model;
+  std::unique_ptr<optim::AdamW> opt;
+  Tensor x;
+  std::function<Tensor()> step;
+  std::function<CompileStats()> stats = [] { return CompileStats{}; };
+
+  Trainer(const TrainModel& spec, const std::string& way, const std::string& backend) {
+    manual_seed(1234);
+    model = spec.make();
+    x = spec.input();
+    opt = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions(1e-3));
+    nn::Module& m = *model;
+    auto one_step = [this](const std::function<Tensor(const Tensor&)>& forward, const Tensor& input) {
+      opt->zero_grad();
+      Tensor out = forward(input);
+      Tensor loss = mean(out * out);
+      loss.backward();
+      opt->step();
+      return loss.detach();
+    };
+    auto eager_forward = [&m](const Tensor& v) { return m.forward(v); };
+    if (way == "eager") {
+      step = [this, one_step, eager_forward] { return one_step(eager_forward, x); };
+    } else if (way == "model") {
+      auto compiled = std::make_shared<decltype(compile(m))>(compile(m, {.backend = backend}));
+      step = [this, one_step, compiled] { return one_step([compiled](const Tensor& v) { return (*compiled)(v); }, x); };
+      stats = [compiled] { return compiled->stats(); };
+    } else {
+      SINTER_CHECK(way == "step", "bench --suite train: unknown way '{}'", way);
+      auto body = [one_step, eager_forward](const Tensor& input) { return one_step(eager_forward, input); };
+      auto compiled = std::make_shared<decltype(compile(body))>(compile(body, {.backend = backend}));
+      step = [this, compiled] { return (*compiled)(x); };
+      stats = [compiled] { return compiled->stats(); };
+    }
+  }
+};
+
+struct TrainRow {
+  std::string model, way, backend, shape;
+  double eager_ms = NAN, compiled_ms = NAN, first_step_ms = NAN;
+  double compile_cold = NAN, compile_warm = NAN;
+  double peak_mb_eager = NAN, peak_mb_compiled = NAN;
+  double peak_rss_mb_eager = NAN, peak_rss_mb_compiled = NAN;
+  double loss_rel_err = NAN;
+  int compiles = 0, kernels = -1;
+  std::string error;
+};
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The allocator's high-water mark during one step, above what was live before it, in MB.
+double step_peak_mb(const std::function<Tensor()>& step) {
+  size_t before = cpu_memory_stats().allocated;
+  reset_cpu_peak_memory();
+  (void)step();
+  return static_cast<double>(cpu_memory_stats().peak - before) / (1 << 20);
+}
+
+// A line of /proc/self/status in MB ("VmRSS", "VmHWM").
+double status_mb(const std::string& key) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return NAN;
+  char line[256];
+  double kb = NAN;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, key.c_str(), key.size()) == 0 && line[key.size()] == ':') kb = std::strtod(line + key.size() + 1, nullptr);
+  std::fclose(f);
+  return kb / 1024;
+}
+
+// Resets the process's peak resident size (VmHWM) to its current size (Linux's clear_refs).
+void reset_peak_rss() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
+}
+
+// The hidden child: the first step's wall time minus a steady step's (what a user waits for the compiler), and
+// the process's peak resident memory over steady steps above what it had before the model was made (what
+// bench/vs_torch.py --train measures for PyTorch the same way).
+int run_probe(const BenchOptions& opt) {
+  const size_t colon = opt.probe.find(':');
+  SINTER_CHECK(colon != std::string::npos, "bench --suite train --probe MODEL:WAY");
+  const std::string name = opt.probe.substr(0, colon), way = opt.probe.substr(colon + 1);
+  for (const TrainModel& spec : train_models()) {
+    if (spec.name != name) continue;
+    const double rss_before = status_mb("VmRSS");
+    Trainer t(spec, way, opt.backends.at(0));
+    auto start = std::chrono::steady_clock::now();
+    (void)t.step();
+    double first = ms_since(start);
+    double steady = time_ms([&] { (void)t.step(); }, 3, 1);
+    reset_peak_rss();
+    for (int i = 0; i < 3; ++i) (void)t.step();
+    fmt::print("probe compile_s={:.6f} peak_rss_mb={:.3f}\n", std::max(0.0, first - steady) / 1e3,
+               status_mb("VmHWM") - rss_before);
+    return 0;
+  }
+  throw Error(fmt::format("bench --suite train: no model named '{}'", name));
+}
+
+struct ProbeResult {
+  double compile_s = NAN, peak_rss_mb = NAN;
+};
+
+ProbeResult probe(const std::string& model, const std::string& way, const std::string& backend, const std::string& dir) {
+  ChildResult r = run_self({"bench", "--suite", "train", "--probe", model + ":" + way, "--backends", backend,
+                            "--threads", std::to_string(get_num_threads())},
+                           {{"SINTER_CACHE_DIR", dir}});
+  size_t at = r.output.find("probe compile_s=");
+  if (r.status != 0 || at == std::string::npos) {
+    fmt::print(stderr, "  compile probe of {} / {} failed (status {}):\n{}\n", model, way, r.status,
+               r.output.substr(r.output.size() > 2000 ? r.output.size() - 2000 : 0));
+    return {};
+  }
+  ProbeResult out;
+  out.compile_s = std::strtod(r.output.c_str() + at + 16, nullptr);
+  size_t rss = r.output.find("peak_rss_mb=");
+  if (rss != std::string::npos) out.peak_rss_mb = std::strtod(r.output.c_str() + rss + 12, nullptr);
+  return out;
+}
+
+TrainRow bench_way(const TrainModel& spec, const std::string& way, const std::string& backend, double budget_ms) {
+  TrainRow row{spec.name, way, backend, spec.shape};
+  try {
+    Trainer eager(spec, "eager", backend), compiled(spec, way, backend);
+    // Correctness first: three steps each from the same weights, the last losses compared.
+    auto start = std::chrono::steady_clock::now();
+    Tensor lc = compiled.step();
+    row.first_step_ms = ms_since(start);
+    Tensor le = eager.step();
+    for (int i = 0; i < 2; ++i) {
+      le = eager.step();
+      lc = compiled.step();
+    }
+    row.loss_rel_err = std::abs(lc.item<double>() - le.item<double>()) / std::max(std::abs(le.item<double>()), 1e-30);
+    std::tie(row.eager_ms, row.compiled_ms) = time_pair_ms([&] { (void)eager.step(); }, [&] { (void)compiled.step(); },
+                                                           budget_ms);
+    row.peak_mb_eager = step_peak_mb(eager.step);
+    row.peak_mb_compiled = step_peak_mb(compiled.step);
+    CompileStats stats = compiled.stats();
+    row.compiles = stats.compiles;
+    row.kernels = stats.kernels_per_call;
+    std::string dir = make_temp_dir("sinter-bench-train-cache");
+    ProbeResult cold = probe(spec.name, way, backend, dir);
+    row.compile_cold = cold.compile_s;
+    row.compile_warm = probe(spec.name, way, backend, dir).compile_s;
+    row.peak_rss_mb_compiled = cold.peak_rss_mb;
+    row.peak_rss_mb_eager = probe(spec.name, "eager", backend, dir).peak_rss_mb;
+    remove_dir(dir);
+  } catch (const std::exception& e) {
+    row.error = e.what();
+    fmt::print("  {} / {} failed: {}\n", spec.name, way, row.error);
+  }
+  return row;
+}
+
+std::string num(double v, const char* spec = "{:.3f}") {
+  return std::isnan(v) ? "-" : fmt::format(fmt::runtime(spec), v);
+}
+
+void put(Json& j, const std::string& key, double v) { std::isnan(v) ? j.add_null(key) : j.add(key, v); }
+
+}  // namespace
+
+int bench_train(const BenchOptions& opt) {
+  SINTER_CHECK(!opt.backends.empty(), "bench: --backends is empty");
+  if (!opt.probe.empty()) return run_probe(opt);
+  std::string run_cache = make_temp_dir("sinter-bench-run");
+  setenv("SINTER_CACHE_DIR", run_cache.c_str(), 1);
+  fmt::print("sinter bench --suite train: {} threads, backends {}, {}\n", get_num_threads(),
+             fmt::join(opt.backends, ","), machine_name());
+  const double budget_ms = opt.quick ? 300 : 2000;
+  std::vector<TrainRow> rows;
+  for (const TrainModel& spec : train_models()) {
+    if (!opt.only.empty() && opt.only != spec.name) continue;
+    for (const std::string& backend : opt.backends)
+      for (const char* way : {"model", "step"}) {
+        fmt::print("  {} / {} / {} ...\n", spec.name, way, backend);
+        std::fflush(stdout);
+        rows.push_back(bench_way(spec, way, backend, budget_ms));
+      }
+  }
+  remove_dir(run_cache);
+  fmt::print("\n{:<13} {:<6} {:<10} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8}\n", "model", "way",
+             "backend", "eager ms", "comp. ms", "speedup", "cold s", "warm s", "peak MB e", "peak MB c", "loss err",
+             "kernels");
+  for (const TrainRow& r : rows) {
+    if (!r.error.empty()) {
+      fmt::print("{:<13} {:<6} {:<10} failed: {}\n", r.model, r.way, r.backend, r.error.substr(0, 200));
+      continue;
+    }
+    fmt::print("{:<13} {:<6} {:<10} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8}\n", r.model, r.way,
+               r.backend, num(r.eager_ms), num(r.compiled_ms), num(r.eager_ms / r.compiled_ms, "{:.2f}x"),
+               num(r.compile_cold), num(r.compile_warm), num(r.peak_mb_eager, "{:.1f}"),
+               num(r.peak_mb_compiled, "{:.1f}"), num(r.loss_rel_err, "{:.1e}"),
+               r.kernels >= 0 ? std::to_string(r.kernels) : "-");
+  }
+  fmt::print("\nmodel: compile(model), backward and AdamW outside; step: compile(train_step), the whole step in one "
+             "graph.\ncold s / warm s: the first step's extra seconds in a fresh process on an empty cache / a "
+             "second process\non that cache. peak MB: the allocator's high-water mark during one step above what "
+             "was live before\n(peak RSS, the process's, in the JSON). loss err: |compiled - eager| / |eager| of the third step's loss. kernels: per call "
+             "of the compiled function\n(model: the forward).\n");
+  if (!opt.json.empty()) {
+    std::vector<std::string> items;
+    for (const TrainRow& r : rows) {
+      Json j;
+      j.add("model", r.model).add("way", r.way).add("backend", r.backend).add("shape", r.shape);
+      if (!r.error.empty()) j.add("error", r.error);
+      put(j, "eager_ms", r.eager_ms);
+      put(j, "compiled_ms", r.compiled_ms);
+      put(j, "speedup", r.eager_ms / r.compiled_ms);
+      put(j, "first_step_ms", r.first_step_ms);
+      put(j, "compile_s_cold", r.compile_cold);
+      put(j, "compile_s_warm", r.compile_warm);
+      put(j, "peak_mb_eager", r.peak_mb_eager);
+      put(j, "peak_mb_compiled", r.peak_mb_compiled);
+      put(j, "peak_rss_mb_eager", r.peak_rss_mb_eager);
+      put(j, "peak_rss_mb_compiled", r.peak_rss_mb_compiled);
+      put(j, "loss_rel_err", r.loss_rel_err);
+      j.add("compiles", r.compiles).add("kernels", r.kernels);
+      items.push_back(j.str());
+    }
+    Json env;
+    env.add("machine", machine_name()).add("date", today()).add("device", "cpu").add("threads", get_num_threads());
+    env.add("sinter_commit", git_commit()).add("suite", "train").add("optimizer", "AdamW(lr=1e-3)");
+    env.add_raw("quick", opt.quick ? "true" : "false");
+    env.add_raw("results", json_array(items));
+    write_file(opt.json, env.str());
+    fmt::print("wrote {}\n", opt.json);
+  }
+  return 0;
+}
+
+}  // namespace sinter::tools
