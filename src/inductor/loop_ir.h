@@ -95,7 +95,7 @@ struct Buffer {
   std::vector<ExprPtr> sizes, strides;  // the layout it is allocated (or given) with; offsets count from its base
   int graph_input = -1;                 // kInput: position among the graph's inputs
   Tensor constant;                      // kConstant
-  int producer = -1;                    // kIntermediate: the loop node that writes it
+  int producer = -1;                    // kIntermediate: the loop node that writes it (-1: several write parts)
 };
 
 enum class LoopKind : uint8_t { kPointwise, kReduction, kExtern };

@@ -299,6 +299,7 @@ class Lowerer final : public PointwiseContext {
   void lower_input(const Node& n);
   void lower_op(const Node& n);
   bool lower_view(const Node& n);
+  bool lower_concat(const Node& n);
   bool lower_lazy_view(const Node& n, int in, bool any_view);
   ExprPtr slice_start(const Value& start, const ExprPtr& size) const;
   bool merge_map(const std::vector<ExprPtr>& isz, const std::vector<ExprPtr>& osz,
@@ -873,9 +874,72 @@ void Lowerer::lower_op(const Node& n) {
     });
     return;
   }
+  if (lower_concat(n)) return;
   if (lower_reduction(n)) return;
   if (lower_gemm(n)) return;
   lower_extern(n);
+}
+
+// cat and stack: one pointwise node per input, each storing that input's value (lazy, so its producers fuse into
+// it) straight into its part of one output buffer, laid out as the graph's output when that is dense. The buffer
+// has several writers, so it has no single producer: readers load it from memory.
+bool Lowerer::lower_concat(const Node& n) {
+  if ((n.op != OpId::cat && n.op != OpId::stack) || !target_.runs_on(n.meta().device)) return false;
+  const std::vector<Tensor>& ins = n.args[0].tensor_list();
+  const Tensor& out = n.output();
+  const bool stack = n.op == OpId::stack;
+  const std::vector<ExprPtr> osz = exs(out.sizes());
+  const int64_t rank = static_cast<int64_t>(osz.size());
+  int64_t d = n.arg("dim").to_int();
+  if (d < 0) d += rank;
+  if (ins.empty() || d < 0 || d >= rank) return false;
+  for (const Tensor& t : ins)  // cat's legacy empty 1-D operands, and mixed dtypes, stay with the eager kernel
+    if (t.dtype() != out.dtype() || t.dim() != (stack ? rank - 1 : rank)) return false;
+  std::vector<ExprPtr> strides = exs(out.strides());
+  const bool meta = dense_layout(osz, strides);
+  if (!meta) strides = dense_strides(osz);
+  Buffer b;
+  b.dtype = out.dtype();
+  b.sizes = osz;
+  b.strides = strides;
+  b.producer = -1;
+  const int bid = p_.add_buffer(std::move(b));
+  const CType ct = compute_type(out.dtype());
+  ExprPtr start = c0();  // cat: where the input's part of dim d begins
+  for (size_t k = 0; k < ins.size(); ++k) {
+    const int v = value_id(ins[k]);
+    const std::vector<ExprPtr> isz = values_[v].sizes;
+    const size_t ir = isz.size();
+    auto out_dim = [&](size_t j) { return stack && static_cast<int64_t>(j) >= d ? j + 1 : j; };
+    std::vector<ExprPtr> mapped(ir);  // the input dims' strides in the output, for the loop order
+    for (size_t j = 0; j < ir; ++j) mapped[j] = strides[out_dim(j)];
+    std::vector<int> perm = memory_order(isz, mapped);
+    std::vector<ExprPtr> idx(ir), domain(ir);
+    for (size_t j = 0; j < ir; ++j) {
+      idx[perm[j]] = loop_var(static_cast<int>(j));
+      domain[j] = isz[perm[j]];
+    }
+    ExprPtr off = stack ? sym::make_mul(sym::make_const(static_cast<int64_t>(k)), strides[d]) : c0();
+    for (size_t j = 0; j < ir; ++j) {
+      ExprPtr i = idx[j];
+      if (!stack && static_cast<int64_t>(j) == d) i = sym::make_add(i, start);
+      if (!is_one(osz[out_dim(j)])) off = sym::make_add(off, sym::make_mul(i, strides[out_dim(j)]));
+    }
+    if (!stack) start = sym::make_add(start, isz[d]);
+    SExpr body = p_.pool.cast(load(v, idx), ct);
+    add_loop_node(LoopKind::kPointwise, domain, static_cast<int>(domain.size()), body, bid, off);
+  }
+  SINTER_LOG(kFusion, "{}: {} inputs stored straight into {}", origin_, ins.size(), p_.buffers[bid].name);
+  LValue L;
+  L.sizes = osz;
+  L.dtype = out.dtype();
+  L.buffer = bid;
+  L.strides = strides;
+  L.offset = c0();
+  L.meta_layout = meta;
+  const int id = add_value(out, std::move(L));
+  base_[bid] = meta ? values_[id].meta_offset : c0();
+  return true;
 }
 
 LoopProgram Lowerer::run() {

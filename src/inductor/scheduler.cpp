@@ -154,7 +154,7 @@ Schedule Scheduler::run() {
         k.outer.assign(n.domain.begin(), n.domain.begin() + n.num_outer);
       }
       k.nodes.push_back(n.id);
-      producer_kernel_[n.out] = open_;
+      if (p_.buffers[n.out].producer == n.id) producer_kernel_[n.out] = open_;  // not a buffer of several writers
       decide(fmt::format("fuse loop node {} ({}) into {}: same outer domain, score {:.0f} bytes not re-read", n.id,
                          n.origin, k.name, score));
       continue;
@@ -172,7 +172,7 @@ Schedule Scheduler::run() {
     s_.kernels.push_back(std::move(k));
     open_ = static_cast<int>(s_.kernels.size()) - 1;
     open_size_ = size;
-    producer_kernel_[n.out] = open_;
+    if (p_.buffers[n.out].producer == n.id) producer_kernel_[n.out] = open_;
   }
   close_kernel();
   move_next_to_readers();

@@ -214,7 +214,7 @@ bool Executor::may_overwrite_input(int o, int input) const {
   const inductor::LoopProgram& program = *parts_->program;
   const int out_buffer = program.outputs[o].buffer;
   const int w = written_at_[out_buffer];
-  if (w < 0) return false;
+  if (w < 0 || program.buffers[out_buffer].producer < 0) return false;
   const Kernel& writer = parts_->schedule.kernels[w];
   if (writer.kind != Kernel::Kind::kLoops || writer.rows || writer.epilogue_of >= 0) return false;
   const ExprPtr& store = program.nodes[program.buffers[out_buffer].producer].store_offset;
