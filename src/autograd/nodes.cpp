@@ -312,11 +312,9 @@ void Tensor::retain_grad() const {
 
 Tensor Tensor::detach(Loc loc) const {
   SINTER_CHECK(impl_, "detach of an undefined tensor");
-  if (!current_hook()) return autograd::alias_without_history(*this);
-  // Under capture the graph records the detach as a view.
-  Tensor t = sinter::view(*this, sizes(), loc);
-  t.impl()->requires_grad = false;
-  return t;
+  (void)loc;
+  // Under capture the graph records the detach as a view (made with grad mode off: it has no history).
+  return autograd::alias_without_history(*this);
 }
 
 Tensor& Tensor::detach_() {
