@@ -426,7 +426,7 @@ def main():
         import vs_torch_train as train
         base = sys.modules[__name__]
         if args.probe:
-            train.probe(torch, base, args.probe)
+            train.probe(torch, base, args.probe, args.device == "cuda")
             return
         print(f"PyTorch {torch.__version__}, {torch_threads_used} threads, training steps (AdamW)")
         rows = train.run(torch, args, base)

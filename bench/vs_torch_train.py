@@ -18,10 +18,19 @@ MODELS = ["mlp", "gpt_block", "resnet_block"]
 WAYS = ["model", "step"]
 
 
-def make_model(torch, base, name):
-    """(model, input, shape text) at the training shapes; base is vs_torch (GptBlock, ResNetBlock)."""
+def make_model(torch, base, name, cuda=False):
+    """(model, input, shape text) at the training shapes (on CUDA the GPU shapes; the forward and loss then run under
+    bfloat16 autocast); base is vs_torch (GptBlock, ResNetBlock)."""
     nn = torch.nn
     torch.manual_seed(1234)
+    if cuda:
+        if name == "mlp":
+            return nn.Sequential(nn.Linear(1024, 4096), nn.GELU(), nn.Linear(4096, 1024)).cuda(), \
+                torch.randn(8192, 1024, device="cuda"), "T8192 D1024 H4096 bf16 autocast"
+        if name == "gpt_block":
+            return base.GptBlock(torch, 1024, 16).cuda(), torch.randn(8, 1024, 1024, device="cuda"), \
+                "B8 S1024 D1024 H16 bf16 autocast"
+        raise SystemExit(f"no GPU training shape for {name}")
     if name == "mlp":
         return nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512)), torch.randn(256, 512), \
             "T256 D512 H2048"
@@ -33,16 +42,17 @@ def make_model(torch, base, name):
 
 
 class Trainer:
-    def __init__(self, torch, base, name, way):
-        self.model, self.x, self.shape = make_model(torch, base, name)
+    def __init__(self, torch, base, name, way, cuda=False):
+        self.model, self.x, self.shape = make_model(torch, base, name, cuda)
         self.model.train()
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
         model, opt = self.model, self.opt
 
         def one_step(forward, x):
             opt.zero_grad()
-            out = forward(x)
-            loss = (out * out).mean()
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=cuda):
+                out = forward(x)
+                loss = (out * out).mean()
             loss.backward()
             opt.step()
             return loss.detach()
@@ -56,6 +66,14 @@ class Trainer:
             self.step = lambda: compiled(self.x)
         else:
             raise SystemExit(f"unknown way {way}")
+        if cuda:
+            step = self.step
+
+            def synced():
+                loss = step()
+                torch.cuda.synchronize()
+                return loss
+            self.step = synced
 
 
 def status_mb(key):
@@ -66,11 +84,11 @@ def status_mb(key):
     return float("nan")
 
 
-def probe(torch, base, spec):
+def probe(torch, base, spec, cuda=False):
     """The child: compile seconds and peak RSS of one model and way ("mlp:step")."""
     name, way = spec.split(":")
     rss_before = status_mb("VmRSS")
-    t = Trainer(torch, base, name, way)
+    t = Trainer(torch, base, name, way, cuda)
     start = time.perf_counter()
     t.step()
     first = time.perf_counter() - start
@@ -88,7 +106,7 @@ def probe(torch, base, spec):
 def run_probe(spec, args, cache_dir):
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
     cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "vs_torch.py"), "--train",
-           "--probe", spec, "--threads", str(args.threads)]
+           "--probe", spec, "--threads", str(args.threads), "--device", args.device]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     for line in r.stdout.splitlines():
         if line.startswith("probe compile_s="):
@@ -98,16 +116,25 @@ def run_probe(spec, args, cache_dir):
     return None, None
 
 
+def peak_cuda_mb(torch, step):
+    """The device's allocator peak during one step above what was allocated before, in MB."""
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    return (torch.cuda.max_memory_allocated() - before) / 2**20
+
+
 def run(torch, args, base):
     budget = 300 if args.quick else 2000
+    cuda = args.device == "cuda"
     rows = []
     for name in MODELS:
-        if args.only and args.only != name:
+        if args.only and args.only != name or (cuda and name == "resnet_block"):
             continue
         eager_rss = None
         for way in WAYS:
             print(f"  {name} / {way} ...", flush=True)
-            eager, compiled = Trainer(torch, base, name, "eager"), Trainer(torch, base, name, way)
+            eager, compiled = Trainer(torch, base, name, "eager", cuda), Trainer(torch, base, name, way, cuda)
             start = time.perf_counter()
             lc = compiled.step()
             first_ms = (time.perf_counter() - start) * 1e3
@@ -119,6 +146,9 @@ def run(torch, args, base):
             row = {"model": name, "way": way, "backend": "torch.compile", "shape": eager.shape,
                    "eager_ms": eager_ms, "compiled_ms": compiled_ms, "speedup": eager_ms / compiled_ms,
                    "first_step_ms": first_ms, "loss_rel_err": err}
+            if cuda:
+                row["peak_mb_eager"], row["peak_mb_compiled"] = peak_cuda_mb(torch, eager.step), \
+                    peak_cuda_mb(torch, compiled.step)
             if not args.no_probe:
                 with tempfile.TemporaryDirectory(prefix="torch-bench-train-") as d:
                     row["compile_s_cold"], row["peak_rss_mb_compiled"] = run_probe(f"{name}:{way}", args, d)
@@ -144,15 +174,18 @@ def print_tables(rows, sinter, base):
     by_key = {(r["model"], r["way"]): r for r in rows}
     print(f"\nsinter ({sinter.get('sinter_commit', '?')}) over PyTorch, same way (below 1: sinter faster or smaller)")
     print(f"{'model':<13} {'way':<6} {'sinter ms':>10} {'t.compile ms':>12} {'step s/t':>9} {'eager s/t':>10} "
-          f"{'cold s/t':>9} {'warm s/t':>9} {'RSS s/t':>8}")
+          f"{'cold s/t':>9} {'warm s/t':>9} {'mem s/t':>8}")
     for s in sinter.get("results", []):
         t = by_key.get((s.get("model"), s.get("way")))
         if t is None or s.get("error"):
             continue
         r = base.ratio
+        # Memory: the device allocators' peaks on CUDA, the processes' peak RSS on the CPU.
+        mem = "peak_mb_compiled" if s.get("peak_mb_compiled") is not None and t.get("peak_mb_compiled") is not None \
+            and sinter.get("device") == "cuda" else "peak_rss_mb_compiled"
         print(f"{s['model']:<13} {s['way']:<6} {f(s.get('compiled_ms')):>10} {f(t['compiled_ms']):>12} "
               f"{f(r(s.get('compiled_ms'), t['compiled_ms']), '.3g'):>9} "
               f"{f(r(s.get('eager_ms'), t['eager_ms']), '.3g'):>10} "
               f"{f(r(s.get('compile_s_cold'), t.get('compile_s_cold')), '.3g'):>9} "
               f"{f(r(s.get('compile_s_warm'), t.get('compile_s_warm')), '.3g'):>9} "
-              f"{f(r(s.get('peak_rss_mb_compiled'), t.get('peak_rss_mb_compiled')), '.3g'):>8}")
+              f"{f(r(s.get(mem), t.get(mem)), '.3g'):>8}")

@@ -17,6 +17,8 @@
 #include <memory>
 
 #include "bench_util.h"
+#include "sinter/amp.h"
+#include "sinter/cuda.h"
 #include "sinter/optim.h"
 #include "support/check.h"
 #include "tensor/allocator.h"
@@ -32,8 +34,16 @@ struct TrainModel {
   std::function<Tensor()> input;
 };
 
-// bench/WORKLOADS.md, "Training steps"; bench/vs_torch.py --train builds the same.
-std::vector<TrainModel> train_models() {
+// bench/WORKLOADS.md, "Training steps"; bench/vs_torch.py --train builds the same. On CUDA: the GPU shapes, the
+// forward and loss under bfloat16 autocast.
+std::vector<TrainModel> train_models(bool cuda) {
+  if (cuda)
+    return {
+        {"mlp", "T8192 D1024 H4096 bf16 autocast", [] { return std::make_shared<Mlp>(1024, 4096); },
+         [] { return randn({8192, 1024}); }},
+        {"gpt_block", "B8 S1024 D1024 H16 bf16 autocast", [] { return std::make_shared<GptBlock>(1024, 16); },
+         [] { return randn({8, 1024, 1024}); }},
+    };
   return {
       {"mlp", "T256 D512 H2048", [] { return std::make_shared<Mlp>(512, 2048); },
        [] { return randn({256, 512}); }},
@@ -52,16 +62,24 @@ struct Trainer {
   std::function<Tensor()> step;
   std::function<CompileStats()> stats = [] { return CompileStats{}; };
 
-  Trainer(const TrainModel& spec, const std::string& way, const std::string& backend) {
+  Trainer(const TrainModel& spec, const std::string& way, const std::string& backend, bool cuda) {
     manual_seed(1234);
     model = spec.make();
     x = spec.input();
+    if (cuda) {
+      model->to(kCUDA);
+      x = x.to(kCUDA);
+    }
     opt = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions(1e-3));
     nn::Module& m = *model;
-    auto one_step = [this](const std::function<Tensor(const Tensor&)>& forward, const Tensor& input) {
+    auto one_step = [this, cuda](const std::function<Tensor(const Tensor&)>& forward, const Tensor& input) {
       opt->zero_grad();
-      Tensor out = forward(input);
-      Tensor loss = mean(out * out);
+      Tensor loss;
+      {
+        AutocastGuard autocast(DeviceType::kCUDA, kBFloat16, cuda);
+        Tensor out = forward(input);
+        loss = mean(out * out);
+      }
       loss.backward();
       opt->step();
       return loss.detach();
@@ -133,10 +151,16 @@ int run_probe(const BenchOptions& opt) {
   const size_t colon = opt.probe.find(':');
   SINTER_CHECK(colon != std::string::npos, "bench --suite train --probe MODEL:WAY");
   const std::string name = opt.probe.substr(0, colon), way = opt.probe.substr(colon + 1);
-  for (const TrainModel& spec : train_models()) {
+  const bool cuda = opt.device == "cuda";
+  for (const TrainModel& spec : train_models(cuda)) {
     if (spec.name != name) continue;
     const double rss_before = status_mb("VmRSS");
-    Trainer t(spec, way, opt.backends.at(0));
+    Trainer t(spec, way, opt.backends.at(0), cuda);
+    if (cuda) t.step = [step = t.step] {
+      Tensor loss = step();
+      cuda::synchronize();
+      return loss;
+    };
     auto start = std::chrono::steady_clock::now();
     (void)t.step();
     double first = ms_since(start);
@@ -154,9 +178,10 @@ struct ProbeResult {
   double compile_s = NAN, peak_rss_mb = NAN;
 };
 
-ProbeResult probe(const std::string& model, const std::string& way, const std::string& backend, const std::string& dir) {
+ProbeResult probe(const std::string& model, const std::string& way, const std::string& backend, const std::string& dir,
+                  const std::string& device) {
   ChildResult r = run_self({"bench", "--suite", "train", "--probe", model + ":" + way, "--backends", backend,
-                            "--threads", std::to_string(get_num_threads())},
+                            "--threads", std::to_string(get_num_threads()), "--device", device},
                            {{"SINTER_CACHE_DIR", dir}});
   size_t at = r.output.find("probe compile_s=");
   if (r.status != 0 || at == std::string::npos) {
@@ -171,10 +196,33 @@ ProbeResult probe(const std::string& model, const std::string& way, const std::s
   return out;
 }
 
-TrainRow bench_way(const TrainModel& spec, const std::string& way, const std::string& backend, double budget_ms) {
+// The step, and on CUDA a wait for the device after it (so wall times are the device's).
+std::function<Tensor()> synced(const std::function<Tensor()>& step, bool cuda) {
+  if (!cuda) return step;
+  return [step] {
+    Tensor loss = step();
+    cuda::synchronize();
+    return loss;
+  };
+}
+
+// Peak memory during one step above what was live before, in MB: the CPU allocator's, or the CUDA device's.
+double step_peak(const std::function<Tensor()>& step, bool cuda) {
+  if (!cuda) return step_peak_mb(step);
+  const int64_t before = cuda::memory_stats().allocated;
+  cuda::reset_peak_memory_stats();
+  (void)step();
+  return static_cast<double>(cuda::memory_stats().peak - before) / (1 << 20);
+}
+
+TrainRow bench_way(const TrainModel& spec, const std::string& way, const std::string& backend, double budget_ms,
+                   const std::string& device) {
   TrainRow row{spec.name, way, backend, spec.shape};
+  const bool cuda = device == "cuda";
   try {
-    Trainer eager(spec, "eager", backend), compiled(spec, way, backend);
+    Trainer eager(spec, "eager", backend, cuda), compiled(spec, way, backend, cuda);
+    eager.step = synced(eager.step, cuda);
+    compiled.step = synced(compiled.step, cuda);
     // Correctness first: three steps each from the same weights, the last losses compared.
     auto start = std::chrono::steady_clock::now();
     Tensor lc = compiled.step();
@@ -187,17 +235,17 @@ TrainRow bench_way(const TrainModel& spec, const std::string& way, const std::st
     row.loss_rel_err = std::abs(lc.item<double>() - le.item<double>()) / std::max(std::abs(le.item<double>()), 1e-30);
     std::tie(row.eager_ms, row.compiled_ms) = time_pair_ms([&] { (void)eager.step(); }, [&] { (void)compiled.step(); },
                                                            budget_ms);
-    row.peak_mb_eager = step_peak_mb(eager.step);
-    row.peak_mb_compiled = step_peak_mb(compiled.step);
+    row.peak_mb_eager = step_peak(eager.step, cuda);
+    row.peak_mb_compiled = step_peak(compiled.step, cuda);
     CompileStats stats = compiled.stats();
     row.compiles = stats.compiles;
     row.kernels = stats.kernels_per_call;
     std::string dir = make_temp_dir("sinter-bench-train-cache");
-    ProbeResult cold = probe(spec.name, way, backend, dir);
+    ProbeResult cold = probe(spec.name, way, backend, dir, device);
     row.compile_cold = cold.compile_s;
-    row.compile_warm = probe(spec.name, way, backend, dir).compile_s;
+    row.compile_warm = probe(spec.name, way, backend, dir, device).compile_s;
     row.peak_rss_mb_compiled = cold.peak_rss_mb;
-    row.peak_rss_mb_eager = probe(spec.name, "eager", backend, dir).peak_rss_mb;
+    row.peak_rss_mb_eager = probe(spec.name, "eager", backend, dir, device).peak_rss_mb;
     remove_dir(dir);
   } catch (const std::exception& e) {
     row.error = e.what();
@@ -219,17 +267,21 @@ int bench_train(const BenchOptions& opt) {
   if (!opt.probe.empty()) return run_probe(opt);
   std::string run_cache = make_temp_dir("sinter-bench-run");
   setenv("SINTER_CACHE_DIR", run_cache.c_str(), 1);
-  fmt::print("sinter bench --suite train: {} threads, backends {}, {}\n", get_num_threads(),
+  const std::string device = opt.device.empty() ? "cpu" : opt.device;
+  SINTER_CHECK(device == "cpu" || device == "cuda", "bench --suite train: unknown device '{}'", device);
+  SINTER_CHECK(device == "cpu" || cuda::is_available(), "bench --suite train --device cuda: {}",
+               cuda::unavailable_reason());
+  fmt::print("sinter bench --suite train --device {}: {} threads, backends {}, {}\n", device, get_num_threads(),
              fmt::join(opt.backends, ","), machine_name());
   const double budget_ms = opt.quick ? 300 : 2000;
   std::vector<TrainRow> rows;
-  for (const TrainModel& spec : train_models()) {
+  for (const TrainModel& spec : train_models(device == "cuda")) {
     if (!opt.only.empty() && opt.only != spec.name) continue;
     for (const std::string& backend : opt.backends)
       for (const char* way : {"model", "step"}) {
         fmt::print("  {} / {} / {} ...\n", spec.name, way, backend);
         std::fflush(stdout);
-        rows.push_back(bench_way(spec, way, backend, budget_ms));
+        rows.push_back(bench_way(spec, way, backend, budget_ms, device));
       }
   }
   remove_dir(run_cache);
@@ -273,7 +325,8 @@ int bench_train(const BenchOptions& opt) {
       items.push_back(j.str());
     }
     Json env;
-    env.add("machine", machine_name()).add("date", today()).add("device", "cpu").add("threads", get_num_threads());
+    env.add("machine", machine_name()).add("date", today()).add("device", device).add("threads", get_num_threads());
+    if (device == "cuda") env.add("gpu", cuda::get_device_properties().name);
     env.add("sinter_commit", git_commit()).add("suite", "train").add("optimizer", "AdamW(lr=1e-3)");
     env.add_raw("quick", opt.quick ? "true" : "false");
     env.add_raw("results", json_array(items));

@@ -49,7 +49,8 @@ const char* const kBenchUsage =
     "  bench --device cuda [--json FILE] [--only NAME] [--quick]\n"
     "                                         the GPU column of bench/WORKLOADS.md (--quick: smaller shapes on\n"
     "                                         the simulated device)\n"
-    "  bench --suite train [--json FILE] [--threads N] [--backends inductor] [--only NAME] [--quick]\n"
+    "  bench --suite train [--device cpu|cuda] [--json FILE] [--threads N] [--backends inductor] [--only NAME]\n"
+    "        [--quick]"
     "                                         an AdamW training step of mlp, gpt_block and resnet_block, eager\n"
     "                                         against compile(model) and the whole step compiled\n";
 
@@ -75,6 +76,7 @@ int command_usage(const char* text) {
 int bench(const std::vector<std::string>& args) {
   using namespace sinter::tools;
   BenchOptions opt;
+  bool suite_given = false;
   for (size_t i = 1; i < args.size(); ++i) {
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size()) throw sinter::Error(fmt::format("bench: {} needs a value", args[i]));
@@ -82,16 +84,17 @@ int bench(const std::vector<std::string>& args) {
     };
     const std::string& a = args[i];
     if (is_help(a)) return command_usage(kBenchUsage);
-    if (a == "--suite") opt.suite = value();
+    if (a == "--suite") opt.suite = value(), suite_given = true;
     else if (a == "--json") opt.json = value();
     else if (a == "--quick") opt.quick = true;
     else if (a == "--threads") sinter::set_num_threads(parse_int_option("--threads", value(), 1));
-    else if (a == "--device") opt.device = value(), opt.suite = "workloads";
+    else if (a == "--device") opt.device = value();
     else if (a == "--backends") opt.backends = split_list(value());
     else if (a == "--only") opt.only = value();
     else if (a == "--probe") opt.probe = value();  // hidden: the warm/cold compile-time child
     else throw sinter::Error(fmt::format("bench: unknown option {} (sinter bench --help lists them)", a));
   }
+  if (!opt.device.empty() && !suite_given) opt.suite = "workloads";  // --device alone: the workload suite
   if (opt.suite == "train") {
     if (opt.backends == BenchOptions().backends) opt.backends = {"inductor"};
     return bench_train(opt);
