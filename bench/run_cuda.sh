@@ -5,7 +5,8 @@
 # cuda` (PyTorch eager and torch.compile on the same definitions, one ratio table). Usage:
 #   SINTER_COMMIT=<hash> bash bench/run_cuda.sh [OUTDIR] [PARTS]
 # OUTDIR (default bench/results) gets the two bench JSONs, the conformance JSON, summary.txt and logs.tar.gz.
-# PARTS: a comma list of build, tests, sanitizer, conformance, bench (default: all of them, in that order).
+# PARTS: a comma list of build, tests, sanitizer, conformance, bench, train (default: all of them, in that order;
+# train: `sinter bench --suite train --device cuda` beside `bench/vs_torch.py --train --device cuda`).
 # ONNX_DATA: the conformance data (default .cache/onnx-data, made by scripts/conformance_data.sh; on a machine
 # without network, a copy with the links followed: cp -rL .cache/onnx-data DIR). NO_PROBE=1 skips torch.compile's
 # cold/warm compile-time child processes. TORCH_MODES: a comma list of torch.compile modes for vs_torch.py (default
@@ -13,7 +14,7 @@
 # sinter's counterpart mode. The machine's copy of the tree may carry a stale .git: pass the commit.
 set -u
 OUT_DIR=${1:-bench/results}
-PARTS=${2:-build,tests,sanitizer,conformance,bench}
+PARTS=${2:-build,tests,sanitizer,conformance,bench,train}
 BUILD=${BUILD:-build-gpu}
 DATE=$(date +%Y-%m-%d)
 HOST=${HOST:-h200}
@@ -95,6 +96,20 @@ if has bench; then  # sinter's GPU workloads, then PyTorch's on the same definit
     say "vs_torch --device cuda --mode $mode: rc=$?"
     tail -30 "$LOGS/vs_torch$suffix.log" | tee -a "$SUMMARY"
   done
+fi
+
+if has train; then  # an AdamW training step under bfloat16 autocast, sinter against PyTorch on the same models
+  sinter_json="$OUT_DIR/train-cuda-$HOST-$DATE.json"
+  timeout ${TRAIN_TIMEOUT:-240} "$BUILD/sinter" bench --suite train --device cuda --json "$sinter_json" \
+    > "$LOGS/train.log" 2>&1
+  say "sinter bench --suite train --device cuda: rc=$?"
+  grep -v '^\[sinter\]' "$LOGS/train.log" | tail -12 | tee -a "$SUMMARY"
+  probe=""
+  [ "${NO_PROBE:-0}" = 1 ] && probe="--no-probe"
+  timeout ${TORCH_TIMEOUT:-420} python3 bench/vs_torch.py --train --device cuda $probe --sinter "$sinter_json" \
+    --json "$OUT_DIR/torch-train-cuda-$HOST-$DATE.json" > "$LOGS/vs_torch_train.log" 2>&1
+  say "vs_torch --train --device cuda: rc=$?"
+  tail -20 "$LOGS/vs_torch_train.log" | tee -a "$SUMMARY"
 fi
 
 tar -czf "$OUT_DIR/logs.tar.gz" -C "$LOGS" .
