@@ -410,11 +410,8 @@ int bench_cuda(const BenchOptions& opt) {
   }
   remove_dir(run_cache);
   if (!opt.json.empty()) {
-    Json env;
-    env.add("machine", machine_name()).add("date", today()).add("device", "cuda").add("gpu", props.name);
-    env.add_raw("simulated", cuda::is_simulated() ? "true" : "false");
-    env.add("threads", get_num_threads()).add("sinter_commit", git_commit()).add("suite", "workloads");
-    env.add_raw("quick", opt.quick ? "true" : "false");
+    Json env = results_envelope("cuda", "workloads", opt.quick);
+    env.add("gpu", props.name).add_raw("simulated", cuda::is_simulated() ? "true" : "false");
     env.add_raw("results", json_array(items));
     write_file(opt.json, env.str());
     fmt::print("wrote {}\n", opt.json);

@@ -183,17 +183,8 @@ ProbeResult probe(const std::string& model, const std::string& way, const std::s
   ChildResult r = run_self({"bench", "--suite", "train", "--probe", model + ":" + way, "--backends", backend,
                             "--threads", std::to_string(get_num_threads()), "--device", device},
                            {{"SINTER_CACHE_DIR", dir}});
-  size_t at = r.output.find("probe compile_s=");
-  if (r.status != 0 || at == std::string::npos) {
-    fmt::print(stderr, "  compile probe of {} / {} failed (status {}):\n{}\n", model, way, r.status,
-               r.output.substr(r.output.size() > 2000 ? r.output.size() - 2000 : 0));
-    return {};
-  }
-  ProbeResult out;
-  out.compile_s = std::strtod(r.output.c_str() + at + 16, nullptr);
-  size_t rss = r.output.find("peak_rss_mb=");
-  if (rss != std::string::npos) out.peak_rss_mb = std::strtod(r.output.c_str() + rss + 12, nullptr);
-  return out;
+  const std::string what = fmt::format("compile probe of {} / {}", model, way);
+  return {probe_field(r, "compile_s", what), probe_field(r, "peak_rss_mb", what)};
 }
 
 // The step, and on CUDA a wait for the device after it (so wall times are the device's).
@@ -258,8 +249,6 @@ std::string num(double v, const char* spec = "{:.3f}") {
   return std::isnan(v) ? "-" : fmt::format(fmt::runtime(spec), v);
 }
 
-void put(Json& j, const std::string& key, double v) { std::isnan(v) ? j.add_null(key) : j.add(key, v); }
-
 }  // namespace
 
 int bench_train(const BenchOptions& opt) {
@@ -310,26 +299,23 @@ int bench_train(const BenchOptions& opt) {
       Json j;
       j.add("model", r.model).add("way", r.way).add("backend", r.backend).add("shape", r.shape);
       if (!r.error.empty()) j.add("error", r.error);
-      put(j, "eager_ms", r.eager_ms);
-      put(j, "compiled_ms", r.compiled_ms);
-      put(j, "speedup", r.eager_ms / r.compiled_ms);
-      put(j, "first_step_ms", r.first_step_ms);
-      put(j, "compile_s_cold", r.compile_cold);
-      put(j, "compile_s_warm", r.compile_warm);
-      put(j, "peak_mb_eager", r.peak_mb_eager);
-      put(j, "peak_mb_compiled", r.peak_mb_compiled);
-      put(j, "peak_rss_mb_eager", r.peak_rss_mb_eager);
-      put(j, "peak_rss_mb_compiled", r.peak_rss_mb_compiled);
-      put(j, "loss_rel_err", r.loss_rel_err);
+      j.add_measured("eager_ms", r.eager_ms);
+      j.add_measured("compiled_ms", r.compiled_ms);
+      j.add_measured("speedup", r.eager_ms / r.compiled_ms);
+      j.add_measured("first_step_ms", r.first_step_ms);
+      j.add_measured("compile_s_cold", r.compile_cold);
+      j.add_measured("compile_s_warm", r.compile_warm);
+      j.add_measured("peak_mb_eager", r.peak_mb_eager);
+      j.add_measured("peak_mb_compiled", r.peak_mb_compiled);
+      j.add_measured("peak_rss_mb_eager", r.peak_rss_mb_eager);
+      j.add_measured("peak_rss_mb_compiled", r.peak_rss_mb_compiled);
+      j.add_measured("loss_rel_err", r.loss_rel_err);
       j.add("compiles", r.compiles).add("kernels", r.kernels);
       items.push_back(j.str());
     }
-    Json env;
-    env.add("machine", machine_name()).add("date", today()).add("device", device).add("threads", get_num_threads());
+    Json env = results_envelope(device, "train", opt.quick);
     if (device == "cuda") env.add("gpu", cuda::get_device_properties().name);
-    env.add("sinter_commit", git_commit()).add("suite", "train").add("optimizer", "AdamW(lr=1e-3)");
-    env.add_raw("quick", opt.quick ? "true" : "false");
-    env.add_raw("results", json_array(items));
+    env.add("optimizer", "AdamW(lr=1e-3)").add_raw("results", json_array(items));
     write_file(opt.json, env.str());
     fmt::print("wrote {}\n", opt.json);
   }

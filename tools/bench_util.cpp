@@ -1,5 +1,7 @@
 #include "bench_util.h"
 
+#include "sinter/threads.h"
+
 #include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -8,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -117,6 +120,27 @@ Json& Json::add(const std::string& key, int64_t value) {
 Json& Json::add_null(const std::string& key) {
   fields_.emplace_back(key, "null");
   return *this;
+}
+Json& Json::add_measured(const std::string& key, double value) {
+  return std::isnan(value) ? add_null(key) : add(key, value);
+}
+
+double probe_field(const ChildResult& r, const std::string& key, const std::string& what) {
+  const size_t at = r.output.find(key + "=");
+  if (r.status != 0 || at == std::string::npos) {
+    fmt::print(stderr, "  {} failed (status {}):\n{}\n", what, r.status,
+               r.output.substr(r.output.size() > 2000 ? r.output.size() - 2000 : 0));
+    return NAN;
+  }
+  return std::strtod(r.output.c_str() + at + key.size() + 1, nullptr);
+}
+
+Json results_envelope(const std::string& device, const std::string& suite, bool quick) {
+  Json env;
+  env.add("machine", machine_name()).add("date", today()).add("device", device).add("threads", get_num_threads());
+  env.add("sinter_commit", git_commit()).add("suite", suite);
+  env.add_raw("quick", quick ? "true" : "false");
+  return env;
 }
 Json& Json::add_raw(const std::string& key, const std::string& json) {
   fields_.emplace_back(key, json);

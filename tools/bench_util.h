@@ -30,6 +30,7 @@ class Json {
   Json& add(const std::string& key, int64_t value);
   Json& add(const std::string& key, int value) { return add(key, static_cast<int64_t>(value)); }
   Json& add_null(const std::string& key);
+  Json& add_measured(const std::string& key, double value);  // null for NaN (a measurement not made)
   Json& add_raw(const std::string& key, const std::string& json);
   std::string str() const;
 
@@ -37,6 +38,8 @@ class Json {
   std::vector<std::pair<std::string, std::string>> fields_;
 };
 std::string json_array(const std::vector<std::string>& items);
+// A results file's first fields: machine, date, device, threads, sinter_commit, suite, quick.
+Json results_envelope(const std::string& device, const std::string& suite, bool quick);
 std::string json_list(const std::vector<double>& values);  // [1.5, 2] on one line
 void write_file(const std::string& path, const std::string& text);
 
@@ -48,6 +51,10 @@ struct ChildResult {
 };
 ChildResult run_self(const std::vector<std::string>& args,
                      const std::vector<std::pair<std::string, std::string>>& env = {});
+
+// The number after `key=` in a probe child's output ("probe compile_s=0.25"); NaN, with the end of the child's
+// output on stderr naming `what`, when the child failed or printed none.
+double probe_field(const ChildResult& r, const std::string& key, const std::string& what);
 
 // A new empty directory under $TMPDIR (or /tmp), private to the user; and a recursive delete for it.
 std::string make_temp_dir(const std::string& prefix);

@@ -134,13 +134,7 @@ double probe_compile_seconds(const std::string& workload, const std::string& bac
   ChildResult r = run_self({"bench", "--device", "cpu", "--probe", workload, "--backends", backend,
                             "--threads", std::to_string(get_num_threads())},
                            {{"SINTER_CACHE_DIR", cache_dir}});
-  size_t at = r.output.find("probe compile_s=");
-  if (r.status != 0 || at == std::string::npos) {
-    fmt::print(stderr, "  compile-time probe of {} / {} failed (status {}):\n{}\n", workload, backend,
-               r.status, r.output.substr(r.output.size() > 2000 ? r.output.size() - 2000 : 0));
-    return NAN;
-  }
-  return std::strtod(r.output.c_str() + at + 16, nullptr);
+  return probe_field(r, "compile_s", fmt::format("compile-time probe of {} / {}", workload, backend));
 }
 
 void probe_cold_and_warm(Row& row) {
@@ -296,29 +290,27 @@ void print_table(const std::vector<Row>& rows) {
       "calls). GB/s, TFLOP/s: compiled.\n");
 }
 
-void put(Json& j, const std::string& key, double v) { std::isnan(v) ? j.add_null(key) : j.add(key, v); }
-
 std::string row_json(const Row& r) {
   Json j;
   j.add("workload", r.workload).add("backend", r.backend).add("mode", "default").add("dtype", "f32");
   j.add("shape", r.shape);
   if (!r.error.empty()) j.add("error", r.error);
-  put(j, "eager_ms", r.eager_ms);
-  put(j, "compiled_ms", r.compiled_ms);
-  put(j, "speedup", r.eager_ms / r.compiled_ms);
+  j.add_measured("eager_ms", r.eager_ms);
+  j.add_measured("compiled_ms", r.compiled_ms);
+  j.add_measured("speedup", r.eager_ms / r.compiled_ms);
   r.kernels ? j.add("kernels", *r.kernels) : j.add_null("kernels");
-  put(j, "compile_s_cold", r.compile_cold);
-  put(j, "compile_s_warm", r.compile_warm);
-  put(j, "compile_s_in_process", r.compile_inprocess);
-  if (r.first_calls.empty()) put(j, "first_call_ms", r.first_call_ms);  // dynamic_mlp: a list, below
+  j.add_measured("compile_s_cold", r.compile_cold);
+  j.add_measured("compile_s_warm", r.compile_warm);
+  j.add_measured("compile_s_in_process", r.compile_inprocess);
+  if (r.first_calls.empty()) j.add_measured("first_call_ms", r.first_call_ms);  // dynamic_mlp: a list, below
   j.add("compiles", r.compiles);
-  put(j, "max_rel_err", r.max_rel_err);
-  put(j, "gbps", r.gbps);
-  put(j, "tflops", r.tflops);
-  put(j, "eager_gbps", r.eager_gbps);
-  put(j, "eager_tflops", r.eager_tflops);
-  put(j, "peak_mb_eager", r.peak_mb_eager);
-  put(j, "peak_mb_compiled", r.peak_mb_compiled);
+  j.add_measured("max_rel_err", r.max_rel_err);
+  j.add_measured("gbps", r.gbps);
+  j.add_measured("tflops", r.tflops);
+  j.add_measured("eager_gbps", r.eager_gbps);
+  j.add_measured("eager_tflops", r.eager_tflops);
+  j.add_measured("peak_mb_eager", r.peak_mb_eager);
+  j.add_measured("peak_mb_compiled", r.peak_mb_compiled);
   if (!r.first_calls.empty()) {
     std::vector<double> sizes;
     for (int64_t b : dynamic_mlp_batches()) sizes.push_back(static_cast<double>(b));
@@ -385,13 +377,7 @@ int bench_workloads(const BenchOptions& opt) {
   if (!opt.json.empty()) {
     std::vector<std::string> items;
     for (const Row& r : rows) items.push_back(row_json(r));
-    Json env;
-    env.add("machine", machine_name())
-        .add("date", today())
-        .add("device", "cpu")
-        .add("threads", get_num_threads());
-    env.add("sinter_commit", git_commit()).add("suite", "workloads");
-    env.add_raw("quick", opt.quick ? "true" : "false");
+    Json env = results_envelope("cpu", "workloads", opt.quick);
     env.add_raw("results", json_array(items));
     std::vector<std::string> vc;
     for (const VectorCheck& c : checks) {

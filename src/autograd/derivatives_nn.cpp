@@ -10,6 +10,7 @@
 
 #include "autograd/derivatives.h"
 #include "ops/dispatch.h"
+#include "ops/upsample_taps.h"
 #include "sinter/ops.h"
 #include "support/check.h"
 
@@ -563,64 +564,24 @@ Taps adaptive_avg_taps(int64_t h, int64_t w, int64_t oh, int64_t ow) {
   return t;
 }
 
-// The forward's scale rule: the given scale's reciprocal, else in / out.
-template <class A>
-A upsample_ratio(const Value& scale, int64_t in, int64_t out) {
-  if (!scale.is_none() && scale.to_double() > 0) return static_cast<A>(1.0 / scale.to_double());
-  return static_cast<A>(in) / static_cast<A>(out);
-}
-
-// upsample_nearest2d's source index per output index (PyTorch's nearest_idx, in float as the forward).
-std::vector<int64_t> nearest_sources(int64_t in, int64_t out, const Value& scale) {
-  std::vector<int64_t> idx(static_cast<size_t>(out));
-  const float s = upsample_ratio<float>(scale, in, out);
-  for (int64_t o = 0; o < out; ++o) {
-    if (out == in)
-      idx[o] = o;
-    else if (out == 2 * in)
-      idx[o] = o >> 1;
-    else
-      idx[o] = std::min(static_cast<int64_t>(std::floor(static_cast<float>(o) * s)), in - 1);
-  }
-  return idx;
-}
-
-struct LinearTap {
-  int64_t i0, i1;
-  double l0, l1;
-};
-
-// upsample_bilinear2d's two taps per output index along one axis, computed in the forward's precision `A`.
-template <class A>
-std::vector<LinearTap> linear_sources(int64_t in, int64_t out, bool align_corners, const Value& scale) {
-  std::vector<LinearTap> taps(static_cast<size_t>(out));
-  const A ratio = align_corners ? (out > 1 ? static_cast<A>(in - 1) / static_cast<A>(out - 1) : A(0))
-                                : upsample_ratio<A>(scale, in, out);
-  for (int64_t o = 0; o < out; ++o) {
-    if (in == out) {
-      taps[o] = {o, o, 1.0, 0.0};
-      continue;
-    }
-    A src = align_corners ? ratio * static_cast<A>(o) : ratio * (static_cast<A>(o) + A(0.5)) - A(0.5);
-    if (!align_corners && src < A(0)) src = A(0);
-    const int64_t i0 = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
-    const A l1 = std::min(std::max(src - static_cast<A>(i0), A(0)), A(1));
-    taps[o] = {i0, i0 + (i0 < in - 1 ? 1 : 0), static_cast<double>(A(1) - l1), static_cast<double>(l1)};
-  }
-  return taps;
+// The forward's float32 weights, as doubles for the gradient's table.
+std::vector<LinearTap<double>> widen(const std::vector<LinearTap<float>>& taps) {
+  std::vector<LinearTap<double>> out;
+  for (const LinearTap<float>& t : taps) out.push_back({t.i0, t.i1, t.l0, t.l1});
+  return out;
 }
 
 Taps bilinear_taps(const C& c, DType dtype, int64_t h, int64_t w, int64_t oh, int64_t ow) {
   const bool align = c.b("align_corners");
   const bool wide = dtype == kFloat64;
-  std::vector<LinearTap> th = wide ? linear_sources<double>(h, oh, align, c.arg("scales_h"))
-                                   : linear_sources<float>(h, oh, align, c.arg("scales_h"));
-  std::vector<LinearTap> tw = wide ? linear_sources<double>(w, ow, align, c.arg("scales_w"))
-                                   : linear_sources<float>(w, ow, align, c.arg("scales_w"));
+  std::vector<LinearTap<double>> th = wide ? linear_taps<double>(h, oh, align, c.arg("scales_h"))
+                                           : widen(linear_taps<float>(h, oh, align, c.arg("scales_h")));
+  std::vector<LinearTap<double>> tw = wide ? linear_taps<double>(w, ow, align, c.arg("scales_w"))
+                                           : widen(linear_taps<float>(w, ow, align, c.arg("scales_w")));
   Taps t;
   t.k = 4;
-  for (const LinearTap& a : th)
-    for (const LinearTap& b : tw) {
+  for (const LinearTap<double>& a : th)
+    for (const LinearTap<double>& b : tw) {
       t.index.insert(t.index.end(), {a.i0 * w + b.i0, a.i0 * w + b.i1, a.i1 * w + b.i0, a.i1 * w + b.i1});
       t.weight.insert(t.weight.end(), {a.l0 * b.l0, a.l0 * b.l1, a.l1 * b.l0, a.l1 * b.l1});
     }
@@ -846,7 +807,7 @@ void add_nn_rows(std::vector<DerivativeRow>& rows) {
     const int64_t h = in[2].guard_int(), w = in[3].guard_int();
     Tensor g = c.grad();
     const int64_t oh = g.size(2).guard_int(), ow = g.size(3).guard_int();
-    std::vector<int64_t> ih = nearest_sources(h, oh, c.arg("scales_h")), iw = nearest_sources(w, ow, c.arg("scales_w"));
+    std::vector<int64_t> ih = nearest_taps(h, oh, c.arg("scales_h")), iw = nearest_taps(w, ow, c.arg("scales_w"));
     Taps t;
     for (int64_t r : ih)
       for (int64_t s : iw) t.index.push_back(r * w + s);

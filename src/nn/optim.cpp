@@ -38,6 +38,18 @@ std::map<std::string, double> adam_map(double lr, const std::tuple<double, doubl
           {"maximize", maximize ? 1.0 : 0.0}};
 }
 
+// Adam's and AdamW's fields (the same set under the same names).
+void read_adam_fields(const std::map<std::string, double>& values, double& lr, std::tuple<double, double>& betas,
+                      double& eps, double& weight_decay, bool& amsgrad, bool& maximize, const char* type) {
+  read_fields(values,
+              {{"lr", &lr},
+               {"beta1", &std::get<0>(betas)},
+               {"beta2", &std::get<1>(betas)},
+               {"eps", &eps},
+               {"weight_decay", &weight_decay}},
+              {{"amsgrad", &amsgrad}, {"maximize", &maximize}}, type);
+}
+
 // "param_groups.3.lr" -> (3, "lr"); "state.12.exp_avg" -> (12, "exp_avg"). nullopt when `key` is not of that
 // form.
 std::optional<std::pair<size_t, std::string>> split_key(const std::string& key, const std::string& prefix) {
@@ -74,13 +86,7 @@ std::map<std::string, double> AdamOptions::to_map() const {
 }
 
 void AdamOptions::from_map(const std::map<std::string, double>& values) {
-  read_fields(values,
-              {{"lr", &lr_},
-               {"beta1", &std::get<0>(betas_)},
-               {"beta2", &std::get<1>(betas_)},
-               {"eps", &eps_},
-               {"weight_decay", &weight_decay_}},
-              {{"amsgrad", &amsgrad_}, {"maximize", &maximize_}}, "AdamOptions");
+  read_adam_fields(values, lr_, betas_, eps_, weight_decay_, amsgrad_, maximize_, "AdamOptions");
 }
 
 std::map<std::string, double> AdamWOptions::to_map() const {
@@ -88,13 +94,7 @@ std::map<std::string, double> AdamWOptions::to_map() const {
 }
 
 void AdamWOptions::from_map(const std::map<std::string, double>& values) {
-  read_fields(values,
-              {{"lr", &lr_},
-               {"beta1", &std::get<0>(betas_)},
-               {"beta2", &std::get<1>(betas_)},
-               {"eps", &eps_},
-               {"weight_decay", &weight_decay_}},
-              {{"amsgrad", &amsgrad_}, {"maximize", &maximize_}}, "AdamWOptions");
+  read_adam_fields(values, lr_, betas_, eps_, weight_decay_, amsgrad_, maximize_, "AdamWOptions");
 }
 
 // ---- param groups ----
