@@ -10,7 +10,7 @@ BUILD ?= build
 CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=RelWithDebInfo
 endif
 
-.PHONY: deps configure demo test bench install-test clean conformance onnx-data fuzz
+.PHONY: deps configure demo test bench install-test clean conformance onnx-data fuzz models bench-models
 
 # The differential fuzzer (sinter fuzz, tools/fuzz.cpp). `make test` runs its first FUZZ_TEST_CASES cases of a fixed
 # seed (at most FUZZ_TEST_SECONDS; each case is a function of the seed and its index, so a faster machine runs the
@@ -68,6 +68,16 @@ conformance: configure onnx-data
 	@ninja -C $(BUILD) -j$(JOBS) sinter_cli
 	@SINTER_CACHE_DIR=$$(mktemp -d) $(BUILD)/sinter conformance --backend aot_eager --backend inductor \
 	  --json bench/results/onnx-conformance-$$(date +%F).json
+
+# The model zoo (bench/models/: PyTorch-built models and ONNX's light models, exported to .cache/models) and its
+# bench against ONNX Runtime and OpenVINO; neither is part of `make test`.
+models:
+	@bash scripts/models.sh > /dev/null
+
+bench-models: configure models
+	@ninja -C $(BUILD) -j$(JOBS) sinter_cli
+	@SINTER_BENCH_PYTHON=.cache/venv-models/bin/python $(BUILD)/sinter bench --suite models \
+	  --json bench/results/models-cpu-$$(hostname)-$$(date +%F).json
 
 clean:
 	rm -rf build build-san

@@ -112,36 +112,12 @@ struct TrainRow {
   std::string error;
 };
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 // The allocator's high-water mark during one step, above what was live before it, in MB.
 double step_peak_mb(const std::function<Tensor()>& step) {
   size_t before = cpu_memory_stats().allocated;
   reset_cpu_peak_memory();
   (void)step();
   return static_cast<double>(cpu_memory_stats().peak - before) / (1 << 20);
-}
-
-// A line of /proc/self/status in MB ("VmRSS", "VmHWM").
-double status_mb(const std::string& key) {
-  std::FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return NAN;
-  char line[256];
-  double kb = NAN;
-  while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, key.c_str(), key.size()) == 0 && line[key.size()] == ':') kb = std::strtod(line + key.size() + 1, nullptr);
-  std::fclose(f);
-  return kb / 1024;
-}
-
-// Resets the process's peak resident size (VmHWM) to its current size (Linux's clear_refs).
-void reset_peak_rss() {
-  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
-    std::fputs("5", f);
-    std::fclose(f);
-  }
 }
 
 // The hidden child: the first step's wall time minus a steady step's (what a user waits for the compiler), and

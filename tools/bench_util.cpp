@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -123,6 +125,29 @@ Json& Json::add_null(const std::string& key) {
 }
 Json& Json::add_measured(const std::string& key, double value) {
   return std::isnan(value) ? add_null(key) : add(key, value);
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+double status_mb(const std::string& key) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return NAN;
+  char line[256];
+  double kb = NAN;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, key.c_str(), key.size()) == 0 && line[key.size()] == ':')
+      kb = std::strtod(line + key.size() + 1, nullptr);
+  std::fclose(f);
+  return kb / 1024;
+}
+
+void reset_peak_rss() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
 }
 
 double probe_field(const ChildResult& r, const std::string& key, const std::string& what) {

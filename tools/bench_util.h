@@ -17,6 +17,12 @@ double time_auto_ms(const std::function<void()>& fn, double budget_ms = 300);
 std::pair<double, double> time_pair_ms(const std::function<void()>& a, const std::function<void()>& b,
                                        double budget_ms = 300);
 
+double ms_since(std::chrono::steady_clock::time_point start);
+// A line of /proc/self/status in MB ("VmRSS", "VmHWM"); NaN where there is none.
+double status_mb(const std::string& key);
+// Resets the process's peak resident size (VmHWM) to its current size (Linux's clear_refs).
+void reset_peak_rss();
+
 std::string machine_name();  // hostname + CPU model
 std::string today();         // YYYY-MM-DD
 std::string git_commit();    // short hash or "unknown"

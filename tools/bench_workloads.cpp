@@ -77,10 +77,6 @@ void guarded(Row& row, const std::function<void()>& measure) {
   }
 }
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 // "inductor+tiered": that backend with CompileOptions::tiered (the first call runs on aot_eager while it compiles).
 constexpr std::string_view kTiered = "+tiered";
 CompileOptions options_for(const std::string& backend) {

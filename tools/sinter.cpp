@@ -52,7 +52,10 @@ const char* const kBenchUsage =
     "  bench --suite train [--device cpu|cuda] [--json FILE] [--threads N] [--backends inductor] [--only NAME]\n"
     "        [--quick]"
     "                                         an AdamW training step of mlp, gpt_block and resnet_block, eager\n"
-    "                                         against compile(model) and the whole step compiled\n";
+    "                                         against compile(model) and the whole step compiled\n"
+    "  bench --suite models [--models DIR] [--only A,B] [--batches 1,2,8] [--threads N] [--json FILE] [--quick]\n"
+    "                                         the model zoo (make models) under the inductor beside ONNX Runtime\n"
+    "                                         and OpenVINO, timed alternately (peers: SINTER_BENCH_PYTHON)\n";
 
 const char* const kFuzzUsage =
     "  fuzz [--seconds N] [--seed S] [--out DIR] [--replay FILE] [--jobs 1] [--disable F,G] [--backends B,C]\n"
@@ -92,6 +95,9 @@ int bench(const std::vector<std::string>& args) {
     else if (a == "--backends") opt.backends = split_list(value());
     else if (a == "--only") opt.only = value();
     else if (a == "--probe") opt.probe = value();  // hidden: the warm/cold compile-time child
+    else if (a == "--probe-inputs") opt.probe_inputs = value();  // hidden: the models suite's probe inputs
+    else if (a == "--models") opt.models_dir = value();
+    else if (a == "--batches") opt.batches = value();
     else throw sinter::Error(fmt::format("bench: unknown option {} (sinter bench --help lists them)", a));
   }
   if (!opt.device.empty() && !suite_given) opt.suite = "workloads";  // --device alone: the workload suite
@@ -104,8 +110,9 @@ int bench(const std::vector<std::string>& args) {
   sinter::NoGradGuard no_grad;
   if (opt.suite == "eager") return bench_eager(opt);
   if (opt.suite == "overhead") return bench_overhead(opt);
+  if (opt.suite == "models") return bench_models(opt);
   if (opt.suite == "workloads") return opt.device == "cuda" ? bench_cuda(opt) : bench_workloads(opt);
-  throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads, train)", opt.suite));
+  throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads, train, models)", opt.suite));
 }
 
 uint64_t parse_u64_option(const std::string& option, const std::string& value, uint64_t min) {

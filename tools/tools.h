@@ -17,6 +17,9 @@ struct BenchOptions {
   std::vector<std::string> backends{"aot_eager", "inductor"};
   std::string only;
   std::string probe;  // hidden: compile this workload once with backends[0], print the compile seconds
+  // The models suite: the zoo's folder (default .cache/models), the batch sizes ("1,2,8"), and the hidden probe's
+  // input folder.
+  std::string models_dir, batches, probe_inputs;
 };
 
 std::vector<std::string> split_list(const std::string& comma_separated);  // "a,b" -> {"a", "b"}
@@ -35,6 +38,7 @@ int bench_eager(const BenchOptions& options);
 int bench_overhead(const BenchOptions& options);  // --suite overhead (bench_overhead.cpp)
 int bench_cuda(const BenchOptions& options);       // --device cuda (bench_cuda.cpp)
 int bench_train(const BenchOptions& options);      // --suite train (bench_train.cpp)
+int bench_models(const BenchOptions& options);     // --suite models (bench_models.cpp)
 
 // `sinter run MODEL.onnx` (tools/run.cpp).
 struct RunOptions {

@@ -54,6 +54,13 @@ Tensor onnx_pow(const Tensor& a, const Tensor& b, NodeCtx& c) {
   if (c.type(1) == proto::kDtUInt64) e = uint64_to_floating(e, is_floating(a.dtype()) ? a.dtype() : kFloat64);
   if (is_integral(a.dtype(), false) && is_floating(e.dtype())) return cast_to(pow(to_copy(a, e.dtype()), e), a.dtype());
   if (is_floating(a.dtype()) && e.dtype() != a.dtype()) e = to_copy(e, a.dtype());
+  // A known one-element exponent that does not widen the result (GPT-2's pow(x, 3.0)) is a Scalar: the compiler
+  // then writes x*x*x, sqrt or a reciprocal where PyTorch's pow does, not a call of powf per element.
+  // Only exponents every float dtype holds exactly (halves up to 16), so that no rounding to a's dtype is skipped.
+  if (is_floating(a.dtype()) && c.known(1) && c.type(1) != proto::kDtUInt64 && e.numel() == 1 && e.dim() <= a.dim()) {
+    const double v = c.double_at(1);
+    if (std::abs(v) <= 16 && v * 2 == std::nearbyint(v * 2)) return pow(a, Scalar(v));
+  }
   return cast_to(pow(a, e), a.dtype());
 }
 
