@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/cpp/body_emitter.h"
 #include "codegen/cpp/cpp_ops.h"
@@ -59,6 +60,7 @@ class KernelWriter : BodyEmitter {
   void emit_pointwise_stage(const StagePlan& st, std::string& out, const std::string& ind);
   void emit_reduction_stage(const StagePlan& st, std::string& out, const std::string& ind);
   void emit_column_block(const StagePlan& st, std::string& out, const std::string& ind);
+  std::string hoist_invariant_loads();
   std::string loop(const LoopDim& d, const std::string& ind) const {
     return fmt::format("{}for ({} {} = 0; {} < {}; ++{}) {{\n", ind, it_, var(d.var), var(d.var), idx(d.size), var(d.var));
   }
@@ -200,8 +202,43 @@ void KernelWriter::emit_column_block(const StagePlan& st, std::string& out, cons
   out += ind + "}\n";
 }
 
+// Loads at a constant offset (a 0-d value, one element of a broadcast) from buffers the kernel does not write are
+// read once, before the loops: declarations for the kernel's head; the body then names them. A load
+// per element of such a value kept g++ 12 from vectorising a softmax's exp loop whose logits were divided by a 0-d
+// scale ("control flow in loop": 0.16 ms instead of 0.02 for a [2, 4, 64, 64] softmax).
+std::string KernelWriter::hoist_invariant_loads() {
+  std::unordered_set<int> written;
+  std::vector<SExpr> roots;
+  for (const StagePlan& st : k_.stages)
+    for (const PlannedNode& n : st.nodes) {
+      written.insert(p_.nodes[n.node].out);
+      if (n.body) roots.push_back(n.body);
+    }
+  std::string out;
+  std::unordered_set<SExpr> seen;
+  std::vector<SExpr> stack = roots;  // explicit: a body can be thousands of nodes deep
+  while (!stack.empty()) {
+    SExpr e = stack.back();
+    stack.pop_back();
+    if (!seen.insert(e).second) continue;
+    for (SExpr a : e->args) stack.push_back(a);
+    if (e->kind != SKind::kLoad || written.count(e->buffer) || !e->offset->is_const()) continue;
+    // Only where the element exists whatever the loops do: a buffer of constant, nonzero size (a kernel over an
+    // empty domain must not read an empty buffer's element 0).
+    const std::vector<ExprPtr>& sizes = p_.buffers[e->buffer].sizes;
+    if (!std::all_of(sizes.begin(), sizes.end(), [](const ExprPtr& d) { return d->is_const() && d->value() > 0; }))
+      continue;
+    const std::string name = fmt::format("h{}", load_elements_.size());
+    out += fmt::format("  const {} {} = {}[{}];\n", storage_type(p_.buffers[e->buffer].dtype), name, buf(e->buffer),
+                       idx(e->offset));
+    load_elements_[e] = name;
+  }
+  return out;
+}
+
 std::string KernelWriter::write() {
   it_ = index_type();
+  const std::string hoisted = hoist_invariant_loads();
   std::string body;
   std::string ind = "  ";
   if (k_.rows && k_.column_lanes) {
@@ -270,7 +307,7 @@ std::string KernelWriter::write() {
     head += fmt::format("  {}* __restrict__ b{} = ({}*)a_->bufs[{}];  // {}\n", storage_type(b.dtype), i,
                         storage_type(b.dtype), i, b.name);
   }
-  return head + body + "}\n";
+  return head + hoisted + body + "}\n";
 }
 
 }  // namespace
