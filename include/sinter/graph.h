@@ -209,6 +209,12 @@ class Rewriter {
   int eliminate_dead_code();
   // Re-runs every op's shape rule in order, updating output metas (after an edit changed a layout upstream).
   void recompute_metas();
+  // Re-runs one op's shape rule on its current arguments, updating its output metas (for a pass that walks the
+  // graph in order after changing a layout, and mends what a new layout breaks before it reaches a node).
+  void recompute_meta(const Node& node);
+  // Makes the graph return `value` as its output `i` (same sizes, dtype and device; defined before the output
+  // node).
+  void set_output(size_t i, const Tensor& value);
 
  private:
   Node& mutable_node(const Node& node) const;

@@ -136,18 +136,34 @@ int Rewriter::eliminate_dead_code() {
 void Rewriter::recompute_metas() {
   std::optional<sym::ShapeEnvScope> scope;
   if (g_.shape_env()) scope.emplace(g_.shape_env().get());
-  for (auto& n : g_.nodes_) {
-    if (n->kind != NodeKind::kOp) continue;
-    std::vector<Tensor> metas;
-    try {
-      metas = run_meta(n->op, n->args);
-    } catch (const Error& e) {
-      throw Error(fmt::format("recompute_metas: node {} `{}`: {}", n->id, graph_detail::node_str(g_, *n), e.what()));
-    }
-    SINTER_CHECK(metas.size() == n->outputs.size(), "recompute_metas: node {} now gives {} outputs instead of {}",
-                 n->id, metas.size(), n->outputs.size());
-    for (size_t k = 0; k < metas.size(); ++k) n->outputs[k].impl()->meta = metas[k].meta();
+  for (auto& n : g_.nodes_)
+    if (n->kind == NodeKind::kOp) recompute_meta(*n);
+}
+
+void Rewriter::recompute_meta(const Node& node) {
+  Node& n = mutable_node(node);
+  SINTER_CHECK(n.kind == NodeKind::kOp, "recompute_meta applies to op nodes, not to an {}", n.op_name());
+  std::optional<sym::ShapeEnvScope> scope;
+  if (g_.shape_env()) scope.emplace(g_.shape_env().get());
+  std::vector<Tensor> metas;
+  try {
+    metas = run_meta(n.op, n.args);
+  } catch (const Error& e) {
+    throw Error(fmt::format("recompute_metas: node {} `{}`: {}", n.id, graph_detail::node_str(g_, n), e.what()));
   }
+  SINTER_CHECK(metas.size() == n.outputs.size(), "recompute_metas: node {} now gives {} outputs instead of {}", n.id,
+               metas.size(), n.outputs.size());
+  for (size_t k = 0; k < metas.size(); ++k) n.outputs[k].impl()->meta = metas[k].meta();
+}
+
+void Rewriter::set_output(size_t i, const Tensor& value) {
+  Node& out = *g_.nodes_.back();
+  SINTER_CHECK(out.kind == NodeKind::kOutput && i < out.args.size(), "set_output: the graph has no output {}", i);
+  g_.check_value(value, "the new output");
+  const TensorMeta &o = out.args[i].tensor().meta(), &n = value.meta();
+  SINTER_CHECK(o.dtype == n.dtype && o.device == n.device && o.sizes.size() == n.sizes.size(),
+               "set_output: the new output {} differs in dtype, device or rank", i);
+  out.args[i] = value;
 }
 
 }  // namespace sinter

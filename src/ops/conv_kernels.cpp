@@ -332,7 +332,8 @@ struct TileChain {  // the bias, then the caller's callback, on each finished ti
   void* next_ctx;
 };
 
-void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, float* y, const Geo& g,
+// wt: the weight as [kh * kw * C, O] (row-major), or, with `transposed`, as [O, kh * kw * C].
+void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, float* y, const Geo& g, bool transposed,
                         blas::TileFn tile_done = nullptr, void* ctx = nullptr) {
   ImplicitConv c{x, &g, bias, y};
   TileChain chain{&c, tile_done, ctx};
@@ -347,7 +348,7 @@ void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, floa
       gm.k_block = g.C;
     }
   }
-  gm.b = wt, gm.b_rs = g.O, gm.b_cs = 1;
+  gm.b = wt, gm.b_rs = transposed ? 1 : g.O, gm.b_cs = transposed ? gm.k : 1;
   gm.c = y, gm.c_rs = g.O;
   if (bias || tile_done) {
     gm.ctx = &chain;
@@ -478,10 +479,15 @@ bool implicit_applies(const Geo& g, const Tensor& out) {
 // [kh, kw, C, O], the GEMM's B).
 void run_implicit(const Tensor& X, const Tensor& weight, const Tensor& B, const Geo& g, const Tensor& Y,
                   blas::TileFn tile_done, void* ctx) {
+  // A channels-last weight ([O][kh][kw][C] in memory) is the GEMM's B as it is, read transposed; others are
+  // reordered to [kh, kw, C, O] first.
+  const bool direct = weight.dtype() == kFloat32 && weight.is_contiguous(MemoryFormat::kChannelsLast);
   std::vector<int64_t> ws = strides_of(weight);
-  Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.Cg, g.Og}, {ws[2], ws[3], ws[1], ws[0]}), kFloat32);
+  Tensor wt = direct ? weight
+                     : contiguous_as(strided_view(weight, {g.kh, g.kw, g.Cg, g.Og}, {ws[2], ws[3], ws[1], ws[0]}),
+                                     kFloat32);
   conv_nhwc_implicit(X.data_ptr<float>(), wt.data_ptr<float>(), B.defined() ? B.data_ptr<float>() : nullptr,
-                     Y.data_ptr<float>(), g, tile_done, ctx);
+                     Y.data_ptr<float>(), g, direct, tile_done, ctx);
 }
 
 }  // namespace

@@ -11,7 +11,9 @@
 #include <set>
 #include <string_view>
 
+#include "ops/sgemm.h"
 #include "passes/decompose.h"
+#include "passes/layout.h"
 #include "passes/patterns.h"
 #include "passes/simplify.h"
 #include "support/check.h"
@@ -46,6 +48,8 @@ const std::vector<Pass>& pipeline() {
       {"patterns", [](Graph& g, const PassContext& ctx) { return apply_patterns(g, ctx); }},
       {"decompose", [](Graph& g, const PassContext& ctx) { return decompose(g, ctx.exact_recompute); }},
       {"simplify", [](Graph& g, const PassContext&) { return simplify(g); }},
+      // Last: layouts chosen for the ops that are left.
+      {"layout", [](Graph& g, const PassContext& ctx) { return ctx.channels_last_convs && convs_channels_last(g); }},
   };
   return list;
 }
@@ -94,6 +98,7 @@ PassContext PassContext::from(const CompileContext& ctx) {
   p.freeze = ctx.options.freeze;
   p.training = ctx.training;
   p.exact_recompute = ctx.target.kind == TargetKind::kCuda;
+  p.channels_last_convs = ctx.target.kind == TargetKind::kCpu && blas::sgemm_available();
   return p;
 }
 

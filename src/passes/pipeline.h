@@ -26,6 +26,9 @@ struct PassContext {
   // The target's kernels round every op as eager does (no contraction of a * b + c), so a value recomputed in a
   // fused kernel equals itself: var and std may decompose (decompose.h). The CUDA target's NVRTC code does.
   bool exact_recompute = false;
+  // The target runs float32 convolutions fastest in channels-last (the CPU with sinter's GEMM micro-kernels):
+  // the layout pass converts them (layout.h).
+  bool channels_last_convs = false;
   // Where functionalize reports writes into graph inputs when the graph still mutates (capture hands over
   // functional graphs, so this is normally untouched); null makes such a graph an error.
   FunctionalizeResult* functionalized = nullptr;

@@ -51,12 +51,13 @@ TEST(Pipeline, RunsEveryPassInOrderWithRecords) {
     names.push_back(r.name);
     EXPECT_GE(r.ms, 0);
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"functionalize", "patterns", "decompose", "simplify"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"functionalize", "patterns", "decompose", "simplify", "layout"}));
   EXPECT_EQ(names, passes::inductor_pass_names());
   EXPECT_FALSE(records[0].changed);  // already functional
   EXPECT_TRUE(records[1].changed);   // attention
   EXPECT_TRUE(records[2].changed);   // layer_norm, gelu
   EXPECT_TRUE(records[3].changed);   // x * 1
+  EXPECT_FALSE(records[4].changed);  // no conv
   verify(g);
   EXPECT_EQ(count_ops(g, OpId::scaled_dot_product_attention), 1);
   for (OpId op : {OpId::layer_norm, OpId::gelu, OpId::softmax_int, OpId::matmul})
@@ -81,9 +82,10 @@ TEST(Pipeline, DisabledPassesDoNotRun) {
   ScopedEnv off("SINTER_DISABLE_PASSES", "decompose,patterns");
   Graph g = parse_graph(kBlock);
   std::vector<passes::PassRecord> records = passes::run_inductor_passes(g, {});
-  ASSERT_EQ(records.size(), 2u);
+  ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0].name, "functionalize");
   EXPECT_EQ(records[1].name, "simplify");
+  EXPECT_EQ(records[2].name, "layout");
   EXPECT_EQ(count_ops(g, OpId::gelu), 1);
   EXPECT_EQ(count_ops(g, OpId::layer_norm), 1);
   EXPECT_EQ(count_ops(g, OpId::matmul), 2);
@@ -98,7 +100,7 @@ TEST(Pipeline, UnknownDisabledPassIsAnError) {
 TEST(Pipeline, VerifiesAroundPassesWhenAsked) {
   ScopedEnv verify_env("SINTER_VERIFY_PASSES", "1");
   Graph g = parse_graph(kBlock);
-  EXPECT_EQ(passes::run_inductor_passes(g, {}).size(), 4u);
+  EXPECT_EQ(passes::run_inductor_passes(g, {}).size(), 5u);
 }
 
 TEST(Pipeline, FrozenConvBatchNormFoldsAfterFunctionalization) {

@@ -1,0 +1,102 @@
+// Convolutions in channels-last (see layout.h).
+#include "passes/layout.h"
+
+#include <optional>
+#include <vector>
+
+#include "ops/dispatch.h"
+#include "ops/op_table.h"
+#include "ops/shape_util.h"
+#include "support/log.h"
+#include "symbolic/shape_env.h"
+
+namespace sinter::passes {
+namespace {
+
+bool channels_last(const Tensor& t) { return t.dim() == 4 && t.is_contiguous(MemoryFormat::kChannelsLast); }
+
+// A conv the implicit GEMM runs well: float32, 4-D, one group, at least 16 input channels (an RGB stem's 3 pack
+// every panel of its im2col, slower than the NCHW kernel), on the CPU, in a layout other than channels-last.
+bool converts(const Node& n) {
+  if (!(n.is_op(OpId::conv2d) || n.is_op(OpId::conv2d_padding))) return false;
+  const Tensor& out = n.output();
+  const Tensor& w = n.args[1].tensor();
+  return out.dim() == 4 && out.dtype() == kFloat32 && out.device().is_cpu() && n.arg("groups").to_int() == 1 &&
+         w.dtype() == kFloat32 && w.dim() == 4 && w.sizes()[1].hint() >= 16 && !channels_last(out);
+}
+
+// The memory format a graph output had before the pass, when it is one that a copy can restore.
+std::optional<MemoryFormat> format_of(const Tensor& t) {
+  if (t.is_contiguous()) return MemoryFormat::kContiguous;
+  if (channels_last(t)) return MemoryFormat::kChannelsLast;
+  return std::nullopt;
+}
+
+Tensor eager_clone(const Tensor& t, MemoryFormat f) {
+  Args args{t, f};
+  normalize_args(op_def(OpId::clone), args);
+  return run_eager(OpId::clone, args, Loc{})[0];
+}
+
+}  // namespace
+
+bool convs_channels_last(Graph& g) {
+  std::vector<const Node*> convs;
+  for (const Node& n : g.nodes()) {
+    if (n.is_op(OpId::as_strided) || n.is_op(OpId::as_strided_scatter)) return false;
+    if (converts(n)) convs.push_back(&n);
+  }
+  if (convs.empty()) return false;
+  const Node& out_node = g.node(g.num_nodes() - 1);
+  std::vector<std::optional<MemoryFormat>> out_formats;
+  for (const Value& v : out_node.args) {
+    out_formats.push_back(v.is_tensor() ? format_of(v.tensor()) : std::nullopt);
+    // An output in a layout no copy here restores (a permuted or strided view) keeps the graph as it is.
+    if (v.is_tensor() && !out_formats.back()) return false;
+  }
+  std::optional<sym::ShapeEnvScope> scope;
+  if (g.shape_env()) scope.emplace(g.shape_env().get());
+  Rewriter rw(g);
+  for (const Node* conv : convs) {
+    Args args = conv->args;
+    for (int i : {0, 1}) {
+      const Tensor& t = args[i].tensor();
+      if (channels_last(t)) continue;
+      const Node& p = g.producer(t);
+      args[i] = p.kind == NodeKind::kConstant
+                    ? g.add_constant(eager_clone(p.constant, MemoryFormat::kChannelsLast), p.name + "_cl")
+                    : rw.insert_op1_before(*conv, OpId::clone, {t, MemoryFormat::kChannelsLast});
+    }
+    rw.set_args(*conv, std::move(args));
+  }
+  // The new layouts flow down: every op after the first conv re-runs its shape rule; a view the new strides
+  // cannot express reads a contiguous copy instead.
+  for (int i = convs.front()->id + 1; i < g.num_nodes(); ++i) {
+    const Node& n = g.node(i);
+    if (!n.is_op()) continue;
+    if (n.is_op(OpId::view)) {
+      const Tensor& src = n.args[0].tensor();
+      if (!compute_view_strides(src.sizes(), src.strides(), n.args[1].int_list())) {
+        Tensor dense = rw.insert_op1_before(n, OpId::clone, {src, MemoryFormat::kContiguous});
+        ++i;  // n moved one place down
+        Args args = n.args;
+        args[0] = dense;
+        rw.set_args(n, std::move(args));
+        continue;
+      }
+    }
+    rw.recompute_meta(n);
+  }
+  // Outputs go back to the layouts eager returns.
+  const Node& out = g.node(g.num_nodes() - 1);
+  for (size_t k = 0; k < out.args.size(); ++k) {
+    if (!out.args[k].is_tensor()) continue;
+    const Tensor& t = out.args[k].tensor();
+    if (format_of(t) == out_formats[k]) continue;
+    rw.set_output(k, rw.insert_op1_before(out, OpId::clone, {t, *out_formats[k]}));
+  }
+  SINTER_LOG(kPasses, "layout: {} conv2d in channels-last", convs.size());
+  return true;
+}
+
+}  // namespace sinter::passes
