@@ -73,7 +73,7 @@ int run_onnx(const RunOptions& o) {
       inputs.push_back(random_input(model.inputs()[k], device));
     }
   }
-  CompileOptions copt{.backend = o.backend, .mode = parse_mode(o.mode)};
+  CompileOptions copt{.backend = o.backend, .mode = parse_mode(o.mode), .freeze = o.freeze};
   auto fast = compile(model, copt);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> outs = fast(inputs);
@@ -172,6 +172,7 @@ int run_command(const std::vector<std::string>& args) {
       else if (a == "--bench") o.bench = parse_int_option(a, value_of(i), 1);
       else if (a == "--rtol") o.rtol = parse_double_option(a, value_of(i), 0);
       else if (a == "--atol") o.atol = parse_double_option(a, value_of(i), 0);
+      else if (a == "--no-freeze") o.freeze = false;
       else if (!a.empty() && a[0] != '-' && o.model.empty()) o.model = a;
       else throw Error(fmt::format("run: unknown option {} (sinter run --help lists them)", a));
     }

@@ -25,7 +25,9 @@ namespace sinter::tools {
 
 const char* const kRunUsage =
     "  run MODEL.onnx [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
-    "      [--rtol R] [--atol A]              run an ONNX model (backend inductor unless --backend, as compile());\n"
+    "      [--rtol R] [--atol A] [--no-freeze]\n"
+    "                                         run an ONNX model (backend inductor unless --backend, as compile(),\n"
+    "                                         its initializers frozen into constants unless --no-freeze);\n"
     "                                         compare with DIR/output_K.pb (every output must have one); time N\n"
     "                                         calls eager vs compiled (N >= 1)\n";
 const char* const kConformanceUsage =

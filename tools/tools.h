@@ -45,6 +45,7 @@ struct RunOptions {
   std::string model, backend = "inductor", mode = "default", device = "cpu", inputs, expected;
   int bench = 0;
   double rtol = -1, atol = -1;  // -1: the output dtype's default
+  bool freeze = true;           // the initializers are constants of the graph (--no-freeze: graph inputs)
 };
 int run_onnx(const RunOptions& options);
 // `sinter conformance` (tools/run.cpp).

@@ -2,6 +2,7 @@
 #include "passes/layout.h"
 
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "ops/dispatch.h"
@@ -25,6 +26,15 @@ bool converts(const Node& n) {
          w.dtype() == kFloat32 && w.dim() == 4 && w.sizes()[1].hint() >= 16 && !channels_last(out);
 }
 
+// Only graphs whose conv weights are all constants (a frozen module, an imported ONNX model): inference graphs.
+// Where weights are inputs (training steps, their forward and backward graphs), the converted layouts met the
+// backward's transposed products and copies and made resnet_block's compiled step 1.8x slower.
+bool weights_constant(const Graph& g, const std::vector<const Node*>& convs) {
+  for (const Node* n : convs)
+    if (g.producer(n->args[1].tensor()).kind != NodeKind::kConstant) return false;
+  return true;
+}
+
 // The memory format a graph output had before the pass, when it is one that a copy can restore.
 std::optional<MemoryFormat> format_of(const Tensor& t) {
   if (t.is_contiguous()) return MemoryFormat::kContiguous;
@@ -46,7 +56,7 @@ bool convs_channels_last(Graph& g) {
     if (n.is_op(OpId::as_strided) || n.is_op(OpId::as_strided_scatter)) return false;
     if (converts(n)) convs.push_back(&n);
   }
-  if (convs.empty()) return false;
+  if (convs.empty() || !weights_constant(g, convs)) return false;
   const Node& out_node = g.node(g.num_nodes() - 1);
   std::vector<std::optional<MemoryFormat>> out_formats;
   for (const Value& v : out_node.args) {
@@ -57,31 +67,37 @@ bool convs_channels_last(Graph& g) {
   std::optional<sym::ShapeEnvScope> scope;
   if (g.shape_env()) scope.emplace(g.shape_env().get());
   Rewriter rw(g);
-  for (const Node* conv : convs) {
-    Args args = conv->args;
-    for (int i : {0, 1}) {
-      const Tensor& t = args[i].tensor();
-      if (channels_last(t)) continue;
-      const Node& p = g.producer(t);
-      args[i] = p.kind == NodeKind::kConstant
-                    ? g.add_constant(eager_clone(p.constant, MemoryFormat::kChannelsLast), p.name + "_cl")
-                    : rw.insert_op1_before(*conv, OpId::clone, {t, MemoryFormat::kChannelsLast});
-    }
-    rw.set_args(*conv, std::move(args));
-  }
-  // The new layouts flow down: every op after the first conv re-runs its shape rule; a view the new strides
-  // cannot express reads a contiguous copy instead.
-  for (int i = convs.front()->id + 1; i < g.num_nodes(); ++i) {
+  const std::unordered_set<const Node*> to_convert(convs.begin(), convs.end());
+  // One walk from the first conv: each conv takes channels-last operands (its input is cloned only where the
+  // layouts that flowed down so far leave it otherwise), and every other op re-runs its shape rule, so the new
+  // layouts flow down; a view the new strides cannot express reads a contiguous copy.
+  for (int i = convs.front()->id; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     if (!n.is_op()) continue;
+    if (to_convert.count(&n)) {
+      Args args = n.args;
+      for (int k : {0, 1}) {
+        const Tensor& t = args[k].tensor();
+        if (channels_last(t)) continue;
+        const Node& p = g.producer(t);
+        if (p.kind == NodeKind::kConstant) {  // the weight always; the input when a constant
+          args[k] = g.add_constant(eager_clone(p.constant, MemoryFormat::kChannelsLast), p.name + "_cl");
+        } else {
+          args[k] = rw.insert_op1_before(n, OpId::clone, {t, MemoryFormat::kChannelsLast});
+        }
+      }
+      rw.set_args(n, std::move(args));
+      i = n.id;  // n moved down past what was added before it (nodes keep their addresses)
+      continue;
+    }
     if (n.is_op(OpId::view)) {
       const Tensor& src = n.args[0].tensor();
       if (!compute_view_strides(src.sizes(), src.strides(), n.args[1].int_list())) {
         Tensor dense = rw.insert_op1_before(n, OpId::clone, {src, MemoryFormat::kContiguous});
-        ++i;  // n moved one place down
         Args args = n.args;
         args[0] = dense;
         rw.set_args(n, std::move(args));
+        i = n.id;
         continue;
       }
     }

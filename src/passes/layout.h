@@ -2,10 +2,11 @@
 // convolution is an implicit GEMM over channels-last data that runs the following element-wise work (bias, batch
 // norm folded, relu, the residual add) on each finished tile while it is in cache; the NCHW kernels build an
 // im2col and cannot take an epilogue. Exported CNNs arrive in NCHW, so every float32 conv2d of one group on the
-// CPU gets a channels-last input and weight (a copy of the graph's input once, constant weights converted at
-// compile time); layouts then follow through the element-wise ops as eager's rules make them, and the graph's
-// outputs are copied back into the layouts eager returns. A `view` that the new layout makes impossible reads a
-// contiguous copy (the graph is functional here, so a view and a copy hold the same values).
+// CPU gets a channels-last input and weight: a copy of the graph's input once, the weights converted at compile
+// time (only graphs whose conv weights are all constants: inference graphs of frozen modules and ONNX models).
+// Layouts then follow through the element-wise ops as eager's rules make them, and the graph's outputs are copied
+// back into the layouts eager returns. A `view` that the new layout makes impossible reads a contiguous copy (the
+// graph is functional here, so a view and a copy hold the same values).
 #pragma once
 #include "sinter/graph.h"
 

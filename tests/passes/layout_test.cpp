@@ -21,12 +21,13 @@ using testing::random_inputs;
 TensorMeta meta(SymIntList sizes, DType dtype = kFloat32) { return TensorMeta{std::move(sizes), {}, 0, dtype, kCPU}; }
 
 // x -> conv(16 -> 32) -> relu -> conv(32 -> 32) + residual -> [view to [N, C, H*W] | mean over H, W]
-Graph conv_graph(bool view_tail, int64_t groups = 1, DType dtype = kFloat32) {
+Graph conv_graph(bool view_tail, int64_t groups = 1, DType dtype = kFloat32, bool weight_input = false) {
   Graph g;
   Tensor x = g.add_input("x", meta({2, 16, 6, 6}, dtype));
   Tensor w1 = g.add_constant(random({32, 16 / groups, 3, 3}, dtype, 2), "w1");
   Tensor b1 = g.add_constant(random({32}, dtype, 3), "b1");
-  Tensor w2 = g.add_input("w2", meta({32, 32 / groups, 1, 1}, dtype));
+  Tensor w2 = weight_input ? g.add_input("w2", meta({32, 32 / groups, 1, 1}, dtype))
+                           : g.add_constant(random({32, 32 / groups, 1, 1}, dtype, 4), "w2");
   Tensor c1 = g.add_op1(OpId::conv2d, {x, w1, b1, SymIntList{1, 1}, SymIntList{1, 1}, SymIntList{1, 1}, groups});
   Tensor r = g.add_op1(OpId::relu, {c1});
   Tensor c2 = g.add_op1(OpId::conv2d, {r, w2, Value(), SymIntList{1, 1}, SymIntList{0, 0}, SymIntList{1, 1}, groups});
@@ -50,9 +51,9 @@ TEST(Layout, ConvsTakeChannelsLastAndOutputsKeepEagerLayouts) {
         EXPECT_TRUE(n.args[1].tensor().is_contiguous(MemoryFormat::kChannelsLast)) << g;
         EXPECT_TRUE(n.output().is_contiguous(MemoryFormat::kChannelsLast)) << g;
       }
-    // The constant weight is converted once, here; the input weight and x by a clone in the graph; the view reads
-    // a contiguous copy; the returned y goes back to contiguous.
-    EXPECT_EQ(count_ops(g, OpId::clone), view_tail ? 4 : 3) << g;
+    // The constant weights are converted once, here; x by a clone in the graph; the view reads a contiguous
+    // copy; the returned y goes back to contiguous.
+    EXPECT_EQ(count_ops(g, OpId::clone), view_tail ? 3 : 2) << g;
     const Node& out = g.node(g.num_nodes() - 1);
     for (size_t k = 0; k < out.args.size(); ++k)
       EXPECT_EQ(out.args[k].tensor().strides(), before.node(before.num_nodes() - 1).args[k].tensor().strides());
@@ -60,8 +61,9 @@ TEST(Layout, ConvsTakeChannelsLastAndOutputsKeepEagerLayouts) {
   }
 }
 
-TEST(Layout, LeavesOtherConvsAndAsStridedAlone) {
+TEST(Layout, LeavesOtherConvsWeightInputsAndAsStridedAlone) {
   std::vector<Graph> cases;
+  cases.push_back(conv_graph(false, 1, kFloat32, /*weight_input=*/true));  // a training graph's parameters
   cases.push_back(conv_graph(false, /*groups=*/2));
   cases.push_back(conv_graph(false, 1, kFloat64));
   Graph strided = conv_graph(false);  // returns as_strided(y) [2, 32] in place of the mean
@@ -80,8 +82,8 @@ TEST(Layout, LeavesOtherConvsAndAsStridedAlone) {
   }
 }
 
-// End to end: the inductor's result and strides are eager's, for a residual conv block and a ViT-style patch
-// embedding whose conv output is flattened by a view.
+// End to end (a frozen module's weights are constants): the inductor's result and strides are eager's, for a
+// residual conv block and a ViT-style patch embedding whose conv output is flattened by a view.
 TEST(Layout, CompiledConvNetsMatchEager) {
   Tensor w1 = randn({32, 16, 3, 3}), b1 = randn({32}), w2 = randn({32, 32, 1, 1}), wp = randn({64, 32, 2, 2});
   auto block = [&](const Tensor& x) {
@@ -89,7 +91,7 @@ TEST(Layout, CompiledConvNetsMatchEager) {
     Tensor y = add(conv2d(r, w2), r);
     return std::vector<Tensor>{y, conv2d(y, wp, {}, {2}).flatten(2).transpose(1, 2)};
   };
-  auto fast = compile(block, {.backend = "inductor"});
+  auto fast = compile(block, {.backend = "inductor", .freeze = true});
   for (int64_t n : {1, 3}) {
     Tensor x = randn({n, 16, 8, 8});
     std::vector<Tensor> want = block(x), got = fast(x);
