@@ -5,19 +5,14 @@
 # runner's deterministic inputs). Prints the data folder.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/python_venv.sh"
 ONNX_VERSION=1.17.0   # pinned: new upstream cases must not turn CI red by themselves
 VENV="${SINTER_ONNX_VENV:-$ROOT/.cache/venv-onnx}"
 DATA="${1:-$ROOT/.cache/onnx-data}"
 
 if ! "$VENV/bin/python" -c "import onnx, sys; sys.exit(onnx.__version__ != '$ONNX_VERSION')" 2>/dev/null; then
-  if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
-    echo "installing python3-venv" >&2
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
-  fi
   echo "installing onnx==$ONNX_VERSION into $VENV" >&2
-  python3 -m venv "$VENV"
+  ensure_venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check "onnx==$ONNX_VERSION" >&2
 fi
 "$VENV/bin/python" "$ROOT/scripts/conformance_data.py" "$DATA" "$ONNX_VERSION"

@@ -5,19 +5,14 @@
 # committed. SINTER_MODELS_VENV overrides the venv's place.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/scripts/python_venv.sh"
 VENV="${SINTER_MODELS_VENV:-$ROOT/.cache/venv-models}"
 OUT="${1:-$ROOT/.cache/models}"
 PACKAGES=(torch torchvision onnx onnxruntime openvino)
 
 if ! "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxruntime, openvino" 2>/dev/null; then
-  if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
-    echo "installing python3-venv" >&2
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    $SUDO apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
-  fi
   echo "installing ${PACKAGES[*]} into $VENV" >&2
-  python3 -m venv "$VENV"
+  ensure_venv "$VENV"
   # The CPU wheel of torch where its index is reachable (a tenth of the size), else PyPI's.
   "$VENV/bin/pip" install -q --disable-pip-version-check --timeout 10 --retries 0 --index-url https://download.pytorch.org/whl/cpu torch torchvision >&2 2>/dev/null \
     || "$VENV/bin/pip" install -q --disable-pip-version-check torch torchvision >&2

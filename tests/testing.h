@@ -33,6 +33,11 @@ Tensor random_positive(const SymIntList& sizes, DType dtype = kFloat32, double l
 Tensor non_contiguous(const Tensor& t);
 
 // The dtypes a test loops over.
+// The meta of a graph input built by hand (the graph fills in dense strides).
+inline TensorMeta meta(SymIntList sizes, DType dtype = kFloat32, Device device = kCPU) {
+  return TensorMeta{std::move(sizes), {}, 0, dtype, device};
+}
+
 inline const std::vector<DType> kFloatingDTypes = {kFloat32, kFloat64, kFloat16, kBFloat16};
 inline const std::vector<DType> kIntegralDTypes = {kInt64, kInt32, kInt8, kUInt8};
 inline const std::vector<DType> kAllDTypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64,

@@ -7,7 +7,7 @@
 namespace sinter {
 namespace {
 
-TensorMeta meta(SymIntList sizes, DType dtype = kFloat32) { return TensorMeta{std::move(sizes), {}, 0, dtype, kCPU}; }
+using testing::meta;
 
 // The test mutates a node the way a buggy pass might, to see the verifier catch it.
 Node& corrupt(const Graph& g, int id) { return const_cast<Node&>(g.node(id)); }

@@ -10,7 +10,7 @@ namespace {
 
 using testing::random;
 
-TensorMeta meta(SymIntList sizes, DType dtype = kFloat32) { return TensorMeta{std::move(sizes), {}, 0, dtype, kCPU}; }
+using testing::meta;
 
 TEST(GraphInterpreter, MlpMatchesEager) {
   Graph g = parse_graph(

@@ -7,9 +7,7 @@
 namespace sinter {
 namespace {
 
-TensorMeta meta(SymIntList sizes, DType dtype = kFloat32, Device device = kCPU) {
-  return TensorMeta{std::move(sizes), {}, 0, dtype, device};
-}
+using testing::meta;
 
 TEST(GraphPrinter, MlpWithMultiOutputReduction) {
   Graph g;

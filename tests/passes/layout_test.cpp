@@ -18,7 +18,7 @@ using testing::expect_same_results;
 using testing::random;
 using testing::random_inputs;
 
-TensorMeta meta(SymIntList sizes, DType dtype = kFloat32) { return TensorMeta{std::move(sizes), {}, 0, dtype, kCPU}; }
+using testing::meta;
 
 // x -> conv(16 -> 32) -> relu -> conv(32 -> 32) + residual -> [view to [N, C, H*W] | mean over H, W]
 Graph conv_graph(bool view_tail, int64_t groups = 1, DType dtype = kFloat32, bool weight_input = false) {

@@ -15,7 +15,7 @@ using testing::expect_same_results;
 using testing::random;
 using testing::random_inputs;
 
-TensorMeta meta(SymIntList sizes, DType dtype = kFloat32) { return TensorMeta{std::move(sizes), {}, 0, dtype, kCPU}; }
+using testing::meta;
 
 // x -> conv2d(W, b) -> batch_norm(gamma, beta, mean, var) [-> relu], with the parameters as constants.
 Graph conv_bn_graph(bool functional, bool conv_bias, bool bn_affine, bool training = false, bool weight_input = false) {
