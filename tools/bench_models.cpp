@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -37,6 +39,8 @@ namespace fs = std::filesystem;
 class LinePeer {
  public:
   explicit LinePeer(const std::vector<std::string>& argv) {
+    // A peer that died makes a write fail with EPIPE (reported below) instead of killing this process.
+    std::signal(SIGPIPE, SIG_IGN);
     int in[2], out[2];
     SINTER_CHECK(pipe(in) == 0 && pipe(out) == 0, "bench --suite models: pipe failed");
     posix_spawn_file_actions_t fa;
@@ -383,6 +387,9 @@ int bench_models(const BenchOptions& opt) {
   std::string run_cache = make_temp_dir("sinter-bench-run");
   setenv("SINTER_CACHE_DIR", run_cache.c_str(), 1);
   const std::string python = python_for_peer();
+  SINTER_CHECK(fs::is_regular_file("bench/models/peer.py"),
+               "bench --suite models: no bench/models/peer.py here (it runs ONNX Runtime and OpenVINO); run it from "
+               "the repository's root");
   LinePeer peer({python, "bench/models/peer.py"});
   nn::Json versions = peer.request(R"({"op": "versions"})");
   auto text = [&](const char* key) { return versions.find(key) ? versions.find(key)->text : std::string("none"); };
