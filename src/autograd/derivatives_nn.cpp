@@ -89,13 +89,13 @@ void linear_grads(C& c) {
     if (c.needs("weight")) c.set("weight", g.unsqueeze(-1) * x);
     return;
   }
-  const int64_t out = w.size(0).guard_int(), in = w.size(1).guard_int();
   if (c.needs("input")) c.set("input", matmul(g, w));
   if (c.needs("weight")) {
     if (x.dim() == 1)
       c.set("weight", g.unsqueeze(-1) * x.unsqueeze(0));
     else
-      c.set("weight", mm(g.reshape({-1, out}).t(), x.reshape({-1, in})));
+      // flatten, not reshape(-1, out): with no output features (or no rows) -1 would be ambiguous.
+      c.set("weight", mm(g.flatten(0, -2).t(), x.flatten(0, -2)));
   }
 }
 

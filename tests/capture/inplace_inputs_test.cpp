@@ -171,5 +171,27 @@ TEST(InplaceInputs, LayoutAfterAnInPlaceOpOnAStridedInput) {
   }
 }
 
+// An input read by one kernel after another kernel computes a value written back into it: the value may not be
+// computed into the input's memory (copy_(x1, x0) then neg_(x0) gave x1 = -x0 under the inductor; sinter fuzz,
+// seed 2026120701 case 10143).
+TEST(InplaceInputs, AnInputReadAfterItsWriteBackIsComputedKeepsItsOldValues) {
+  auto f = [](Tensor x0, Tensor x1) {
+    x1.copy_(x0);
+    x0.neg_();
+    return std::vector<Tensor>{x0, x1};
+  };
+  for (const std::string& backend : kBackends) {
+    SCOPED_TRACE(backend);
+    Tensor a0 = testing::random({4}, kFloat32, 1), a1 = zeros({3, 4});
+    Tensor b0 = a0.clone(), b1 = a1.clone();
+    std::vector<Tensor> want = f(a0, a1);
+    std::vector<Tensor> got = compile(f, {.backend = backend})(b0, b1);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_TENSOR_EQ(got[k], want[k]);
+    EXPECT_TENSOR_EQ(b0, a0);
+    EXPECT_TENSOR_EQ(b1, a1);
+  }
+}
+
 }  // namespace
 }  // namespace sinter

@@ -1,6 +1,9 @@
 // Compiled training: a compiled function's outputs differentiated outside it (the joint graph, its partition, the
 // compiled backward), and training steps compiled whole (backward and optimiser step inside), against eager.
+#include <fmt/format.h>
+
 #include <functional>
+#include <tuple>
 
 #include "sinter/compile.h"
 #include "scoped_env.h"
@@ -68,6 +71,28 @@ TEST(CompiledTraining, BackwardOutsideTheCompiledFunctionMatchesEager) {
 }
 
 // Gradients accumulate into .grad() across backward calls, through the compiled backward as eagerly.
+// A Linear with no input features, or an input with no rows: the weight's gradient is an empty or zero matrix, not
+// an error from an ambiguous reshape(-1, 0) in the derivative (sinter fuzz, seed 2026120701 case 5297).
+TEST(CompiledTraining, LinearGradientsOfEmptyShapes) {
+  for (auto [in, out, rows] : {std::tuple<int64_t, int64_t, int64_t>{0, 5, 3}, {4, 0, 3}, {4, 5, 0}}) {
+    for (const char* backend : {"aot_eager", "inductor"}) {
+      SCOPED_TRACE(fmt::format("{} in {} out {} rows {}", backend, in, out, rows));
+      manual_seed(4);
+      nn::Linear eager(in, out), compiled(in, out);
+      compiled.load_state_dict(eager.state_dict());
+      auto f = compile(compiled, {.backend = backend});
+      Tensor x = st::random({2, rows, in}, kFloat32, 5);
+      Tensor want = eager(x), got;
+      ASSERT_NO_THROW(got = f(x));
+      EXPECT_TENSOR_EQ(got, want);
+      want.sum().backward();
+      got.sum().backward();
+      EXPECT_TENSOR_EQ(compiled.weight.grad(), eager.weight.grad());
+      EXPECT_TENSOR_EQ(compiled.bias.grad(), eager.bias.grad());
+    }
+  }
+}
+
 TEST(CompiledTraining, GradientsAccumulateAcrossBackwards) {
   manual_seed(4);
   Mlp eager, compiled;
