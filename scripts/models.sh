@@ -7,7 +7,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/python_venv.sh"
 VENV="${SINTER_MODELS_VENV:-$ROOT/.cache/venv-models}"
-OUT="${1:-$ROOT/.cache/models}"
+MODELS_DIR="${1:-$ROOT/.cache/models}"
 PACKAGES=(torch torchvision onnx onnxruntime openvino)
 
 if ! "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxruntime, openvino" 2>/dev/null; then
@@ -18,7 +18,7 @@ if ! "$VENV/bin/python" -c "import torch, torchvision, onnx, onnxruntime, openvi
     || "$VENV/bin/pip" install -q --disable-pip-version-check torch torchvision >&2
   "$VENV/bin/pip" install -q --disable-pip-version-check onnx onnxruntime openvino >&2
 fi
-[ -f "$OUT/models.json" ] && [ "$OUT/models.json" -nt "$ROOT/bench/models/zoo.py" ] \
-  && [ "$OUT/models.json" -nt "$ROOT/bench/models/export.py" ] && { echo "$OUT"; exit 0; }
-"$VENV/bin/python" "$ROOT/bench/models/export.py" "$OUT" >&2
-echo "$OUT"
+[ -f "$MODELS_DIR/models.json" ] && [ "$MODELS_DIR/models.json" -nt "$ROOT/bench/models/zoo.py" ] \
+  && [ "$MODELS_DIR/models.json" -nt "$ROOT/bench/models/export.py" ] && { echo "$MODELS_DIR"; exit 0; }
+"$VENV/bin/python" "$ROOT/bench/models/export.py" "$MODELS_DIR" >&2
+echo "$MODELS_DIR"
