@@ -6,10 +6,7 @@
 // warm (a second process on that cache) against the peers' session creation (the model's initializers frozen into
 // constants, as the peers fold theirs), peak resident memory added, and the
 // largest output difference against ONNX Runtime's.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,9 +24,8 @@
 #include "sinter/onnx.h"
 #include "sinter/sinter.h"
 #include "support/check.h"
+#include "support/subprocess.h"
 #include "tools.h"
-
-extern char** environ;
 
 namespace sinter::tools {
 namespace {
@@ -41,29 +37,15 @@ class LinePeer {
   explicit LinePeer(const std::vector<std::string>& argv) {
     // A peer that died makes a write fail with EPIPE (reported below) instead of killing this process.
     std::signal(SIGPIPE, SIG_IGN);
-    int in[2], out[2];
-    SINTER_CHECK(pipe(in) == 0 && pipe(out) == 0, "bench --suite models: pipe failed");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    for (int fd : {in[0], in[1], out[0], out[1]}) posix_spawn_file_actions_addclose(&fa, fd);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const int rc = posix_spawnp(&pid_, args[0], &fa, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(in[0]);
-    close(out[1]);
-    to_ = in[1];
-    from_ = fdopen(out[0], "r");
-    SINTER_CHECK(rc == 0, "bench --suite models: cannot start {}: {}", argv[0], std::strerror(rc));
+    support::PipedProcess p = support::spawn_piped(argv);
+    pid_ = p.pid;
+    to_ = p.to;
+    from_ = fdopen(p.from, "r");
   }
   ~LinePeer() {
     close(to_);
     if (from_) std::fclose(from_);
-    int status = 0;
-    waitpid(pid_, &status, 0);
+    support::wait_process(pid_);
   }
   LinePeer(const LinePeer&) = delete;
   LinePeer& operator=(const LinePeer&) = delete;

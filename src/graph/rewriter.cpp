@@ -134,8 +134,6 @@ int Rewriter::eliminate_dead_code() {
 }
 
 void Rewriter::recompute_metas() {
-  std::optional<sym::ShapeEnvScope> scope;
-  if (g_.shape_env()) scope.emplace(g_.shape_env().get());
   for (auto& n : g_.nodes_)
     if (n->kind == NodeKind::kOp) recompute_meta(*n);
 }

@@ -29,11 +29,13 @@ struct FileActions {
   ~FileActions() { posix_spawn_file_actions_destroy(&actions); }
 };
 
-pid_t spawn_with(const std::vector<std::string>& argv, FileActions& fa) {
+// `search_path`: argv[0] without a '/' is looked up on PATH (posix_spawnp).
+pid_t spawn_with(const std::vector<std::string>& argv, FileActions& fa, bool search_path = false) {
   SINTER_INTERNAL_ASSERT(!argv.empty());
   std::vector<char*> args = c_argv(argv);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &fa.actions, nullptr, args.data(), environ);
+  int rc = search_path ? posix_spawnp(&pid, args[0], &fa.actions, nullptr, args.data(), environ)
+                       : posix_spawn(&pid, args[0], &fa.actions, nullptr, args.data(), environ);
   SINTER_CHECK(rc == 0, "sinter: cannot start {}: {}", argv[0], std::strerror(rc));
   return pid;
 }
@@ -102,6 +104,30 @@ ProcessOutput run_and_capture(const std::vector<std::string>& argv) {
   close(fds[0]);
   out.status = wait_process(pid);
   return out;
+}
+
+PipedProcess spawn_piped(const std::vector<std::string>& argv) {
+  int in[2], out[2];
+  SINTER_CHECK(pipe2(in, O_CLOEXEC) == 0, "sinter: pipe failed: {}", std::strerror(errno));
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    close(in[0]), close(in[1]);
+    SINTER_CHECK(false, "sinter: pipe failed: {}", std::strerror(errno));
+  }
+  PipedProcess p;
+  try {
+    FileActions fa;
+    posix_spawn_file_actions_adddup2(&fa.actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa.actions, out[1], 1);
+    p.pid = spawn_with(argv, fa, /*search_path=*/true);
+  } catch (...) {
+    for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
+    throw;
+  }
+  close(in[0]);
+  close(out[1]);
+  p.to = in[1];
+  p.from = out[0];
+  return p;
 }
 
 }  // namespace sinter::support

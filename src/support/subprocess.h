@@ -29,4 +29,13 @@ struct ProcessOutput {
 // Runs argv and captures its output through a pipe (for short outputs such as `g++ --version`).
 ProcessOutput run_and_capture(const std::vector<std::string>& argv);
 
+// Starts argv[0] (looked up on PATH when it has no '/') with its stdin and stdout on pipes this process holds:
+// `to` writes the child's stdin, `from` reads its stdout; its stderr is this process's. The caller closes both
+// and waits for `pid`. Throws sinter::Error when the program cannot be started.
+struct PipedProcess {
+  pid_t pid = -1;
+  int to = -1, from = -1;
+};
+PipedProcess spawn_piped(const std::vector<std::string>& argv);
+
 }  // namespace sinter::support

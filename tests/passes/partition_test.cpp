@@ -31,6 +31,16 @@ passes::JointSpec mlp_spec() {
   return spec;
 }
 
+// A joint graph of (x, t): forward output 0, backward output 1 (the gradient of x).
+passes::JointSpec one_in_one_tangent_spec() {
+  passes::JointSpec spec;
+  spec.tangent = {false, true};
+  spec.free_to_keep = {false, false};
+  spec.forward_outputs = {0};
+  spec.backward_outputs = {1};
+  return spec;
+}
+
 TEST(Partition, KeepsTheGemmOutputAndRecomputesTheElementwiseOp) {
   Graph joint = parse_graph(kMlpJoint);
   passes::PartitionResult r = passes::partition_joint(joint, mlp_spec());
@@ -87,12 +97,7 @@ TEST(Partition, AnElementwiseChainKeepsOneValue) {
   %8 = mul.Tensor(%7, %2)  # f32[64]
   return (%4, %8)
 )");
-  passes::JointSpec spec;
-  spec.tangent = {false, true};
-  spec.free_to_keep = {false, false};
-  spec.forward_outputs = {0};
-  spec.backward_outputs = {1};
-  passes::PartitionResult r = passes::partition_joint(joint, spec);
+  passes::PartitionResult r = passes::partition_joint(joint, one_in_one_tangent_spec());
   EXPECT_EQ(r.num_kept, 1);
   EXPECT_EQ(r.kept_bytes, 64 * 4);
   EXPECT_EQ(r.kept_bytes_naive, 3 * 64 * 4);  // sin, exp and cos: the cut keeps x instead
@@ -113,12 +118,7 @@ TEST(Partition, RandomOpsAreKeptNotRecomputed) {
   %5 = where.ScalarOther(%3, %4, 0)  # f32[32]
   return (%2, %5)
 )");
-  passes::JointSpec spec;
-  spec.tangent = {false, true};
-  spec.free_to_keep = {false, false};
-  spec.forward_outputs = {0};
-  spec.backward_outputs = {1};
-  passes::PartitionResult r = passes::partition_joint(joint, spec);
+  passes::PartitionResult r = passes::partition_joint(joint, one_in_one_tangent_spec());
   EXPECT_EQ(count_ops(r.backward, OpId::dropout), 0) << r.backward;
   EXPECT_EQ(count_ops(r.forward, OpId::dropout), 1);
 }
