@@ -5,8 +5,10 @@
 # cuda` (PyTorch eager and torch.compile on the same definitions, one ratio table). Usage:
 #   SINTER_COMMIT=<hash> bash bench/run_cuda.sh [OUTDIR] [PARTS]
 # OUTDIR (default bench/results) gets the two bench JSONs, the conformance JSON, summary.txt and logs.tar.gz.
-# PARTS: a comma list of build, tests, sanitizer, conformance, bench, train (default: all of them, in that order;
-# train: `sinter bench --suite train --device cuda` beside `bench/vs_torch.py --train --device cuda`).
+# PARTS: a comma list of build, tests, sanitizer, conformance, bench, train, profile (default: all but profile, in
+# that order; train: `sinter bench --suite train --device cuda` beside `bench/vs_torch.py --train --device cuda`;
+# profile: SINTER_LOGS=profile over the GPU workloads PROFILE names (default gpt_block,resnet_block), inference
+# and training step, each kernel timed to the device's completion, into OUTDIR/profile-cuda-HOST-DATE.txt).
 # ONNX_DATA: the conformance data (default .cache/onnx-data, made by scripts/conformance_data.sh; on a machine
 # without network, a copy with the links followed: cp -rL .cache/onnx-data DIR). NO_PROBE=1 skips torch.compile's
 # cold/warm compile-time child processes. TORCH_MODES: a comma list of torch.compile modes for vs_torch.py (default
@@ -110,6 +112,19 @@ if has train; then  # an AdamW training step under bfloat16 autocast, sinter aga
     --json "$OUT_DIR/torch-train-cuda-$HOST-$DATE.json" > "$LOGS/vs_torch_train.log" 2>&1
   say "vs_torch --train --device cuda: rc=$?"
   tail -20 "$LOGS/vs_torch_train.log" | tee -a "$SUMMARY"
+fi
+
+if has profile; then  # where each compiled graph's time goes, kernel by kernel
+  prof="$OUT_DIR/profile-cuda-$HOST-$DATE.txt"
+  IFS=, read -ra names <<< "${PROFILE:-gpt_block,resnet_block}"
+  for name in "${names[@]}"; do
+    for suite in "--device cuda" "--suite train --device cuda"; do
+      echo "== SINTER_LOGS=profile sinter bench $suite --only $name" >> "$prof"
+      SINTER_LOGS=profile timeout 120 "$BUILD/sinter" bench $suite --only "$name" >> "$prof" 2>&1
+    done
+  done
+  say "profile: $prof"
+  grep -E "calls, .* ms per call" "$prof" | tee -a "$SUMMARY"
 fi
 
 tar -czf "$OUT_DIR/logs.tar.gz" -C "$LOGS" .

@@ -140,4 +140,8 @@ bool CudaLauncher::run_library(RunState& r, int k) const {
   return true;
 }
 
+void CudaLauncher::wait() const {
+  if (!cuda::capturing(device_.index)) cuda::synchronize(device_.index);
+}
+
 }  // namespace sinter::runtime

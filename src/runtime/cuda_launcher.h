@@ -82,6 +82,7 @@ class CudaLauncher final : public Launcher {
   void run_loops(RunState& r, int k) const override;
   // GEMM externs: cuBLAS on a GPU (the CPU's GEMM on the simulated device), then the kernel's epilogue if any.
   bool run_library(RunState& r, int k) const override;
+  void wait() const override;
 
  private:
   void launch(RunState& r, int k, const LaunchConfig& config) const;

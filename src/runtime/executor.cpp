@@ -334,6 +334,7 @@ std::vector<Tensor> Executor::execute(const std::vector<Tensor>& inputs, std::ve
   for (size_t k = 0; k < kernels.size(); ++k) {
     const Kernel& kernel = kernels[k];
     if (kernel.epilogue_of >= 0) continue;  // ran inside its GEMM
+    if (profile_) launcher_->wait();
     auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     for (int b : allocs_[k])
       if (!r.bufs[b].defined()) allocate(r, b);
@@ -347,6 +348,7 @@ std::vector<Tensor> Executor::execute(const std::vector<Tensor>& inputs, std::ve
           if (b.kind == BufferKind::kInput && b.graph_input == i) r.bufs[b.id] = Tensor();
         (*owned)[i] = Tensor();
       }
+    if (profile_) launcher_->wait();
     if (profile_) seconds[k] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   if (profile_) {

@@ -45,6 +45,8 @@ class Launcher {
   // Extern kernel `k` that the launcher computes itself (a GEMM or convolution with its epilogue kernel, if the
   // schedule gave it one); false when it leaves the kernel to the op's eager implementation.
   virtual bool run_library(RunState& r, int k) const = 0;
+  // Waits until the device has finished the work launched so far (profiling times kernels, not launches).
+  virtual void wait() const {}
 };
 
 class Executor {
