@@ -61,6 +61,23 @@ Tensor prod_of_others(const Tensor& x, int64_t dim) {
 
 Tensor reverse_cumsum(const Tensor& g, int64_t dim) { return flip(cumsum(flip(g, {dim}), dim), {dim}); }
 
+// cumprod's derivative, d y[j] / d x[k] = prod(x[i] : i <= j, i != k), without reading data on the host (so it
+// traces into a joint graph) and right where x has zeros. Per slice along dim, with z its first zero: before z,
+// (reverse_cumsum(g * y) / x)[k]; at z, prod(x[i] : i < z) * sum(g[j] * prod(x[i] : z < i <= j) : j >= z);
+// after z, 0 (every product it sums holds x[z]). Its own derivative (a double backward) is exact away from zeros:
+// it does not see how the values after z depend on x[z].
+Tensor cumprod_grad(const Tensor& x, const Tensor& g, const Tensor& y, int64_t dim) {
+  Tensor is_zero = x == 0.0;
+  Tensor zeros_so_far = cumsum(is_zero, dim);
+  Tensor before = zeros_so_far == 0;
+  Tensor first = logical_and(is_zero, zeros_so_far == 1);
+  Tensor safe = where(before, x, 1.0);
+  Tensor before_zero = reverse_cumsum(g * y, dim) / safe;
+  Tensor tail = cumprod(where(logical_or(before, first), 1.0, x), dim);
+  Tensor at_zero = cumprod(safe, dim) * sum(where(before, 0.0, g * tail), {dim}, true);
+  return where(before, before_zero, where(first, at_zero, 0.0));
+}
+
 // Gradient of the values of a (values, indices) result along dim: scattered back to where they came from.
 Tensor scatter_back(const Tensor& g, const Tensor& indices, const GradMeta& self, int64_t dim, bool keepdim) {
   Tensor gi = g, ii = indices;
@@ -177,9 +194,7 @@ void add_reduction_rows(std::vector<DerivativeRow>& rows) {
     if (x.dim() == 0) return c.set("self", c.grad());
     int64_t dim = c.i("dim");
     if (dim < 0) dim += x.dim();
-    SINTER_CHECK(!any(x == 0.0).item<bool>(),
-                 "the derivative of cumprod is implemented only for inputs without zeros");
-    c.set("self", reverse_cumsum(c.grad() * c.result(), dim) / x);
+    c.set("self", cumprod_grad(x, c.grad(), c.result(), dim));
   });
   row(OpId::softmax_int, "result", [](C& c) {
     Tensor y = c.result(), g = c.grad().to(y.dtype());

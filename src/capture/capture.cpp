@@ -139,7 +139,14 @@ WholeCapture Engine::State::capture_whole(const std::vector<CallArg>& args, cons
     w.outputs = invoke(traced);
     w.plan = tracer.finish(w.outputs);
     // A function that ran a backward itself (a training step) returns values the caller does not differentiate.
-    if (!tracer.broke() && !tracer.wrote_grads()) w.joint = trace_backward(tracer);
+    if (!tracer.broke() && !tracer.wrote_grads()) {
+      try {
+        w.joint = trace_backward(tracer);
+      } catch (const BreakInBackward& b) {
+        w.eager_reason = fmt::format("a derivative reads tensor data on the host ({} at {})", b.record.reason,
+                                     b.record.location);
+      }
+    }
   }
   if (tracer.broke()) return w;
 

@@ -318,7 +318,11 @@ std::vector<Tensor> Engine::call(std::vector<CallArg> args, const Invoke& invoke
     for (const Tensor& in : w.inputs)
       static_inputs.push_back(std::any_of(w.guards.lifted.begin(), w.guards.lifted.end(),
                                           [&](const Tensor& t) { return t.is_same(in); }));
-    if (w.joint) {
+    if (!w.eager_reason.empty()) {
+      entry->run_eagerly = true;
+      log_warning(fmt::format("compiled training: this graph runs eagerly (with eager autograd) because {}",
+                              w.eager_reason));
+    } else if (w.joint) {
       std::string why_not;
       entry->training = compile_training(std::move(w.tracer->segment().graph), *w.joint, w.inputs, s.options,
                                          s.training(), &fell_back, std::move(static_inputs), s.tiers, &why_not);

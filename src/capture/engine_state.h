@@ -56,6 +56,7 @@ struct WholeCapture {
   std::vector<int> int_args;
   std::vector<Tensor> inputs;  // the real inputs of the graph, in order (no breaks)
   std::optional<JointInfo> joint;  // the backward was traced too (compiled training)
+  std::string eager_reason;        // non-empty: the backward could not be traced, the entry runs eagerly
 };
 
 // A compile under way. Compiles of one function are serialised: a call that misses while one runs waits for it

@@ -348,6 +348,7 @@ void Tracer::fail_fullgraph(const BreakRecord& record) {
 void Tracer::take_break(BreakRecord record) {
   if (config_.fullgraph) fail_fullgraph(record);
   if (!config_.allow_breaks) throw BreakDuringVerify{std::move(record)};
+  if (tracing_backward_) throw BreakInBackward{std::move(record)};
   if (log_enabled(LogChannel::kGraphBreaks) && (!config_.break_log || config_.break_log->first(record, segment_.index)))
     log_message(LogChannel::kGraphBreaks, fmt::format("graph break: {} at {} (segment {} ends after {} ops)",
                                                       record.reason, record.location, segment_.index,

@@ -89,6 +89,11 @@ struct TracerConfig {
 struct BreakDuringVerify {
   BreakRecord record;
 };
+// Thrown by a tracer that records a backward (set_tracing_backward) when a derivative formula reads traced data:
+// the joint graph cannot hold the break, so the capture gives the joint graph up.
+struct BreakInBackward {
+  BreakRecord record;
+};
 
 class Tracer final : public DispatchHook {
  public:
@@ -131,6 +136,8 @@ class Tracer final : public DispatchHook {
   Tensor add_tangent(TensorMeta meta, std::string name, Tensor example);
   // Appends `t` (a graph value, or a real tensor, lifted) to the graph's outputs; returns its position.
   int add_output(const Tensor& t);
+  // While on, a break throws BreakInBackward instead of ending the segment.
+  void set_tracing_backward(bool on) { tracing_backward_ = on; }
 
   // What a whole capture without breaks recorded besides the graph (see the structs above).
   const std::vector<InputSource>& input_sources() const { return sources_; }
@@ -158,6 +165,7 @@ class Tracer final : public DispatchHook {
   [[noreturn]] void fail_fullgraph(const BreakRecord& record);
   void take_break(BreakRecord record);
   void flush();
+  bool tracing_backward_ = false;
   void start_segment();
   bool all_passthrough(const Args& args) const;
   Tensor hand_out(const Tensor& t);

@@ -171,6 +171,11 @@ std::optional<JointInfo> trace_backward(Tracer& tracer) {
     tangents.push_back(tracer.add_tangent(m, fmt::format("tangent{}", i), std::move(example)));
     roots.push_back(outs[i]);
   }
+  struct BackwardScope {  // a derivative that reads traced data throws BreakInBackward
+    Tracer& t;
+    explicit BackwardScope(Tracer& tracer) : t(tracer) { t.set_tracing_backward(true); }
+    ~BackwardScope() { t.set_tracing_backward(false); }
+  } scope(tracer);
   std::vector<Tensor> grads = autograd::grad(roots, wrt, tangents, /*retain_graph=*/false, /*create_graph=*/false,
                                              /*allow_unused=*/true);
   for (const Tensor& grad : grads) info.grad_outputs.push_back(grad.defined() ? tracer.add_output(grad) : -1);

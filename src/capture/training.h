@@ -27,7 +27,8 @@ struct JointInfo {
 
 // After the forward was recorded (tracer.finish() set the user's outputs): when grad mode is on and an output
 // requires grad, records the backward of those outputs with respect to every input that requires grad into the same
-// graph, with one tangent input per differentiable output. Null when there is nothing to differentiate.
+// graph, with one tangent input per differentiable output. Null when there is nothing to differentiate. Throws
+// BreakInBackward when a derivative formula reads traced data (the graph is then unusable).
 std::optional<JointInfo> trace_backward(Tracer& tracer);
 
 struct TrainingProgram;

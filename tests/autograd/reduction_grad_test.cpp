@@ -35,6 +35,11 @@ std::vector<GradSample> reduction_samples() {
   s.push_back({OpId::logsumexp, "logsumexp", [](V in) { return logsumexp(in[0], {1}); }, {a}});
   s.push_back({OpId::cumsum, "cumsum", [](V in) { return cumsum(in[0], 1); }, {a}});
   s.push_back({OpId::cumprod, "cumprod", [](V in) { return cumprod(in[0], 0); }, {a}});
+  // Zeros: first, last, one or two in a slice, none; the derivative is exact there (no division by them).
+  Tensor zeros_in = tensor({1.5, 0.0, -2.0, 0.5, 0.0, 2.0, 3.0, -1.0, 2.0, -1.0, 0.7, 0.0, 0.0, 1.2, 0.0, 0.8}, kFloat64)
+                        .reshape({4, 4});
+  s.push_back({OpId::cumprod, "cumprod with zeros", [](V in) { return cumprod(in[0], 1); }, {zeros_in}});
+  s.push_back({OpId::cumprod, "cumprod with zeros, dim 0", [](V in) { return cumprod(in[0], 0); }, {zeros_in}});
   s.push_back({OpId::softmax_int, "softmax", [](V in) { return softmax(in[0], 1); }, {a}, true});
   s.push_back({OpId::softmax_int, "softmax dim 0", [](V in) { return softmax(in[0], 0); }, {a}});
   s.push_back({OpId::log_softmax_int, "log_softmax", [](V in) { return log_softmax(in[0], -1); }, {a}});

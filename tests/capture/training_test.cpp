@@ -93,6 +93,35 @@ TEST(CompiledTraining, LinearGradientsOfEmptyShapes) {
   }
 }
 
+// cumprod's derivative traces into the joint graph (no host read of the zeros) and is right where the input
+// has zeros; found by sinter fuzz as an internal error (its derivative read the data, a break inside the joint
+// graph's backward trace).
+TEST(CompiledTraining, CumprodGradientsWithZeros) {
+  for (const char* backend : {"aot_eager", "inductor"}) {
+    SCOPED_TRACE(backend);
+    manual_seed(6);
+    nn::Linear eager(4, 4, false), compiled(4, 4, false);
+    compiled.load_state_dict(eager.state_dict());
+    auto step = [](nn::Linear& m, const Tensor& x) { return std::vector<Tensor>{cumprod(m(x), 1), x}; };
+    auto f = compile([&](const Tensor& x) { return step(compiled, x); }, {.backend = backend});
+    Tensor x = st::random({3, 4}, kFloat32, 7);
+    {  // a zero row of the weight makes a zero in every row of m(x)
+      NoGradGuard no_grad;
+      eager.weight.narrow(0, 2, 1).zero_();
+      compiled.weight.narrow(0, 2, 1).zero_();
+    }
+    std::vector<Tensor> want = step(eager, x), got;
+    ASSERT_NO_THROW(got = f(x));
+    EXPECT_TENSOR_EQ(got[0], want[0]);
+    Tensor v = st::random({3, 4}, kFloat32, 8);
+    sum(want[0] * v).backward();
+    sum(got[0] * v).backward();
+    EXPECT_CLOSE(compiled.weight.grad(), eager.weight.grad());
+    EXPECT_EQ(f.stats().graph_breaks, 0);
+    EXPECT_EQ(f.stats().eager_fallbacks, 0);
+  }
+}
+
 TEST(CompiledTraining, GradientsAccumulateAcrossBackwards) {
   manual_seed(4);
   Mlp eager, compiled;
