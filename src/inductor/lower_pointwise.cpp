@@ -89,7 +89,6 @@ bool is_lowerable_pointwise(OpId id) {
   if (unary_ops().count(s.name)) return true;
   if (!other_ops().count(s.name)) return false;
   if (s.name == "div" && (s.overload == "Tensor_mode" || s.overload == "Scalar_mode")) return true;
-  if (s.name == "pow" && s.overload == "Scalar") return false;
   return true;
 }
 
