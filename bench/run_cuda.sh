@@ -119,8 +119,8 @@ if has profile; then  # where each compiled graph's time goes, kernel by kernel
   IFS=, read -ra names <<< "${PROFILE:-gpt_block,resnet_block}"
   for name in "${names[@]}"; do
     for suite in "--device cuda" "--suite train --device cuda"; do
-      echo "== SINTER_LOGS=profile sinter bench $suite --only $name" >> "$prof"
-      SINTER_LOGS=profile timeout 120 "$BUILD/sinter" bench $suite --only "$name" >> "$prof" 2>&1
+      echo "== SINTER_LOGS=profile,perf_hints sinter bench $suite --only $name" >> "$prof"
+      SINTER_LOGS=profile,perf_hints timeout 120 "$BUILD/sinter" bench $suite --only "$name" >> "$prof" 2>&1
     done
   done
   say "profile: $prof"
