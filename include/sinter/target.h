@@ -43,6 +43,10 @@ struct Target {
   // The scheduler keeps a whole-tensor reduction out of a pointwise kernel larger than this, which would
   // otherwise run on one core (or one block).
   int64_t parallel_min_elements = 65536;
+  // Whether independent flat element-wise kernels that run one after another (an optimiser's update of each
+  // parameter) may run as one launch, a combined kernel (the scheduler groups them, the launcher runs a group
+  // over one parallel range).
+  bool combined_kernels = false;
   std::vector<ExternCapability> externs;
 
   // Whether code for this target runs on tensors of `device`.

@@ -32,9 +32,10 @@ std::string schedule_text(const inductor::LoopProgram& program, const inductor::
   std::string out;
   for (const inductor::Kernel& k : schedule.kernels) {
     bool ext = k.kind == inductor::Kernel::Kind::kExtern;
-    out += fmt::format("{}: {}{}{}\n", k.name, ext ? "extern" : k.rows ? "row loops" : "flat loops",
+    out += fmt::format("{}: {}{}{}{}\n", k.name, ext ? "extern" : k.rows ? "row loops" : "flat loops",
                        k.epilogue >= 0 ? fmt::format(", epilogue {}", schedule.kernels[k.epilogue].name) : "",
-                       k.epilogue_of >= 0 ? fmt::format(", epilogue of {}", schedule.kernels[k.epilogue_of].name) : "");
+                       k.epilogue_of >= 0 ? fmt::format(", epilogue of {}", schedule.kernels[k.epilogue_of].name) : "",
+                       k.combined >= 0 ? fmt::format(", combined group {}", k.combined) : "");
     for (int id : k.nodes) out += fmt::format("  loop node {}: {}\n", id, program.nodes[id].origin);
   }
   out += "\nfusion decisions:\n";

@@ -61,9 +61,10 @@ std::string Target::missing(ExternKind extern_kind, EpilogueShape shape) const {
 
 std::string Target::str() const {
   std::string out = fmt::format("target: {}\n  kind {}, cores {}, vector width {} floats, warp {}, shared memory "
-                                "per block {} B, L2 {} B, parallel above {} elements\n",
+                                "per block {} B, L2 {} B, parallel above {} elements, combined kernels {}\n",
                                 name, kind == TargetKind::kCpu ? "cpu" : "cuda", cores, vector_width_floats,
-                                warp_size, shared_memory_per_block, l2_bytes, parallel_min_elements);
+                                warp_size, shared_memory_per_block, l2_bytes, parallel_min_elements,
+                                combined_kernels ? "yes" : "no");
   for (const ExternCapability& c : externs) {
     std::string dtypes, shapes;
     for (DType d : c.dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(d));
@@ -89,6 +90,7 @@ Target host_cpu_target() {
   long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
   t.l2_bytes = l2 > 0 ? l2 : 0;
   t.parallel_min_elements = 65536;
+  t.combined_kernels = true;
   t.name = fmt::format("cpu ({}, {} threads)", codegen::cpp::host_cpu_features().description, t.cores);
   // sgemm (src/ops/sgemm.cpp) calls a tile callback per block of rows: element-wise tiles and whole rows fit.
   t.externs.push_back({ExternKind::kGemm, {kFloat32}, {EpilogueShape::kTile, EpilogueShape::kRows}, {}});

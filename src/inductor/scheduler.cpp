@@ -55,6 +55,7 @@ class Scheduler {
   void build_stages(Kernel& k);
   bool flat_reads_match(const Kernel& k, const Buffer& out) const;
   void find_local_buffers();
+  void combine_kernels();
 
   const LoopProgram& p_;
   const Target& target_;
@@ -180,6 +181,7 @@ Schedule Scheduler::run() {
   for (Kernel& k : s_.kernels)
     if (k.kind == Kernel::Kind::kLoops) build_stages(k);
   find_local_buffers();
+  if (target_.combined_kernels) combine_kernels();
   return std::move(s_);
 }
 
@@ -366,11 +368,74 @@ void Scheduler::find_local_buffers() {
 
 }  // namespace
 
+// Groups consecutive flat element-wise kernels none of which reads or writes a buffer another one of them writes,
+// so that they may run in any order or at once. Only kernels that store nothing but the program's outputs (an
+// optimiser's updated parameters and state): a group's buffers are all allocated before it runs, which would
+// raise the peak memory with intermediate values that one-by-one launches free in between.
+void Scheduler::combine_kernels() {
+  std::unordered_set<int> outputs;
+  for (const BufferView& v : p_.outputs) outputs.insert(v.buffer);
+  std::vector<int> group;
+  std::unordered_set<int> reads, writes;
+  auto close = [&] {
+    if (group.size() >= 2) {
+      const int id = static_cast<int>(s_.combined.size());
+      std::vector<std::string> names;
+      for (int k : group) {
+        s_.kernels[k].combined = id;
+        names.push_back(s_.kernels[k].name);
+      }
+      decide(fmt::format("combine {} into one launch: independent flat kernels", fmt::join(names, ", ")));
+      s_.combined.push_back(group);
+    }
+    group.clear();
+    reads.clear();
+    writes.clear();
+  };
+  for (size_t ki = 0; ki < s_.kernels.size(); ++ki) {
+    const Kernel& k = s_.kernels[ki];
+    if (k.kind != Kernel::Kind::kLoops || k.rows || k.epilogue_of >= 0) {
+      close();
+      continue;
+    }
+    std::unordered_set<int> r, w;
+    bool stores_outputs = true;
+    for (int id : k.nodes) {
+      const LoopNode& n = p_.nodes[id];
+      w.insert(n.out);
+      const bool local = std::count(k.local_buffers.begin(), k.local_buffers.end(), n.out) > 0;
+      stores_outputs = stores_outputs && (local || outputs.count(n.out));
+      std::vector<SExpr> loads;
+      collect_loads(n.body, loads);
+      for (SExpr l : loads) r.insert(l->buffer);
+    }
+    if (!stores_outputs) {
+      close();
+      continue;
+    }
+    bool independent = static_cast<int>(group.size()) < kMaxCombined;
+    for (int b : r) independent = independent && !writes.count(b);
+    for (int b : w) independent = independent && !writes.count(b) && !reads.count(b);
+    if (!independent) close();
+    group.push_back(static_cast<int>(ki));
+    reads.insert(r.begin(), r.end());
+    writes.insert(w.begin(), w.end());
+  }
+  close();
+}
+
 int Schedule::launches() const {
   int n = 0;
-  for (const Kernel& k : kernels)
-    if (k.epilogue_of < 0) ++n;
+  for (size_t k = 0; k < kernels.size(); ++k)
+    if (launched_with(static_cast<int>(k)) == static_cast<int>(k)) ++n;
   return n;
+}
+
+int Schedule::launched_with(int k) const {
+  const Kernel& kernel = kernels.at(k);
+  if (kernel.epilogue_of >= 0) return kernel.epilogue_of;
+  if (kernel.combined >= 0) return combined[kernel.combined].front();
+  return k;
 }
 
 Schedule schedule(const LoopProgram& program, const Target& target) {

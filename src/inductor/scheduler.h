@@ -13,6 +13,9 @@
 //   target's library call accepts (Target::accepts: tile or rows epilogues on the CPU).
 // - a node is refused when the kernel's bodies would pass kMaxKernelNodes scalar nodes (a chain of thousands of
 //   ops becomes several kernels; lowering cuts each expression at LowerOptions::max_expression).
+// - last, where the target runs combined kernels: consecutive flat element-wise kernels that store only the
+//   program's outputs and share no buffer one of them writes (an optimiser's update of each parameter) form a
+//   combined group, which runs as one launch (at most kMaxCombined kernels a group).
 // Score = bytes of memory traffic a fusion saves (a buffer neither written nor read back), for the logs.
 #pragma once
 #include <string>
@@ -27,6 +30,8 @@ namespace sinter::inductor {
 // generated C++ grows faster than linearly with the size of one function, and a memory round trip per few
 // thousand ops costs little next to them.
 inline constexpr int kMaxKernelNodes = 4000;
+// The most kernels one combined launch runs.
+inline constexpr int kMaxCombined = 64;
 
 struct Stage {
   std::vector<int> nodes;  // loop nodes computed in one inner loop nest (or one reduction loop)
@@ -41,6 +46,7 @@ struct Kernel {
   std::vector<Stage> stages;      // kLoops
   int epilogue_of = -1;           // kLoops: index of the GEMM kernel that runs this one per row block
   int epilogue = -1;              // kExtern GEMM: index of its epilogue kernel
+  int combined = -1;              // kLoops: its group in Schedule::combined (it runs in the group's one launch)
   std::vector<int> local_buffers; // buffers written and read only inside this kernel (never stored)
   std::string name;               // "kernel3"
 };
@@ -48,7 +54,10 @@ struct Kernel {
 struct Schedule {
   std::vector<Kernel> kernels;
   std::vector<std::string> decisions;  // "fuse loop node 3 (%5 = add) into kernel1: ... (score 4096 bytes)"
-  int launches() const;               // kernels run per call (an epilogue runs inside its GEMM)
+  std::vector<std::vector<int>> combined;  // groups of independent flat kernels run as one launch, in order
+  int launches() const;  // launches per call (an epilogue runs inside its GEMM, a combined group is one)
+  // The kernel whose launch runs kernel k: its GEMM for an epilogue, its group's first for a combined kernel.
+  int launched_with(int k) const;
 };
 
 // `target` decides what may fuse into a library call (Target::accepts) and when a kernel is large enough that

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ops/blas.h"
 #include "ops/conv_kernels.h"
 #include "ops/sgemm.h"
@@ -74,6 +76,35 @@ void CpuLauncher::run_loops(RunState& r, int k) const {
   int64_t grain = std::max<int64_t>(1, kGrainElementwise / work);
   parallel_for_raw(0, total, grain, reinterpret_cast<RangeFn>(fns_[k]), &call.args);
   call.check();
+}
+
+void CpuLauncher::run_combined(RunState& r, const std::vector<int>& kernels) const {
+  std::vector<std::unique_ptr<Call>> calls;
+  struct Part {
+    KernelFn fn;
+    void* args;
+    int64_t begin;  // where its iterations start in the joined range
+  };
+  std::vector<Part> parts;
+  int64_t total = 0;
+  for (int k : kernels) {
+    const inductor::KernelPlan& plan = parts_->plan.kernels[k];
+    calls.push_back(std::make_unique<Call>(r, plan));
+    int64_t n = r.ev(plan.total);
+    if (n <= 0) continue;
+    parts.push_back({fns_[k], &calls.back()->args, total});
+    total += n;
+  }
+  parts.push_back({nullptr, nullptr, total});  // the end
+  parallel_for(0, total, kGrainElementwise, [&parts](int64_t begin, int64_t end) {
+    auto p = std::upper_bound(parts.begin(), parts.end(), begin,
+                              [](int64_t i, const Part& part) { return i < part.begin; }) - 1;
+    for (; p->begin < end; ++p) {
+      const int64_t from = std::max(begin, p->begin), to = std::min(end, (p + 1)->begin);
+      if (from < to) p->fn(p->args, from - p->begin, to - p->begin);
+    }
+  });
+  for (const auto& call : calls) call->check();
 }
 
 bool CpuLauncher::run_library(RunState& r, int k) const {

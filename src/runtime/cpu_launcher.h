@@ -21,6 +21,9 @@ class CpuLauncher final : public Launcher {
   Tensor allocate(const TensorMeta& meta) const override;
   void run_loops(RunState& r, int k) const override;
   bool run_library(RunState& r, int k) const override;
+  // The group's iterations laid end to end and split over the pool as one range (one dispatch, and the small
+  // kernels share threads instead of each waking every thread).
+  void run_combined(RunState& r, const std::vector<int>& kernels) const override;
 
  private:
   struct Call;  // one launch's arguments

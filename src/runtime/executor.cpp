@@ -93,7 +93,7 @@ Executor::~Executor() {
                                  1e3 * total / static_cast<double>(profile_->calls));
   std::vector<size_t> order;
   for (size_t k = 0; k < profile_->seconds.size(); ++k)
-    if (parts_->schedule.kernels[k].epilogue_of < 0) order.push_back(k);
+    if (parts_->schedule.launched_with(static_cast<int>(k)) == static_cast<int>(k)) order.push_back(k);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return profile_->seconds[a] > profile_->seconds[b]; });
   for (size_t k : order)
@@ -119,6 +119,11 @@ std::string Executor::describe(int k) const {
   } else if (kernel.kind == Kernel::Kind::kExtern) {
     what = fmt::format("extern {}{}", op_name(first.op), first.conv ? " (implicit GEMM)" : "");
     if (kernel.epilogue >= 0) what += fmt::format(" + epilogue {}", kernels[kernel.epilogue].name);
+  } else if (kernel.combined >= 0) {
+    const std::vector<int>& group = parts_->schedule.combined[kernel.combined];
+    size_t nodes = 0;
+    for (int m : group) nodes += kernels[m].nodes.size();
+    what = fmt::format("combined loops ({} kernels, {} nodes)", group.size(), nodes);
   } else {
     what = fmt::format("loops ({} nodes, {} stages)", kernel.nodes.size(), kernel.stages.size());
   }
@@ -161,8 +166,8 @@ void Executor::plan_lifetimes() {
   const std::vector<Kernel>& kernels = parts_->schedule.kernels;
   size_t nk = kernels.size(), nb = program.buffers.size();
   std::vector<int> kernel_of_node(program.nodes.size(), -1);
-  // An epilogue runs inside its GEMM's step: its uses count there.
-  auto step = [&](int k) { return kernels[k].epilogue_of >= 0 ? kernels[k].epilogue_of : k; };
+  // An epilogue runs inside its GEMM's step, a combined kernel in its group's: its uses count there.
+  auto step = [&](int k) { return parts_->schedule.launched_with(k); };
   for (size_t k = 0; k < nk; ++k)
     for (int id : kernels[k].nodes) kernel_of_node[id] = static_cast<int>(k);
   std::vector<bool> local(nb, false), keep(nb, false);
@@ -187,6 +192,29 @@ void Executor::plan_lifetimes() {
   for (size_t b = 0; b < nb; ++b)
     if (last[b] >= 0 && !keep[b] && program.buffers[b].kind == BufferKind::kIntermediate) frees_[last[b]].push_back(b);
   last_read_ = last;
+  // The same in schedule order (an epilogue at its GEMM; a combined kernel at its own place), and the graph inputs
+  // each kernel reads.
+  last_read_in_order_.assign(nb, -1);
+  reads_inputs_.assign(nk, {});
+  for (const LoopNode& n : program.nodes) {
+    const int k = kernel_of_node[n.id];
+    const int at = kernels[k].epilogue_of >= 0 ? kernels[k].epilogue_of : k;
+    std::vector<int> read;
+    if (n.kind == LoopKind::kExtern) {
+      for (const BufferView& v : n.tensor_args) read.push_back(v.buffer);
+    } else {
+      std::vector<inductor::SExpr> loads;
+      inductor::collect_loads(n.body, loads);
+      for (inductor::SExpr l : loads) read.push_back(l->buffer);
+    }
+    for (int b : read) {
+      last_read_in_order_[b] = std::max(last_read_in_order_[b], at);
+      const Buffer& buf = program.buffers[b];
+      std::vector<int>& mine = reads_inputs_[k];
+      if (buf.kind == BufferKind::kInput && !std::count(mine.begin(), mine.end(), buf.graph_input))
+        mine.push_back(buf.graph_input);
+    }
+  }
   // Graph inputs an owning run may drop: after the last kernel reading any of their buffers, unless an output
   // views them.
   int num_inputs = 0;
@@ -204,31 +232,71 @@ void Executor::plan_lifetimes() {
     if (input_last[i] >= 0 && !input_kept[i]) input_frees_[input_last[i]].push_back(i);
   written_at_.assign(nb, -1);
   for (const LoopNode& n : program.nodes)
-    if (n.kind != LoopKind::kExtern) written_at_[n.out] = step(kernel_of_node[n.id]);
+    if (n.kind != LoopKind::kExtern) written_at_[n.out] = kernel_of_node[n.id];
 }
 
 // Whether output `o` may be computed straight into graph input `input` (a value the caller writes back there, as
-// an optimiser step's updated parameters): no kernel after the one that writes the output reads the input, and
-// that kernel, flat pointwise, reads it only at the element it writes.
+// an optimiser step's updated parameters): in schedule order no kernel after the one that writes the output reads
+// the input, and in the writer's own step only the node that writes the output reads it, at the element it writes
+// (a row kernel's other stages and the GEMM an epilogue follows may read it later).
 bool Executor::may_overwrite_input(int o, int input) const {
   const inductor::LoopProgram& program = *parts_->program;
   const int out_buffer = program.outputs[o].buffer;
-  const int w = written_at_[out_buffer];
-  if (w < 0 || program.buffers[out_buffer].producer < 0) return false;
-  const Kernel& writer = parts_->schedule.kernels[w];
-  if (writer.kind != Kernel::Kind::kLoops || writer.rows || writer.epilogue_of >= 0) return false;
-  const ExprPtr& store = program.nodes[program.buffers[out_buffer].producer].store_offset;
+  const int writer_kernel = written_at_[out_buffer];
+  if (writer_kernel < 0 || program.buffers[out_buffer].producer < 0) return false;
+  const std::vector<Kernel>& kernels = parts_->schedule.kernels;
+  const Kernel& writer = kernels[writer_kernel];
+  if (writer.kind != Kernel::Kind::kLoops) return false;
+  const int producer = program.buffers[out_buffer].producer;
+  const ExprPtr& store = program.nodes[producer].store_offset;
+  // In schedule order (an epilogue at its GEMM; a combined group runs its kernels in waves that keep this order
+  // where it matters).
+  const int at = writer.epilogue_of >= 0 ? writer.epilogue_of : writer_kernel;
   for (const Buffer& b : program.buffers) {
-    if (b.kind != BufferKind::kInput || b.graph_input != input || last_read_[b.id] < w) continue;
-    if (last_read_[b.id] > w) return false;
+    if (b.kind != BufferKind::kInput || b.graph_input != input || last_read_in_order_[b.id] < at) continue;
+    if (last_read_in_order_[b.id] > at) return false;
+    // Read in the writer's own step: by the node that writes the output, at the element it writes, only. Any
+    // other reader there (a GEMM whose tiles the epilogue follows, a row kernel's other stages) may come later.
+    if (writer.epilogue_of >= 0)
+      for (int id : kernels[writer.epilogue_of].nodes)
+        for (const BufferView& v : program.nodes[id].tensor_args)
+          if (v.buffer == b.id) return false;
     for (int id : writer.nodes) {
       std::vector<inductor::SExpr> loads;
       inductor::collect_loads(program.nodes[id].body, loads);
       for (inductor::SExpr l : loads)
-        if (l->buffer == b.id && l->offset != store) return false;
+        if (l->buffer == b.id && (l->offset != store || (writer.rows && id != producer))) return false;
     }
   }
   return true;
+}
+
+// The waves a combined group runs in this call: a kernel that computes a value into an input's memory waits for
+// the group's earlier kernels that read that input (an optimiser's parameter update reads the old moments that
+// the moments' updates, later in the group, overwrite); the rest run at once.
+std::vector<std::vector<int>> Executor::waves(const std::vector<int>& group, const std::vector<int>& overwrites) const {
+  std::vector<int> wave(group.size(), 0);
+  int most = 0;
+  for (size_t j = 0; j < group.size(); ++j) {
+    for (int input : overwrites_of_kernel(group[j], overwrites))
+      for (size_t i = 0; i < j; ++i)
+        if (std::count(reads_inputs_[group[i]].begin(), reads_inputs_[group[i]].end(), input))
+          wave[j] = std::max(wave[j], wave[i] + 1);
+    most = std::max(most, wave[j]);
+  }
+  std::vector<std::vector<int>> out(most + 1);
+  for (size_t j = 0; j < group.size(); ++j) out[wave[j]].push_back(group[j]);
+  return out;
+}
+
+// The graph inputs kernel k computes values into this call (`overwrites`: per output, the input it is computed
+// into, or -1).
+std::vector<int> Executor::overwrites_of_kernel(int k, const std::vector<int>& overwrites) const {
+  std::vector<int> out;
+  const inductor::LoopProgram& program = *parts_->program;
+  for (size_t o = 0; o < overwrites.size(); ++o)
+    if (overwrites[o] >= 0 && written_at_[program.outputs[o].buffer] == k) out.push_back(overwrites[o]);
+  return out;
 }
 
 void Executor::allocate(RunState& r, int b) const {
@@ -270,8 +338,10 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) const { ret
 // Whether output `o`'s buffer may be `into` itself: the output is the whole of a buffer a loop kernel writes,
 // laid out as `into`, no other output shares the buffer, and `into` overlaps no input unless it is that input
 // exactly and may_overwrite_input allows it.
-bool Executor::writes_directly(const RunState& r, int o, const Tensor& into, const std::vector<Tensor>& inputs) const {
+bool Executor::writes_directly(const RunState& r, int o, const Tensor& into, const std::vector<Tensor>& inputs,
+                               int* overwritten) const {
   const inductor::LoopProgram& program = *parts_->program;
+  *overwritten = -1;
   const BufferView& v = program.outputs[o];
   const Buffer& b = program.buffers[v.buffer];
   if (b.kind != BufferKind::kIntermediate || r.ev(v.offset) != 0 || into.dtype() != b.dtype) return false;
@@ -294,6 +364,7 @@ bool Executor::writes_directly(const RunState& r, int o, const Tensor& into, con
     const Tensor& in = inputs[i];
     if (!in.defined() || !may_overlap(in, into)) continue;
     if (!in.is_same(into) || !may_overwrite_input(o, static_cast<int>(i))) return false;
+    *overwritten = static_cast<int>(i);
   }
   return true;
 }
@@ -325,21 +396,25 @@ std::vector<Tensor> Executor::execute(const std::vector<Tensor>& inputs, std::ve
     else if (b.kind == BufferKind::kConstant) r.bufs[b.id] = b.constant;
   }
   std::vector<bool> direct(program.outputs.size(), false);
+  std::vector<int> overwrites(program.outputs.size(), -1);  // per output: the input it is computed into, or -1
   for (size_t o = 0; o < into.size() && o < program.outputs.size(); ++o) {
-    if (!into[o].defined() || !writes_directly(r, static_cast<int>(o), into[o], inputs)) continue;
+    if (!into[o].defined() || !writes_directly(r, static_cast<int>(o), into[o], inputs, &overwrites[o])) continue;
     direct[o] = true;
     r.bufs[program.outputs[o].buffer] = into[o];
   }
   std::vector<double> seconds(profile_ ? kernels.size() : 0);
   for (size_t k = 0; k < kernels.size(); ++k) {
     const Kernel& kernel = kernels[k];
-    if (kernel.epilogue_of >= 0) continue;  // ran inside its GEMM
+    const int ki = static_cast<int>(k);
+    if (parts_->schedule.launched_with(ki) != ki) continue;  // ran inside its GEMM or with its group
     if (profile_) launcher_->wait();
     auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     for (int b : allocs_[k])
       if (!r.bufs[b].defined()) allocate(r, b);
-    const int ki = static_cast<int>(k);
-    if (kernel.kind == Kernel::Kind::kLoops) launcher_->run_loops(r, ki);
+    if (kernel.combined >= 0)
+      for (const std::vector<int>& wave : waves(parts_->schedule.combined[kernel.combined], overwrites))
+        launcher_->run_combined(r, wave);
+    else if (kernel.kind == Kernel::Kind::kLoops) launcher_->run_loops(r, ki);
     else if (!launcher_->run_library(r, ki)) run_extern(r, ki);
     for (int b : frees_[k]) r.bufs[b] = Tensor();
     if (owned)

@@ -45,6 +45,11 @@ class Launcher {
   // Extern kernel `k` that the launcher computes itself (a GEMM or convolution with its epilogue kernel, if the
   // schedule gave it one); false when it leaves the kernel to the op's eager implementation.
   virtual bool run_library(RunState& r, int k) const = 0;
+  // A combined group of independent flat loop kernels (Schedule::combined), as one launch where the launcher can;
+  // by default one after another.
+  virtual void run_combined(RunState& r, const std::vector<int>& kernels) const {
+    for (int k : kernels) run_loops(r, k);
+  }
   // Waits until the device has finished the work launched so far (profiling times kernels, not launches).
   virtual void wait() const {}
 };
@@ -79,8 +84,13 @@ class Executor {
   void plan_lifetimes();
   void run_extern(RunState& r, int k) const;
   void allocate(RunState& r, int buffer) const;
-  bool writes_directly(const RunState& r, int output, const Tensor& into, const std::vector<Tensor>& inputs) const;
+  // Whether output `output` may be computed straight into `into`; `overwritten` gets the graph input that is
+  // `into`, or -1.
+  bool writes_directly(const RunState& r, int output, const Tensor& into, const std::vector<Tensor>& inputs,
+                       int* overwritten) const;
   bool may_overwrite_input(int output, int input) const;
+  std::vector<std::vector<int>> waves(const std::vector<int>& group, const std::vector<int>& overwrites) const;
+  std::vector<int> overwrites_of_kernel(int k, const std::vector<int>& overwrites) const;
   // The body of run; with `owned` (the inputs themselves, owned by the call) inputs are dropped after their last use.
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<Tensor> into,
                               std::vector<Tensor>* owned) const;
@@ -91,8 +101,10 @@ class Executor {
   std::vector<std::vector<int>> frees_;   // per kernel: buffers whose last use it is
   std::vector<std::vector<int>> allocs_;  // per kernel: buffers to allocate before it runs
   std::vector<int> last_read_;            // per buffer: the last kernel step that reads it (-1: none)
+  std::vector<int> last_read_in_order_;   // per buffer: the last kernel that reads it, in schedule order
+  std::vector<std::vector<int>> reads_inputs_;  // per kernel: the graph inputs it reads
   std::vector<std::vector<int>> input_frees_;  // per kernel: graph inputs whose last read it is (run_consuming)
-  std::vector<int> written_at_;           // per buffer: the kernel step of the loop node that writes it (-1: none)
+  std::vector<int> written_at_;           // per buffer: the kernel of the loop node that writes it (-1: none)
   std::unique_ptr<Profile> profile_;      // null unless the profile log channel was on at construction
 };
 
