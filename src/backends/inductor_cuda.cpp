@@ -189,6 +189,15 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
   support::DebugDump dump(ctx.debug_dir, name);
   std::shared_ptr<runtime::CompiledGraphParts> parts = plan_graph(graph, ctx, name, dump);
   std::vector<CudaKernel> kernels = codegen::cuda::generate(*parts->program, parts->plan);
+  // Each combined group's kernel after the plan's kernels; on a GPU its parts are compiled only inside it.
+  const size_t num_plan = kernels.size();
+  const std::vector<std::vector<int>>& groups = parts->schedule.combined;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<const CudaKernel*> members;
+    for (int k : groups[g]) members.push_back(&kernels[k]);
+    CudaKernel c = codegen::cuda::combine(members, fmt::format("{}_combined{}", name, g));
+    kernels.push_back(std::move(c));
+  }
   std::vector<CudaKernelEntry> entries(kernels.size());
   std::string source = codegen::cuda::unit_header();
   bool any = false;
@@ -206,7 +215,7 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
     e.error_flag = c.error_flag;
     e.vector_checks = c.vector_checks;
     e.scalar_name = c.scalar_name;
-    const bool tunable = may_launch_again(*parts, static_cast<int>(k)) && c.split_values == 0;
+    const bool tunable = k < num_plan && may_launch_again(*parts, static_cast<int>(k)) && c.split_values == 0;
     if (ctx.options.mode == Mode::kMaxAutotune && tunable) {
       e.tuned = std::make_shared<runtime::TunedLaunch>();
       e.tune_key = c.source;  // with the device's name, hashed below
@@ -225,12 +234,18 @@ std::shared_ptr<runtime::Executor> compile_for_cuda(const Graph& graph, const Co
       code = load_simulated(kernels, name, source, dump.dir(), entries);
     } else {
       cuda::DeviceProperties props = cuda::get_device_properties(device.index);
-      code = load_on_gpu(kernels, fmt::format("sm_{}{}", props.major, props.minor), device, entries);
+      std::vector<CudaKernel> loaded = kernels;
+      for (size_t k = 0; k < num_plan; ++k)
+        if (parts->schedule.kernels[k].combined >= 0) loaded[k] = CudaKernel();  // launched only combined
+      code = load_on_gpu(loaded, fmt::format("sm_{}{}", props.major, props.minor), device, entries);
     }
   }
+  std::vector<CudaKernelEntry> combined(std::make_move_iterator(entries.begin() + num_plan),
+                                        std::make_move_iterator(entries.end()));
+  entries.resize(num_plan);
   std::shared_ptr<const runtime::AutotuneStore> autotune;
   if (ctx.options.mode == Mode::kMaxAutotune) autotune = autotune_store(name, device, entries);
-  auto launcher = std::make_unique<runtime::CudaLauncher>(parts, std::move(entries), code, device,
+  auto launcher = std::make_unique<runtime::CudaLauncher>(parts, std::move(entries), std::move(combined), code, device,
                                                           std::max(1, ctx.target.cores), autotune);
   return std::make_shared<runtime::Executor>(parts, std::move(launcher));
 }

@@ -112,6 +112,7 @@ Target cuda_target(int sm) {
   t.shared_memory_per_block = sm >= 90 ? 227 * 1024 : 163 * 1024;
   t.l2_bytes = sm >= 90 ? 50LL << 20 : 40LL << 20;
   t.parallel_min_elements = static_cast<int64_t>(t.cores) * 1024;
+  t.combined_kernels = true;
   const std::vector<DType> floats = {kFloat32, kFloat16, kBFloat16, kFloat64};
   // cuBLASLt applies bias, relu, gelu and an auxiliary output inside the GEMM; anything else runs as an
   // element-wise kernel after it. No row epilogues.

@@ -18,10 +18,10 @@
 namespace sinter::runtime {
 
 CudaLauncher::CudaLauncher(std::shared_ptr<const CompiledGraphParts> parts, std::vector<CudaKernelEntry> kernels,
-                           std::shared_ptr<const void> code, Device device, int multiprocessors,
-                           std::shared_ptr<const AutotuneStore> autotune)
-    : parts_(std::move(parts)), kernels_(std::move(kernels)), code_(std::move(code)), device_(device),
-      multiprocessors_(std::max(1, multiprocessors)), autotune_(std::move(autotune)) {}
+                           std::vector<CudaKernelEntry> combined, std::shared_ptr<const void> code, Device device,
+                           int multiprocessors, std::shared_ptr<const AutotuneStore> autotune)
+    : parts_(std::move(parts)), kernels_(std::move(kernels)), combined_(std::move(combined)), code_(std::move(code)),
+      device_(device), multiprocessors_(std::max(1, multiprocessors)), autotune_(std::move(autotune)) {}
 
 Tensor CudaLauncher::allocate(const TensorMeta& meta) const {
   TensorMeta m = meta;
@@ -99,10 +99,18 @@ void CudaLauncher::launch(RunState& r, int k, const LaunchConfig& config) const 
     vector = vector && (c.argument >= 0 ? (reinterpret_cast<uintptr_t>(ptrs.at(c.argument)) & (c.bytes - 1)) == 0
                                         : r.ev(c.divisible) % c.by == 0);
   const std::string& name = vector ? e.name : e.scalar_name;
+  if (cuda::is_simulated()) fire(name, vector ? e.sim : e.scalar_sim, nullptr, params, grid, block);
+  else fire(name, nullptr, vector ? e.function : e.scalar->get(), params, grid, block);
+  if (e.error_flag) check_flag(flag, e.name);
+}
+
+// Launches `fn` (on a GPU) or `entry` (on the simulated device) with `params`; while capturing on the simulated
+// device the replays launch it with these values (every parameter is 8 bytes).
+void CudaLauncher::fire(const std::string& name, sim::Entry entry, void* fn, std::vector<void*>& params,
+                        unsigned grid, unsigned block) const {
   const int index = device_.index;
   if (cuda::is_simulated()) {
-    sim::Entry entry = vector ? e.sim : e.scalar_sim;
-    if (cuda::capturing(index)) {  // the replays launch it with these values (every parameter is 8 bytes)
+    if (cuda::capturing(index)) {
       std::vector<uint64_t> values(params.size());
       for (size_t i = 0; i < params.size(); ++i) std::memcpy(&values[i], params[i], sizeof(uint64_t));
       cuda::record_simulated(index, [name, entry, values, grid, block]() mutable {
@@ -113,17 +121,77 @@ void CudaLauncher::launch(RunState& r, int k, const LaunchConfig& config) const 
     } else {
       sim::launch(name, entry, params.data(), {grid, 1, 1}, {block, 1, 1}, 0);
     }
-  } else {
-    void* fn = vector ? e.function : e.scalar->get();
-    cuda::driver::use_device(index);
-    cuda::driver::launch(static_cast<cuda::driver::CUfunction>(fn), {grid, 1, 1}, {block, 1, 1}, 0,
-                         cuda::work_stream(index), params.data(), name.c_str());
+    return;
   }
-  if (!e.error_flag) return;
-  auto check = [flag, kernel = e.name] {
+  cuda::driver::use_device(index);
+  cuda::driver::launch(static_cast<cuda::driver::CUfunction>(fn), {grid, 1, 1}, {block, 1, 1}, 0,
+                       cuda::work_stream(index), params.data(), name.c_str());
+}
+
+void CudaLauncher::check_flag(const Tensor& flag, const std::string& kernel) const {
+  auto check = [flag, kernel] {
     SINTER_CHECK(flag.item<int>() == 0, "ZeroDivisionError: integer division by zero in compiled kernel {}", kernel);
   };
-  if (!cuda::check_after_replay(index, check)) check();
+  if (!cuda::check_after_replay(device_.index, check)) check();
+}
+
+// The group's kernels of this wave, each over its own range of one grid's blocks (as many as its own launch would
+// have, blocks of 256 threads); the group's other kernels get empty ranges. Parameters as codegen::cuda::combine
+// lays them out, each 8 bytes, kept in arrays reserved up front so that pointers into them stay valid.
+void CudaLauncher::run_combined(RunState& r, const std::vector<int>& wave) const {
+  const inductor::Schedule& schedule = parts_->schedule;
+  const int g = schedule.kernels.at(wave.front()).combined;
+  const std::vector<int>& group = schedule.combined.at(g);
+  const CudaKernelEntry& c = combined_.at(g);
+  size_t buffers = 0;
+  for (int k : group) buffers += parts_->plan.kernels[k].buffers.size();
+  std::vector<void*> ptrs;
+  std::vector<int64_t> ranges;
+  std::vector<int64_t> vectors;
+  ptrs.reserve(buffers);
+  ranges.reserve(2 * group.size());
+  vectors.reserve(group.size());
+  int64_t blocks = 0;
+  for (int k : group) {
+    const inductor::KernelPlan& plan = parts_->plan.kernels[k];
+    const CudaKernelEntry& e = kernels_[k];
+    const size_t first = ptrs.size();
+    for (int b : plan.buffers) ptrs.push_back(r.bufs[b].defined() ? r.bufs[b].data_ptr() : nullptr);
+    int64_t n = 0;
+    if (std::find(wave.begin(), wave.end(), k) != wave.end()) {
+      const int64_t total = r.ev(plan.total), per_block = int64_t{e.block} * e.vector;
+      const int64_t cap = cuda::is_simulated() ? 4 : static_cast<int64_t>(multiprocessors_) * 64;
+      n = total > 0 ? std::min((total + per_block - 1) / per_block, cap) : 0;
+    }
+    ranges.push_back(blocks);
+    ranges.push_back(blocks + n);
+    blocks += n;
+    bool vector = true;
+    for (const inductor::VectorCheck& check : e.vector_checks)
+      vector = vector && (check.argument >= 0
+                              ? (reinterpret_cast<uintptr_t>(ptrs.at(first + check.argument)) & (check.bytes - 1)) == 0
+                              : r.ev(check.divisible) % check.by == 0);
+    vectors.push_back(vector ? 1 : 0);
+  }
+  if (blocks == 0) return;
+  std::vector<void*> params;
+  for (void*& p : ptrs) params.push_back(&p);
+  for (const int64_t& s : r.syms) params.push_back(const_cast<int64_t*>(&s));
+  Tensor flag;
+  void* flag_ptr = nullptr;
+  if (c.error_flag) {
+    flag = empty_from_meta(dense_meta(SymIntList{1}, kInt32, device_));
+    flag_ptr = flag.data_ptr();
+    cuda::zero_async(flag_ptr, sizeof(int), device_.index);
+  }
+  params.push_back(&flag_ptr);
+  for (size_t i = 0; i < group.size(); ++i) {
+    params.push_back(&ranges[2 * i]);
+    params.push_back(&ranges[2 * i + 1]);
+    params.push_back(&vectors[i]);
+  }
+  fire(c.name, c.sim, c.function, params, static_cast<unsigned>(blocks), c.block);
+  if (c.error_flag) check_flag(flag, c.name);
 }
 
 bool CudaLauncher::run_library(RunState& r, int k) const {

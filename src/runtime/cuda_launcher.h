@@ -75,23 +75,29 @@ class CudaLauncher final : public Launcher {
  public:
   // `kernels[k]`: loop kernel k (empty name for externs); `code` keeps the module or object that holds them.
   // `autotune` (max-autotune): where tuned configurations are kept; null in the other modes.
+  // `combined[g]`: the kernel that runs combined group g (Schedule::combined) in one launch.
   CudaLauncher(std::shared_ptr<const CompiledGraphParts> parts, std::vector<CudaKernelEntry> kernels,
-               std::shared_ptr<const void> code, Device device, int multiprocessors,
-               std::shared_ptr<const AutotuneStore> autotune = nullptr);
+               std::vector<CudaKernelEntry> combined, std::shared_ptr<const void> code, Device device,
+               int multiprocessors, std::shared_ptr<const AutotuneStore> autotune = nullptr);
   Tensor allocate(const TensorMeta& meta) const override;
   void run_loops(RunState& r, int k) const override;
   // GEMM externs: cuBLAS on a GPU (the CPU's GEMM on the simulated device), then the kernel's epilogue if any.
   bool run_library(RunState& r, int k) const override;
+  void run_combined(RunState& r, const std::vector<int>& kernels) const override;
   void wait() const override;
 
  private:
   void launch(RunState& r, int k, const LaunchConfig& config) const;
+  void fire(const std::string& name, void (*entry)(void**), void* fn, std::vector<void*>& params, unsigned grid,
+            unsigned block) const;
+  void check_flag(const Tensor& flag, const std::string& kernel) const;
   // The configuration kernel k launches with: tuned on its first launch under max-autotune (cuda_autotune.cpp).
   LaunchConfig config_for(RunState& r, int k) const;
   LaunchConfig tune(RunState& r, int k) const;
 
   std::shared_ptr<const CompiledGraphParts> parts_;
   std::vector<CudaKernelEntry> kernels_;
+  std::vector<CudaKernelEntry> combined_;
   std::shared_ptr<const void> code_;
   Device device_;
   int multiprocessors_;

@@ -139,5 +139,24 @@ TEST(CudaInductor, CpuScalarTensorInputs) {
   EXPECT_EQ(f.stats().compiles, 1);
 }
 
+// Independent flat kernels of different shapes run as one combined launch, each part over its own blocks: one
+// part takes its scalar path (a misaligned view), one divides integers (its error flag is the launch's), one is
+// large enough to need many blocks.
+TEST(CudaInductor, IndependentKernelsRunAsOneCombinedLaunch) {
+  auto f = compile([](const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& i, const Tensor& j) {
+    return std::vector<Tensor>{a * 2 + 1, exp(b), sigmoid(c) * c, floor_divide(i, j)};
+  });
+  Tensor a = random({7}, kFloat32, 1), b = random({3, 65}, kFloat32, 2).narrow(1, 1, 64),
+         c = random({64, 1000}, kFloat32, 3), i = full({5, 2}, 7, kInt64), j = full({5, 2}, 2, kInt64);
+  Tensor bg = random({3, 65}, kFloat32, 2).to(kCUDA).narrow(1, 1, 64);  // starts 4 bytes into its storage
+  std::vector<Tensor> got = f(a.to(kCUDA), bg, c.to(kCUDA), i.to(kCUDA), j.to(kCUDA));
+  EXPECT_TRUE(testing::close(got[0].cpu(), a * 2 + 1));
+  EXPECT_TRUE(testing::close(got[1].cpu(), exp(b)));
+  EXPECT_TRUE(testing::close(got[2].cpu(), sigmoid(c) * c));
+  EXPECT_TRUE(testing::equal(got[3].cpu(), floor_divide(i, j)));
+  EXPECT_EQ(f.stats().kernels_per_call, 1);
+  EXPECT_ERROR(f(a.to(kCUDA), bg, c.to(kCUDA), i.to(kCUDA), zeros({5, 2}, kInt64).to(kCUDA)), "ZeroDivisionError");
+}
+
 }  // namespace
 }  // namespace sinter::inductor_ops

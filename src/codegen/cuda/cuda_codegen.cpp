@@ -566,7 +566,9 @@ CudaKernel KernelWriter::write() {
     const Buffer& b = p_.buffers[k_.buffers[i]];
     params.push_back(fmt::format("{}* __restrict__ b{}", storage_type(b.dtype), i));
     casts.push_back(fmt::format("*({}**)p[{}]", storage_type(b.dtype), i));
+    result.buffer_types.push_back(storage_type(b.dtype));
   }
+  result.num_symbols = p_.num_symbols;
   for (int s = 0; s < p_.num_symbols; ++s) {
     params.push_back(fmt::format("const sn_i64 s{}", s));
     casts.push_back(fmt::format("*(const sn_i64*)p[{}]", k_.buffers.size() + s));
@@ -585,11 +587,17 @@ CudaKernel KernelWriter::write() {
   std::string signature;
   for (size_t i = 0; i < params.size(); ++i) signature += (i ? ",\n    " : "") + params[i];
   // One __global__ function (and its simulator entry) around a body.
+  auto with_error = [&](std::string text) {
+    if (text.find("a_->error") == std::string::npos) return text;
+    result.error_flag = true;
+    return "  const sn_err_ ae_{err_};\n  const sn_err_* const a_ = &ae_;\n" + text;
+  };
+  if (!k_.rows) {  // a part of a combined kernel: the bodies over a range of the combined grid's blocks
+    result.part_body = with_error(body);
+    if (!checks_.empty()) result.part_scalar_body = with_error(scalar_body);
+  }
   auto kernel_text = [&](const std::string& name, std::string text, const std::string& what) {
-    if (text.find("a_->error") != std::string::npos) {
-      result.error_flag = true;
-      text = "  const sn_err_ ae_{err_};\n  const sn_err_* const a_ = &ae_;\n" + text;
-    }
+    text = with_error(std::move(text));
     std::string head = fmt::format("// {}: {} node(s), {}{}\n", name, count, how, what) + nodes;
     head += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}) {{\n", result.shape.block,
                         name, signature);
@@ -629,6 +637,81 @@ std::vector<CudaKernel> generate(const LoopProgram& program, const inductor::Pro
     out.push_back(KernelWriter(program, k).write());
   }
   return out;
+}
+
+// A combined group (kernels of flat bodies): each part's bodies as device functions over blocks [0, nb_) of their
+// own, and one __global__ that gives each part its range of the grid's blocks.
+//   extern "C" __global__ void combinedG(<part 0's buffers>, <part 1's>, ..., s0.., int* err_,
+//                                        sn_i64 from0, sn_i64 to0, sn_i64 vec0, sn_i64 from1, ...)
+// A part whose range is empty does not run (the launcher runs a group in waves); `vecI` picks its vector path.
+CudaKernel combine(const std::vector<const CudaKernel*>& parts, const std::string& name) {
+  CudaKernel result;
+  result.name = name;
+  result.shape = {kBlock, 0, 0};
+  std::string text = fmt::format("// {}: {} flat kernels combined into one launch, each over its own blocks\n", name,
+                                 parts.size());
+  std::vector<std::string> params, casts, calls;
+  auto cast = [&](const std::string& type) {
+    casts.push_back(fmt::format("*({})p[{}]", type, casts.size()));
+  };
+  auto device_fn = [&](const std::string& fn, const CudaKernel& c, const std::string& body) {
+    std::vector<std::string> own;
+    for (size_t j = 0; j < c.buffer_types.size(); ++j)
+      own.push_back(fmt::format("{}* __restrict__ b{}", c.buffer_types[j], j));
+    for (int sy = 0; sy < c.num_symbols; ++sy) own.push_back(fmt::format("const sn_i64 s{}", sy));
+    own.push_back("int* __restrict__ err_");
+    own.push_back("const sn_i64 bid_");
+    own.push_back("const sn_i64 nb_");
+    std::string b = body;
+    for (auto [from, to] : {std::pair<std::string, std::string>{"blockIdx.x", "bid_"}, {"gridDim.x", "nb_"}})
+      for (size_t at; (at = b.find(from)) != std::string::npos;) b.replace(at, from.size(), to);
+    return fmt::format("__device__ __forceinline__ void {}(\n    {}) {{\n{}}}\n", fn, fmt::join(own, ",\n    "), b);
+  };
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const CudaKernel& c = *parts[i];
+    SINTER_INTERNAL_ASSERT(!c.part_body.empty(), "cuda: {} is not a flat kernel and cannot be combined", c.name);
+    text += device_fn(c.name + "_part", c, c.part_body);
+    if (!c.part_scalar_body.empty()) text += device_fn(c.name + "_part_s", c, c.part_scalar_body);
+    result.error_flag = result.error_flag || c.error_flag;
+    std::vector<std::string> args;
+    for (size_t j = 0; j < c.buffer_types.size(); ++j) {
+      params.push_back(fmt::format("{}* __restrict__ c{}_{}", c.buffer_types[j], i, j));
+      cast(c.buffer_types[j] + "**");
+      args.push_back(fmt::format("c{}_{}", i, j));
+    }
+    result.num_symbols = c.num_symbols;
+    for (int sy = 0; sy < c.num_symbols; ++sy) args.push_back(fmt::format("s{}", sy));
+    args.push_back("err_");
+    args.push_back(fmt::format("b_ - from{}", i));
+    args.push_back(fmt::format("to{} - from{}", i, i));
+    std::string call = fmt::format("{}_part({})", c.name, fmt::join(args, ", "));
+    if (!c.part_scalar_body.empty())
+      call = fmt::format("if (vec{}) {}; else {}_part_s({})", i, call, c.name, fmt::join(args, ", "));
+    calls.push_back(fmt::format("  if (b_ >= from{} && b_ < to{}) {{\n    {};\n    return;\n  }}\n", i, i, call));
+  }
+  for (int sy = 0; sy < result.num_symbols; ++sy) {
+    params.push_back(fmt::format("const sn_i64 s{}", sy));
+    cast("const sn_i64*");
+  }
+  params.push_back("int* __restrict__ err_");
+  cast("int**");
+  for (size_t i = 0; i < parts.size(); ++i) {
+    params.push_back(fmt::format("const sn_i64 from{}", i));
+    cast("const sn_i64*");
+    params.push_back(fmt::format("const sn_i64 to{}", i));
+    cast("const sn_i64*");
+    params.push_back(fmt::format("const sn_i64 vec{}", i));
+    cast("const sn_i64*");
+  }
+  text += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n    {}) {{\n", kBlock, name,
+                      fmt::join(params, ",\n    "));
+  text += "  const sn_i64 b_ = blockIdx.x;\n";
+  for (const std::string& c : calls) text += c;
+  text += "}\n";
+  text += fmt::format("#ifdef SINTER_CUDA_SIM\nextern \"C\" void {}__sim(void** p) {{ {}({}); }}\n#endif\n", name, name,
+                      fmt::join(casts, ", "));
+  result.source = std::move(text);
+  return result;
 }
 
 std::string unit_header() { return std::string(cpp::prelude()) + kHelpers; }

@@ -43,10 +43,21 @@ struct CudaKernel {
   // misaligned are rare, and the vector path alone compiles in about half the time of both).
   std::vector<inductor::VectorCheck> vector_checks;
   std::string scalar_name, scalar_source;
+  // What a combined kernel needs of a flat kernel: its buffers' element types (parameter order), the program's
+  // symbol count, and the bodies of its vector and scalar paths over the blocks `bid_` of `nb_`.
+  std::vector<std::string> buffer_types;
+  int num_symbols = 0;
+  std::string part_body, part_scalar_body;
 };
 
 // One entry per plan kernel; externs (no loops) have an empty name.
 std::vector<CudaKernel> generate(const inductor::LoopProgram& program, const inductor::ProgramPlan& plan);
+
+// One kernel `name` that runs flat kernels `parts` (of one combined group) in one launch: its parameters are each
+// part's buffers in turn, the symbols, the error flag, then per part the range [fromI, toI) of the grid's blocks
+// it runs on and whether it takes its vector path (vecI); every parameter is 8 bytes. `shape` and `error_flag` as
+// for any kernel.
+CudaKernel combine(const std::vector<const CudaKernel*>& parts, const std::string& name);
 
 // The text every CUDA unit starts with: sinter's prelude (its math is the CPU's) and the CUDA helpers.
 std::string unit_header();
