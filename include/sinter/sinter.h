@@ -7,6 +7,7 @@
 #include "sinter/error.h"
 #include "sinter/graph.h"
 #include "sinter/indexing.h"
+#include "sinter/library.h"
 #include "sinter/nn.h"
 #include "sinter/ops.h"
 #include "sinter/optim.h"

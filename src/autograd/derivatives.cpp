@@ -3,8 +3,11 @@
 #include "autograd/derivatives.h"
 
 #include <array>
+#include <deque>
 #include <mutex>
+#include <unordered_map>
 
+#include "ops/custom_ops.h"
 #include "sinter/ops.h"
 #include "support/check.h"
 
@@ -47,9 +50,71 @@ const Table& table() {
   return t;
 }
 
+// Whether an input of sizes `in` broadcasts to `grad` (the node sums such a gradient back to the input's sizes).
+bool broadcasts_to(const SymIntList& in, const SymIntList& grad) {
+  if (in.size() > grad.size()) return false;
+  const size_t lead = grad.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d].hint() != 1 && in[d].hint() != grad[lead + d].hint()) return false;
+  return true;
+}
+
+// A custom op's row: its user's backward formula (ops/custom_ops.h) over the saved arguments. Every tensor argument
+// is saved; each gradient must have its argument's sizes, or sizes they broadcast to.
+void custom_formula(BackwardContext& c) {
+  const OpId op = c.op();
+  const Schema& s = op_def(op).schema;
+  Args args;
+  for (const SchemaArg& a : s.args) {
+    if (a.type == ArgType::kTensor) {
+      Tensor t = c.t(a.name);
+      args.push_back(t.defined() ? Value(t) : Value());
+    } else if (a.type == ArgType::kTensorList || a.type == ArgType::kOptionalTensorList) {
+      args.push_back(c.list(a.name));
+    } else {
+      args.push_back(c.arg(a.name));
+    }
+  }
+  std::vector<Tensor> grads;
+  for (int i = 0; i < c.num_outputs(); ++i) grads.push_back(c.grad(i));
+  std::vector<Tensor> input_grads = run_custom_backward(op, grads, args);
+  size_t k = 0;
+  for (const SchemaArg& a : s.args) {
+    if (a.type != ArgType::kTensor) continue;
+    Tensor g = std::move(input_grads[k++]);
+    if (!g.defined() || !c.needs(a.name)) continue;
+    const GradMeta& m = c.meta(a.name);
+    SINTER_CHECK(broadcasts_to(m.sizes, g.sizes()),
+                 "the backward formula of {} returned a gradient of shape {} for '{}', whose shape is {}",
+                 s.full_name(), g.sizes().str(), a.name, m.sizes.str());
+    c.set(a.name, std::move(g));
+  }
+}
+
+// The rows of custom ops that have a backward formula, made on first use (custom ops join the op table at run
+// time). Rows never move: the map's nodes are stable, the saves strings live in a deque.
+const DerivativeRow* custom_row(OpId op) {
+  const CustomOp* custom = custom_op(op);
+  if (!custom || !custom->backward) return nullptr;
+  static std::mutex mutex;
+  static std::deque<std::string> saves;
+  static std::unordered_map<OpId, DerivativeRow> rows;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = rows.find(op); it != rows.end()) return &it->second;
+  std::string names;
+  for (const SchemaArg& a : op_def(op).schema.args)
+    if (a.type == ArgType::kTensor || a.type == ArgType::kTensorList || a.type == ArgType::kOptionalTensorList)
+      names += (names.empty() ? "" : ", ") + a.name;
+  const std::string& kept = saves.emplace_back(std::move(names));
+  return &rows.emplace(op, DerivativeRow{op, kept.c_str(), custom_formula}).first->second;
+}
+
 }  // namespace
 
-const DerivativeRow* derivative_row(OpId op) { return table().by_op[static_cast<int>(op)]; }
+const DerivativeRow* derivative_row(OpId op) {
+  if (is_custom_op(op)) return custom_row(op);
+  return table().by_op[static_cast<int>(op)];
+}
 const std::vector<DerivativeRow>& derivative_rows() { return table().rows; }
 
 bool not_differentiable(OpId op) {

@@ -27,6 +27,7 @@ class BackwardContext {
   Tensor grad(int i = 0) const;
   bool grad_defined(int i = 0) const;
   int num_outputs() const;
+  OpId op() const;  // the op being differentiated
   // A saved Tensor argument (undefined for None), or a saved list.
   Tensor t(std::string_view name) const;
   std::vector<Tensor> list(std::string_view name) const;
@@ -63,7 +64,7 @@ struct DerivativeRow {
   BackwardFormula formula;
 };
 
-// The row of `op`, or null when the op has none (then an input that requires grad gets a node that throws
+// The row of `op`, or null when the op has none (a custom op has one when it was given a backward formula) (then an input that requires grad gets a node that throws
 // "the derivative of OP is not implemented" when backward reaches it).
 const DerivativeRow* derivative_row(OpId op);
 // Every row of the table (not the in-place ops that borrow their functional form's row).

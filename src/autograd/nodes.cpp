@@ -19,6 +19,7 @@ std::string describe_saved(const Tensor& t) { return fmt::format("[{} {}]", dtyp
 // "add_.Tensor" -> "AddBackward0", as PyTorch names its nodes.
 std::string node_name(OpId op) {
   std::string name = op_def(op).schema.name, out;
+  if (size_t ns = name.rfind("::"); ns != std::string::npos) name = name.substr(ns + 2);  // mylib::rms_gate
   bool upper = true;
   for (char ch : name) {
     if (ch == '_') {
@@ -102,7 +103,8 @@ void OpBackward::release() {
 }
 
 std::vector<Tensor> OpBackward::apply(std::vector<Tensor> grads) {
-  SINTER_CHECK(row_, "the derivative of {} is not implemented", op_def(op_).schema.full_name());
+  SINTER_CHECK(row_, "the derivative of {} is not implemented{}", op_def(op_).schema.full_name(),
+               is_custom_op(op_) ? " (the custom op was defined without a backward formula)" : "");
   SINTER_CHECK(!released_,
                "trying to backward through the graph a second time (or to use saved tensors after they were freed): "
                "{}'s saved tensors were freed by an earlier backward; pass retain_graph=true to the first backward",
@@ -135,6 +137,8 @@ bool BackwardContext::grad_defined(int i) const {
 }
 
 int BackwardContext::num_outputs() const { return static_cast<int>(node_.input_metas().size()); }
+
+OpId BackwardContext::op() const { return node_.op(); }
 
 Tensor BackwardContext::t(std::string_view name) const {
   const OpBackward::ArgSlot& s = node_.slots_[node_.arg_index(name)];

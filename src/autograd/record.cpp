@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "autograd/nodes.h"
 #include "ops/dispatch.h"
@@ -46,7 +47,17 @@ RowPlan plan_row(OpId op) {
   return plan;
 }
 
+// Plans of custom ops' rows, made on first use (their rows join at run time); map nodes never move.
+const RowPlan& custom_row_plan(OpId op) {
+  static std::mutex mutex;
+  static std::unordered_map<OpId, RowPlan> plans;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = plans.find(op); it != plans.end()) return it->second;
+  return plans.emplace(op, plan_row(op)).first->second;
+}
+
 const RowPlan& row_plan(OpId op) {
+  if (is_custom_op(op)) return custom_row_plan(op);
   static std::vector<RowPlan> plans;
   static std::once_flag once;
   std::call_once(once, [] {

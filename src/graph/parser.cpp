@@ -99,6 +99,10 @@ class GraphParser : private graph_detail::LineCursor {
     }
     size_t op_col = (skip_ws(), pos_);
     std::string op = ident();
+    if (line_.substr(pos_).starts_with("::")) {  // a custom op: mylib::rms_gate
+      pos_ += 2;
+      op += "::" + ident();
+    }
     if (op == "constant") return parse_constant(lhs, op_col);
     const OpDef* def = find_op(op);
     if (!def) fail(fmt::format("unknown op '{}'", op), op_col);

@@ -1,7 +1,8 @@
 // The op table's interface: OpId, parsed schemas, and per-op shape rules and kernels.
 // Rows come from op_list.h; each op family attaches its shape rule and kernels in its register_*_ops function,
-// called once when the table is first used.
+// called once when the table is first used. Custom ops (sinter/library.h) add rows after the built-ins at run time.
 #pragma once
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,7 +56,8 @@ struct Schema {
   int find_arg(std::string_view name) const;  // -1 when absent
   std::string str() const;
 };
-Schema parse_schema(std::string_view text);  // throws InternalError on malformed schemas (they are ours)
+// Throws Error naming the column on a malformed schema (custom ops' schemas are the user's).
+Schema parse_schema(std::string_view text);
 
 // What a shape rule computes: each output's sizes, strides (a view's strides and offset into the input's
 // storage) and dtype, or that the sizes depend on data (nonzero, masked_select, boolean indexing).
@@ -79,20 +81,34 @@ using ShapeFn = ShapeResult (*)(OpId op, const Args& args);
 // it made, of the same sizes and dtype.
 using KernelFn = void (*)(OpId op, const Args& args, std::vector<Tensor>& outs);
 
+struct CustomOp;  // a user-registered op's functions (ops/custom_ops.h)
+
 struct OpDef {
   OpId id;
   uint32_t flags = 0;
-  std::string_view schema_text;
+  std::string_view schema_text = {};
   Schema schema;
   ShapeFn shape = nullptr;
   KernelFn kernels[kNumDeviceTypes] = {};
+  std::shared_ptr<const CustomOp> custom = nullptr;  // set for the rows of custom ops only
 };
 
+// Works for built-in and custom rows alike; a built-in's lookup is one index.
 const OpDef& op_def(OpId op);
-std::string_view op_name(OpId op);  // "add.Tensor"
-// Looks an op up by its qualified name ("add.Tensor", or "relu" when it has no overload).
+std::string_view op_name(OpId op);  // "add.Tensor", "mylib::rms_gate"
+// Looks an op up by its qualified name ("add.Tensor", or "relu" when it has no overload; "mylib::rms_gate").
 const OpDef* find_op(std::string_view qualified_name);
+// The built-in rows, in OpId order (custom rows are not in it).
 const std::vector<OpDef>& all_ops();
+
+// Custom rows take the ids after the built-ins: kNumOps, kNumOps + 1, ...
+inline bool is_custom_op(OpId op) { return static_cast<int>(op) >= kNumOps; }
+inline constexpr int kMaxCustomOps = 4096;
+static_assert(kNumOps + kMaxCustomOps <= 65536, "OpId is 16 bits");
+// Adds a row at run time (ops/custom_ops.cpp does, for library::define) and returns its id. `def.schema` must be
+// parsed; `def.id` and `def.schema_text` are set here (the text is kept with the row). Thread-safe; rows are never
+// removed. Throws Error when the qualified name is taken or kMaxCustomOps rows exist.
+OpId add_custom_row(OpDef def, std::string schema_text);
 
 // The registration surface each family uses.
 class OpTable {

@@ -1,8 +1,9 @@
 // Parser for PyTorch's schema notation, e.g.
 //   "conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, ...) -> Tensor"
 //   "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"
-// Schemas are ours (op_list.h), so a malformed one is an internal error.
-#include <cctype>
+//   "mylib::rms_gate(Tensor x, Tensor w, float eps=1e-6) -> Tensor"   (a custom op: a namespace, then the name)
+// Custom ops' schemas are the user's, so a malformed schema is an Error naming the column (the op table turns one
+// of its own rows' into an InternalError).
 #include <cstdlib>
 
 #include "ops/op_table.h"
@@ -17,7 +18,7 @@ class Parser {
 
   Schema parse() {
     Schema schema;
-    std::string full = ident_with_dots();
+    std::string full = qualified_name();
     size_t dot = full.find('.');
     schema.name = full.substr(0, dot);
     if (dot != std::string::npos) schema.overload = full.substr(dot + 1);
@@ -30,6 +31,7 @@ class Parser {
       } else {
         SchemaArg arg = type();
         arg.name = ident();
+        if (schema.find_arg(arg.name) >= 0) fail("argument '" + arg.name + "' appears twice");
         arg.kwarg_only = kwarg_only;
         if (peek('=')) {
           ++pos_;
@@ -48,7 +50,7 @@ class Parser {
       while (!peek(')')) {
         SchemaArg ret = type();
         skip_ws();
-        if (pos_ < s_.size() && (std::isalpha(s_[pos_]) || s_[pos_] == '_')) ret.name = ident();
+        if (pos_ < s_.size() && (is_alpha(s_[pos_]) || s_[pos_] == '_')) ret.name = ident();
         schema.returns.push_back(std::move(ret));
         if (!peek(')')) expect(',');
       }
@@ -70,6 +72,7 @@ class Parser {
     for (;;) {
       if (peek('(')) {
         ++pos_;
+        if (pos_ >= s_.size() || !is_alpha(s_[pos_])) fail("expected an alias letter");
         arg.alias = s_[pos_++];
         if (peek('!')) {
           ++pos_;
@@ -79,7 +82,7 @@ class Parser {
       } else if (peek('[')) {
         ++pos_;
         int n = 0;
-        while (std::isdigit(s_[pos_])) n = n * 10 + (s_[pos_++] - '0');
+        while (pos_ < s_.size() && is_digit(s_[pos_]) && n < 1000) n = n * 10 + (s_[pos_++] - '0');
         expect(']');
         list = true;
         arg.fixed_size = n;
@@ -137,6 +140,7 @@ class Parser {
     if (peek('\'') || peek('"')) {
       char quote = s_[pos_++];
       size_t end = s_.find(quote, pos_);
+      if (end == std::string_view::npos) fail("unterminated string");
       std::string text(s_.substr(pos_, end - pos_));
       pos_ = end + 1;
       return Value(std::move(text));
@@ -166,29 +170,44 @@ class Parser {
     skip_ws();
     size_t start = pos_;
     bool is_float = false;
-    while (pos_ < s_.size() && (std::isalnum(s_[pos_]) || s_[pos_] == '.' || s_[pos_] == '-' || s_[pos_] == '+')) {
+    while (pos_ < s_.size() && (is_alnum(s_[pos_]) || s_[pos_] == '.' || s_[pos_] == '-' || s_[pos_] == '+')) {
       if (s_[pos_] == '.' || s_[pos_] == 'e') is_float = true;
       ++pos_;
     }
     std::string text(s_.substr(start, pos_ - start));
     if (text.empty()) fail("expected a number");
-    if (is_float) return Scalar(std::strtod(text.c_str(), nullptr));
-    return Scalar(static_cast<int64_t>(std::strtoll(text.c_str(), nullptr, 10)));
+    char* end = nullptr;
+    Scalar n = is_float ? Scalar(std::strtod(text.c_str(), &end))
+                        : Scalar(static_cast<int64_t>(std::strtoll(text.c_str(), &end, 10)));
+    if (end != text.c_str() + text.size()) fail("malformed number '" + text + "'");
+    return n;
   }
 
   std::string ident() {
     skip_ws();
     size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(s_[pos_]) || s_[pos_] == '_')) ++pos_;
+    while (pos_ < s_.size() && (is_alnum(s_[pos_]) || s_[pos_] == '_')) ++pos_;
     if (start == pos_) fail("expected a name");
     return std::string(s_.substr(start, pos_ - start));
   }
-  std::string ident_with_dots() {
-    skip_ws();
-    size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(s_[pos_]) || s_[pos_] == '_' || s_[pos_] == '.')) ++pos_;
-    return std::string(s_.substr(start, pos_ - start));
+  // `name`, `name.overload`, `ns::name`, `ns::name.overload`.
+  std::string qualified_name() {
+    std::string name = ident();
+    if (s_.substr(pos_).starts_with("::")) {
+      pos_ += 2;
+      if (pos_ >= s_.size() || s_[pos_] == ' ') fail("expected a name after '::'");
+      name += "::" + ident();
+    }
+    if (pos_ < s_.size() && s_[pos_] == '.') {
+      ++pos_;
+      if (pos_ >= s_.size() || s_[pos_] == ' ') fail("expected an overload name after '.'");
+      name += "." + ident();
+    }
+    return name;
   }
+  static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+  static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+  static bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
   void skip_ws() {
     while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
   }
@@ -201,7 +220,7 @@ class Parser {
     ++pos_;
   }
   [[noreturn]] void fail(const std::string& what) {
-    throw InternalError(fmt::format("bad op schema '{}' at column {}: {}", s_, pos_, what));
+    throw Error(fmt::format("bad op schema '{}' at column {}: {}", s_, pos_, what));
   }
 
   std::string_view s_;

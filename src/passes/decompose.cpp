@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "graph/graph_util.h"
+#include "ops/custom_ops.h"
 #include "passes/decompositions/builder.h"
 #include "support/check.h"
 #include "symbolic/shape_env.h"
@@ -65,6 +66,7 @@ const std::vector<std::pair<OpId, Decomposition>>& exact_table() {
 }
 
 Decomposition find_decomposition(OpId op, bool exact_recompute) {
+  if (const CustomOp* custom = custom_op(op)) return custom->decomposition ? decomp::custom : nullptr;
   for (const auto& [id, fn] : table())
     if (id == op) return fn;
   if (exact_recompute)

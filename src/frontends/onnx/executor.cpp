@@ -225,10 +225,9 @@ const Val* Executor::find(const std::string& name) const {
 }
 
 std::vector<Val> Executor::eval_node(const proto::Node& n, std::vector<Val> ins) {
-  const OpTable& table = op_table();
-  auto it = table.find(op_key(n));
-  if (it == table.end()) throw UnsupportedError(fmt::format("ONNX operator {} is not supported", op_key(n)));
-  const OpEntry& e = it->second;
+  const OpEntry* entry = find_entry(n);
+  if (!entry) throw UnsupportedError(fmt::format("ONNX operator {} is not supported", op_key(n)));
+  const OpEntry& e = *entry;
   bool all_known = true;
   for (const Val& v : ins) all_known = all_known && (v.known || (!v.t.defined() && !v.is_seq()));
   bool fold = all_known && !e.random && !e.host;

@@ -178,6 +178,9 @@ void register_rnn_ops(OpTable& t);
 // Operators of other domains are keyed "domain::Op" (ai.onnx.preview.training::Gradient).
 void register_gradient_ops(OpTable& t);
 std::string op_key(const proto::Node& n);
+// The entry that imports `n`: the table's, else for a node of another domain whose "domain::op_type" is a
+// registered custom op (sinter/library.h), one that calls that op (ops_custom.cpp). Null when there is none.
+const OpEntry* find_entry(const proto::Node& n);
 
 // Runs graphs of one model. Values of enclosing graphs are visible in subgraphs (If/Loop bodies).
 class Executor {

@@ -99,12 +99,11 @@ void check_graph(const proto::Graph& g, detail::ModelData& d, Problems& p, int d
   for (const proto::TensorProto& t : g.initializers) check_tensor(t, fmt::format("initializer '{}'", t.name), p);
   for (const proto::ValueInfo& v : g.inputs) check_type(v, "input", p);
   for (const proto::ValueInfo& v : g.outputs) check_type(v, "output", p);
-  const OpTable& table = op_table();
   for (const proto::Node& n : g.nodes) {
     std::string name = n.name.empty() ? fmt::format("#{}", &n - g.nodes.data()) : n.name;
     std::string op = op_key(n);
     ++d.op_counts[op];
-    if (!table.count(op)) p.ops[op].push_back(name);
+    if (!find_entry(n)) p.ops[op].push_back(name);
     for (const proto::Attribute& a : n.attributes) {
       if (!a.ref_attr_name.empty()) p.other.insert("attribute references (functions) are not supported");
       if (a.has_sparse) p.other.insert("sparse tensor attributes are not supported");

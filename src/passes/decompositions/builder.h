@@ -16,10 +16,14 @@ class Builder {
  public:
   Builder(Rewriter& rw, const Node& anchor) : rw_(rw), anchor_(anchor) {}
   const Node& node() const { return anchor_; }
+  const Graph& graph() const { return rw_.graph(); }
   // Whether a value has users (a decomposition returns an undefined tensor for an output nobody reads).
   bool used(const Tensor& t) const { return !rw_.graph().users(t).empty(); }
 
   Tensor op(OpId id, Args args) { return rw_.insert_op1_before(anchor_, id, std::move(args), anchor_.loc); }
+  std::vector<Tensor> ops(OpId id, Args args) {  // an op with several outputs
+    return rw_.insert_op_before(anchor_, id, std::move(args), anchor_.loc);
+  }
   // x as `dtype` (no op when it already is).
   Tensor to(const Tensor& x, DType dtype) { return x.dtype() == dtype ? x : op(OpId::to_copy, {x, dtype}); }
 
@@ -68,6 +72,8 @@ inline DType compute_dtype(DType d) { return d == kFloat16 || d == kBFloat16 ? k
 std::vector<int64_t> reduction_dims(const Value& dim, int64_t ndim);
 
 // ---- The families (one function per op; the table in decompose.cpp lists them). ----
+// custom.cpp: a custom op's decomposition (sinter/library.h), the user's function recorded op by op.
+std::optional<std::vector<Tensor>> custom(Builder& b, const Node& n);
 // activations.cpp
 std::optional<std::vector<Tensor>> gelu(Builder& b, const Node& n);
 std::optional<std::vector<Tensor>> silu(Builder& b, const Node& n);
