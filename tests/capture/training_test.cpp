@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "sinter/compile.h"
+#include "sinter/library.h"
 #include "scoped_env.h"
 #include "sinter/optim.h"
 #include "support/log.h"
@@ -119,6 +120,32 @@ TEST(CompiledTraining, CumprodGradientsWithZeros) {
     EXPECT_CLOSE(compiled.weight.grad(), eager.weight.grad());
     EXPECT_EQ(f.stats().graph_breaks, 0);
     EXPECT_EQ(f.stats().eager_fallbacks, 0);
+  }
+}
+
+// A derivative that reads tensor data on the host (here a custom op's backward) cannot be traced into the joint
+// graph: the compiled function gives the joint graph up and runs eagerly with eager autograd, with right gradients
+// and a warning, instead of an internal error.
+TEST(CompiledTraining, ABackwardThatReadsDataRunsEagerly) {
+  static const library::Op scaled = library::define("training_test::host_read_scale(Tensor x) -> Tensor", {
+      .shape = [](const library::OpArgs& a) { return std::vector<TensorMeta>{library::dense_meta(a.tensor("x"))}; },
+      .cpu = [](const library::OpArgs& a) { return std::vector<Tensor>{a.tensor("x") * 3.0}; },
+      .backward = [](const std::vector<Tensor>& grads, const library::OpArgs&) {
+        const double scale = grads[0].abs().amax().item<double>() >= 0 ? 3.0 : 0.0;  // a read on the host
+        return std::vector<Tensor>{grads[0] * scale};
+      }});
+  for (const char* backend : {"aot_eager", "inductor"}) {
+    SCOPED_TRACE(backend);
+    Tensor x0 = st::random({4, 3}, kFloat32, 9);
+    Tensor xe = x0.clone().requires_grad_(true), xc = x0.clone().requires_grad_(true);
+    auto f = compile([](const Tensor& x) { return scaled(sin(x)); }, {.backend = backend});
+    Tensor want = scaled(sin(xe)), got;
+    ASSERT_NO_THROW(got = f(xc));
+    EXPECT_CLOSE(got, want);
+    sum(want).backward();
+    sum(got).backward();
+    EXPECT_CLOSE(xc.grad(), xe.grad());
+    EXPECT_GE(f.stats().compiles, 1);
   }
 }
 
