@@ -93,6 +93,11 @@ bool Scheduler::fits(const Kernel& k, const LoopNode& n, std::string& why, doubl
       why = "its domain does not start with the kernel's outer dims";
       return false;
     }
+    if (!red && numel(k.outer, outer) < 2 &&
+        numel(n.domain, n.domain.size()) > static_cast<double>(target_.parallel_min_elements)) {
+      why = "a large element-wise node after a full reduction would run inside its one row (lost parallelism)";
+      return false;
+    }
   }
   std::vector<SExpr> loads;
   collect_loads(n.body, loads);

@@ -7,7 +7,8 @@
 //   kernel's outer dims and everything it reads from nodes of that kernel lies in the same outer row (a
 //   reduction's result is read at its own output index; a stored row is read within the row);
 // - a reduction turns a pointwise-only kernel into a row kernel (its prologue and epilogue then share rows:
-//   layer norm, softmax); it is refused when that would leave no parallelism where there was some;
+//   layer norm, softmax); it is refused when that would leave no parallelism where there was some, and so is a
+//   large element-wise node after a full reduction (one row: a loss's mean and its gradient);
 // - an extern closes the open kernel; the kernel right after a row-blockable GEMM becomes its epilogue when it
 //   walks the GEMM's output rows, reads the GEMM's output only in the row it computes, and has a shape the
 //   target's library call accepts (Target::accepts: tile or rows epilogues on the CPU).

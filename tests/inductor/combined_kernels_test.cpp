@@ -1,5 +1,6 @@
 // Combined kernels: consecutive flat element-wise kernels that share no buffer one of them writes run as one
-// launch on the CPU (an optimiser's update of each parameter); kernels that depend on each other do not.
+// launch on the CPU (an optimiser's update of each parameter); kernels that depend on each other do not. And the
+// scheduler's rule that keeps a large element-wise node out of a full reduction's one row.
 #include <gtest/gtest.h>
 
 #include "sinter/compile.h"
@@ -92,6 +93,19 @@ TEST(CombinedKernels, AnOptimiserStepUpdatesItsParametersInFewLaunches) {
   // Six parameters of four shapes: their six updates are one combined launch or a few.
   EXPECT_GT(f.stats().kernels_per_call, 0);
   EXPECT_LE(f.stats().kernels_per_call, 16);
+}
+
+// A large element-wise node after a full reduction (a loss's mean and its gradient) runs as a kernel of its own,
+// in parallel, instead of inside the reduction's one row; a small one still joins it.
+TEST(CombinedKernels, ALargeElementWiseNodeAfterAFullReductionIsNotSerialisedIntoItsRow) {
+  auto f = [](const Tensor& x) { return x * mean(x); };
+  for (auto [n, kernels] : {std::pair<int64_t, int>{1000, 1}, {300000, 2}}) {
+    SCOPED_TRACE(n);
+    Tensor x = testing::random({n}, kFloat32, 9);
+    auto g = compile(f);
+    EXPECT_CLOSE(g(x), f(x));
+    EXPECT_EQ(g.stats().kernels_per_call, kernels);
+  }
 }
 
 }  // namespace
