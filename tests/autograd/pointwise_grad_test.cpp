@@ -62,8 +62,12 @@ std::vector<GradSample> pointwise_samples() {
   u(OpId::hardswish, sinter::hardswish, a * 4.0);
   u(OpId::selu, sinter::selu, a);
   u(OpId::lgamma, sinter::lgamma, pos);
+  u(OpId::digamma, sinter::digamma, pos);
   s[5].second_order = s[12].second_order = s[20].second_order = true;  // exp, sin, tanh twice
   s.push_back({OpId::gelu, "gelu", [](V in) { return gelu(in[0]); }, {a}, true});
+  // digamma's derivative below 0.5 goes through the reflection formula (negative, non-integer inputs).
+  s.push_back({OpId::digamma, "digamma of small and negative inputs", [](V in) { return digamma(in[0]); },
+               {tensor({-2.7, -1.3, -0.4, 0.1, 0.45, 0.55, 3.2, 12.0}, kFloat64)}, true});
   s.push_back({OpId::gelu, "gelu tanh", [](V in) { return gelu(in[0], "tanh"); }, {a}});
   s.push_back({OpId::softplus, "softplus", [](V in) { return softplus(in[0], 2, 1); }, {a}});
   s.push_back({OpId::leaky_relu, "leaky_relu", [](V in) { return leaky_relu(in[0], 0.2); }, {a}});
