@@ -191,7 +191,6 @@ void Executor::plan_lifetimes() {
   }
   for (size_t b = 0; b < nb; ++b)
     if (last[b] >= 0 && !keep[b] && program.buffers[b].kind == BufferKind::kIntermediate) frees_[last[b]].push_back(b);
-  last_read_ = last;
   // The same in schedule order (an epilogue at its GEMM; a combined kernel at its own place), and the graph inputs
   // each kernel reads.
   last_read_in_order_.assign(nb, -1);
@@ -275,27 +274,20 @@ bool Executor::may_overwrite_input(int o, int input) const {
 // the group's earlier kernels that read that input (an optimiser's parameter update reads the old moments that
 // the moments' updates, later in the group, overwrite); the rest run at once.
 std::vector<std::vector<int>> Executor::waves(const std::vector<int>& group, const std::vector<int>& overwrites) const {
+  const inductor::LoopProgram& program = *parts_->program;
   std::vector<int> wave(group.size(), 0);
   int most = 0;
   for (size_t j = 0; j < group.size(); ++j) {
-    for (int input : overwrites_of_kernel(group[j], overwrites))
+    for (size_t o = 0; o < overwrites.size(); ++o) {
+      if (overwrites[o] < 0 || written_at_[program.outputs[o].buffer] != group[j]) continue;
       for (size_t i = 0; i < j; ++i)
-        if (std::count(reads_inputs_[group[i]].begin(), reads_inputs_[group[i]].end(), input))
+        if (std::count(reads_inputs_[group[i]].begin(), reads_inputs_[group[i]].end(), overwrites[o]))
           wave[j] = std::max(wave[j], wave[i] + 1);
+    }
     most = std::max(most, wave[j]);
   }
   std::vector<std::vector<int>> out(most + 1);
   for (size_t j = 0; j < group.size(); ++j) out[wave[j]].push_back(group[j]);
-  return out;
-}
-
-// The graph inputs kernel k computes values into this call (`overwrites`: per output, the input it is computed
-// into, or -1).
-std::vector<int> Executor::overwrites_of_kernel(int k, const std::vector<int>& overwrites) const {
-  std::vector<int> out;
-  const inductor::LoopProgram& program = *parts_->program;
-  for (size_t o = 0; o < overwrites.size(); ++o)
-    if (overwrites[o] >= 0 && written_at_[program.outputs[o].buffer] == k) out.push_back(overwrites[o]);
   return out;
 }
 

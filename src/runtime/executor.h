@@ -90,7 +90,6 @@ class Executor {
                        int* overwritten) const;
   bool may_overwrite_input(int output, int input) const;
   std::vector<std::vector<int>> waves(const std::vector<int>& group, const std::vector<int>& overwrites) const;
-  std::vector<int> overwrites_of_kernel(int k, const std::vector<int>& overwrites) const;
   // The body of run; with `owned` (the inputs themselves, owned by the call) inputs are dropped after their last use.
   std::vector<Tensor> execute(const std::vector<Tensor>& inputs, std::vector<Tensor> into,
                               std::vector<Tensor>* owned) const;
@@ -100,7 +99,6 @@ class Executor {
   std::vector<Binding> bindings_;
   std::vector<std::vector<int>> frees_;   // per kernel: buffers whose last use it is
   std::vector<std::vector<int>> allocs_;  // per kernel: buffers to allocate before it runs
-  std::vector<int> last_read_;            // per buffer: the last kernel step that reads it (-1: none)
   std::vector<int> last_read_in_order_;   // per buffer: the last kernel that reads it, in schedule order
   std::vector<std::vector<int>> reads_inputs_;  // per kernel: the graph inputs it reads
   std::vector<std::vector<int>> input_frees_;  // per kernel: graph inputs whose last read it is (run_consuming)
