@@ -193,13 +193,16 @@ class Lowerer final : public PointwiseContext {
   bool dense_layout(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
     for (const ExprPtr& s : sizes)
       if (s->is_const() && s->value() == 0) return true;
+    // Eager's contiguous strides multiply Max(1, size) (so an empty dim keeps its neighbours' strides apart); for
+    // a value with elements that is the product of the sizes, so either form is dense.
     std::vector<int> perm = memory_order(sizes, strides);
-    ExprPtr expect = sym::make_const(1);
+    ExprPtr expect = sym::make_const(1), expect_max = expect;
     for (size_t j = perm.size(); j-- > 0;) {
       int d = perm[j];
       if (is_one(sizes[d])) continue;
-      if (!same(strides[d], expect)) return false;
+      if (!same(strides[d], expect) && !same(strides[d], expect_max)) return false;
       expect = sym::make_mul(expect, sizes[d]);
+      expect_max = sym::make_mul(expect_max, sym::make_max(sym::make_const(1), sizes[d]));
     }
     return true;
   }

@@ -30,6 +30,29 @@ TEST(OutputStrides, SoftmaxOfATransposedConvOutputUnderSymbolicSizes) {
   }
 }
 
+// A chunk of a concatenation is a view with the concatenation's strides, which eager computes with
+// Max(1, size) of a symbolic conv output width: the concatenation is stored in that (dense) layout so the chunk
+// keeps eager's strides (sinter fuzz seed 2026120704 case 1516, where it came out contiguous).
+TEST(OutputStrides, AChunkOfAConcatenationUnderSymbolicSizes) {
+  Tensor w = testing::random({2, 1, 3, 3}, kFloat32, 2);
+  auto f = [&w](const Tensor& x) {
+    Tensor y = conv2d(x, w, {}, {2, 2}, {1, 1}, {2, 2});
+    return cat({y, y}, 2).chunk(3, -2)[0];
+  };
+  for (const char* backend : {"inductor", "aot_eager"}) {
+    for (Dynamic dynamic : {Dynamic::kAuto, Dynamic::kAlways}) {
+      auto c = compile(f, {.backend = backend, .dynamic = dynamic});
+      for (int64_t wd : {3, 5, 8, 4}) {
+        Tensor x = testing::random({1, 1, 3, wd}, kFloat32, wd);
+        Tensor want = f(x), got = c(x);
+        EXPECT_EQ(got.sizes().hints(), want.sizes().hints()) << backend << " w=" << wd;
+        EXPECT_EQ(got.strides().hints(), want.strides().hints()) << backend << " w=" << wd;
+        EXPECT_CLOSE(got, want);
+      }
+    }
+  }
+}
+
 // Runs f compiled on each of `inputs` in order (one compiled function: the first call compiles, later ones
 // recompile or reuse) and compares strides and values with eager.
 template <class F>
