@@ -56,15 +56,17 @@ void CudaLauncher::launch(RunState& r, int k, const LaunchConfig& config) const 
                 : e.rows_per_block > 0     ? int64_t{0x7fffffff}
                                            : static_cast<int64_t>(multiprocessors_) * 64;
   int64_t blocks = (total + per_block - 1) / per_block;
-  // A split row kernel: enough chunks per row to give every multiprocessor 8 blocks (4 on the simulator, so
-  // that its tests split too), each chunk at least 4 steps of every thread.
+  // A split row kernel (a block per row, or per tile of rows of a column reduction): enough chunks per row to
+  // give every multiprocessor 8 blocks (4 on the simulator, so that its tests split too), each chunk at least 4
+  // steps of every thread of the row.
   int64_t parts = 1;
   if (e.split_values > 0) {
     int64_t elems = r.ev(plan.stages.at(0).elems);
     int64_t target = cuda::is_simulated() ? 4 : static_cast<int64_t>(multiprocessors_) * 8;
-    int64_t most = std::max<int64_t>(1, elems / (int64_t{e.block} * e.vector * 4));
-    parts = std::clamp<int64_t>((target + total - 1) / total, 1, most);
-    blocks = total * parts;
+    int64_t threads_per_row = int64_t{e.block} / std::max(1u, e.rows_per_block);
+    int64_t most = std::max<int64_t>(1, elems / (threads_per_row * e.vector * 4));
+    parts = std::clamp<int64_t>((target + blocks - 1) / blocks, 1, most);
+    blocks *= parts;
   }
   unsigned grid = static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, cap));
   std::vector<void*> ptrs;

@@ -78,6 +78,7 @@ constexpr int kMaxPersistent = 32;     // elements per thread a whole-row kernel
 constexpr int kRegisterBudget = 96;    // elements per thread all of a row's register arrays may hold
 constexpr int64_t kSplitRows = 32;     // a reduction of at most this many rows (by the size hints) ...
 constexpr int64_t kSplitElems = 8192;  // ... of at least this many elements each splits its rows across blocks
+constexpr int kColumnWarps = 8;        // a column reduction's block: 32 rows by this many warps
 
 // One memory access of a stage: a load (or a kept value read back), a store, or a kept value's store.
 struct Access {
@@ -106,6 +107,7 @@ class KernelWriter : cpp::BodyEmitter {
   void combine_group(const PlannedNode& n, const std::string& acc, std::string& out, const std::string& ind) const;
   void store_result(const PlannedNode& n, const std::string& acc, std::string& out, const std::string& ind) const;
   std::string split_body(const Walk& w, const std::string& ind);
+  std::string column_body(const std::string& ind);
   std::string rows_body(const Walk& w, const std::string& ind);
   std::string flat_body(const Walk& w, const std::string& ind);
   std::string group_sync() const { return group_ > 32 ? "__syncthreads();" : "__syncwarp(mask_);"; }
@@ -444,6 +446,94 @@ std::string KernelWriter::split_body(const Walk& w, const std::string& ind) {
   return out;
 }
 
+// Column reductions (KernelPlan::column_lanes: loads contiguous across consecutive rows and strided along the
+// reduced dim, as in a bias's gradient): a block's 32 lanes take 32 consecutive rows (a tile) and its warps every
+// kColumnWarps-th reduced element of a chunk, so that each warp's load is one contiguous run. As in split_body, the
+// reduced elements are split into parts_ chunks across blocks and the block that counts last in the tile combines
+// the partials of each row in chunk order. A lane past the last row loads the last row's elements (in range) and
+// stores nothing.
+std::string KernelWriter::column_body(const std::string& ind) {
+  const StagePlan& st = k_.stages.at(0);
+  stage_ = &st;
+  const Walk w{1, 0};
+  std::string out, in = ind + "  ";
+  out += fmt::format("{}const sn_i64 tiles_ = (rows_ + 31) / 32;\n", ind);
+  out += fmt::format("{}const unsigned warp_ = threadIdx.x >> 5;\n", ind);
+  out += fmt::format("{}for (sn_i64 b_ = blockIdx.x; b_ < tiles_ * parts_; b_ += gridDim.x) {{\n", ind);
+  out += fmt::format("{}const sn_i64 tile_ = b_ / parts_, part_ = b_ % parts_, row_ = tile_ * 32 + lane_;\n", in);
+  out += fmt::format("{}const bool live_ = row_ < rows_;\n", in);
+  out += fmt::format("{}const {} o_ = ({})(live_ ? row_ : rows_ - 1);\n", in, it_, it_);
+  out += unravel(k_.outer, "o_", in);
+  out += fmt::format("{}const sn_i64 elems_ = {};\n", in, idx(st.elems));
+  out += fmt::format("{}const sn_i64 chunk_ = ((elems_ + parts_ - 1) / parts_ + {} - 1) / {} * {};\n", in, kColumnWarps,
+                     kColumnWarps, kColumnWarps);
+  out += fmt::format("{}const {} lo_ = ({})(part_ * chunk_), hi_ = ({})sn_imin(elems_, part_ * chunk_ + chunk_);\n", in,
+                     it_, it_, it_);
+  for (const PlannedNode& n : st.nodes) {
+    const LoopNode& ln = p_.nodes[n.node];
+    out += fmt::format("{}// {}: {} over {}, this block's chunk of 32 rows\n", in, ln.origin,
+                       inductor::reduce_op_name(ln.reduce_op), idx(st.elems));
+    out += fmt::format("{}{} acc{} = {};\n", in, inductor::ctype_name(n.body->type), n.node,
+                       reduce_init(ln.reduce_op, n.body->type));
+  }
+  out += fmt::format("{}#pragma unroll 4\n{}for ({} q_ = lo_ + warp_; q_ < hi_; q_ += {}) {{\n", in, in, it_,
+                     kColumnWarps);
+  out += unravel(st.loops, "q_", in + "  ");
+  element_block(st, w, out, in + "  ");
+  out += in + "}\n";
+  // The warps' partials of each row, combined in warp order by warp 0.
+  for (const PlannedNode& n : st.nodes)
+    out += fmt::format("{}__shared__ {} red{}_[{}][32];\n{}red{}_[warp_][lane_] = acc{};\n", in,
+                       inductor::ctype_name(n.body->type), n.node, kColumnWarps, in, n.node, n.node);
+  out += fmt::format("{}__syncthreads();\n", in);
+  auto finish = [&](const PlannedNode& n, const std::string& acc, const std::string& ind2) {
+    const LoopNode& ln = p_.nodes[n.node];
+    if (ln.reduce_op == inductor::ReduceOp::mean)
+      out += fmt::format("{}{} = {} / ({})elems_;\n", ind2, acc, acc, inductor::ctype_name(n.body->type));
+    if (!n.stored) return;
+    const int b = ln.out;
+    out += fmt::format("{}{}[{}] = {};\n", ind2, buf(b), idx(n.store), store_str(p_.buffers[b].dtype, acc));
+  };
+  std::string in2 = in + "  ", in3 = in2 + "  ";
+  out += fmt::format("{}if (warp_ == 0 && live_) {{\n", in);
+  for (size_t i = 0; i < st.nodes.size(); ++i) {
+    const PlannedNode& n = st.nodes[i];
+    const LoopNode& ln = p_.nodes[n.node];
+    const std::string acc = fmt::format("acc{}", n.node);
+    out += fmt::format("{}{} = red{}_[0][lane_];\n", in2, acc, n.node);
+    out += fmt::format("{}for (int w_ = 1; w_ < {}; ++w_) {} = {};\n", in2, kColumnWarps, acc,
+                       reduce_combine(ln.reduce_op, acc, fmt::format("red{}_[w_][lane_]", n.node)));
+  }
+  out += fmt::format("{}if (parts_ == 1) {{\n", in2);
+  for (const PlannedNode& n : st.nodes) finish(n, fmt::format("acc{}", n.node), in3);
+  out += fmt::format("{}}} else {{\n", in2);
+  for (size_t i = 0; i < st.nodes.size(); ++i)
+    out += fmt::format("{}(({}*)(ws_ + {} * 8 * rows_ * parts_))[row_ * parts_ + part_] = acc{};\n", in3,
+                       inductor::ctype_name(st.nodes[i].body->type), i, st.nodes[i].node);
+  out += fmt::format("{}__threadfence();  // the partials are visible before the tile's count\n{}}}\n{}}}\n", in3, in2, in);
+  out += fmt::format("{}if (parts_ > 1) {{\n", in);
+  out += fmt::format("{}__shared__ bool last_;\n{}__syncthreads();\n", in2, in2);
+  out += fmt::format("{}if (threadIdx.x == 0) last_ = atomicAdd(&count_[tile_], 1u) == (unsigned)(parts_ - 1);\n", in2);
+  out += fmt::format("{}__syncthreads();\n", in2);
+  out += fmt::format("{}if (last_ && warp_ == 0 && live_) {{  // every partial of the tile is written: combine them\n", in2);
+  out += fmt::format("{}__threadfence();\n", in3);
+  for (size_t i = 0; i < st.nodes.size(); ++i) {
+    const PlannedNode& n = st.nodes[i];
+    const LoopNode& ln = p_.nodes[n.node];
+    const std::string acc = fmt::format("acc{}", n.node);
+    const char* t = inductor::ctype_name(n.body->type);
+    out += fmt::format("{}{} = {};\n", in3, acc, reduce_init(ln.reduce_op, n.body->type));
+    out += fmt::format("{}for (sn_i64 j_ = 0; j_ < parts_; ++j_) {{\n{}  const {} p_ = ((volatile {}*)(ws_ + {} * 8 * "
+                       "rows_ * parts_))[row_ * parts_ + j_];\n{}  {} = {};\n{}}}\n",
+                       in3, in3, t, t, i, in3, acc, reduce_combine(ln.reduce_op, acc, "p_"), in3);
+    finish(n, acc, in3);
+  }
+  out += in2 + "}\n" + in + "}\n";
+  out += in + "__syncthreads();  // red_ and last_ are written again for the next tile\n";
+  out += ind + "}\n";
+  return out;
+}
+
 std::string KernelWriter::rows_body(const Walk& w, const std::string& ind) {
   const unsigned rows = group_ <= 32 ? kBlock / group_ : 1;
   decls_.clear();
@@ -504,6 +594,7 @@ CudaKernel KernelWriter::write() {
   std::string ind = "  ";
   std::string body, scalar_body;  // the vector path, and where checks_ is not empty the scalar kernel's
   Walk fast{v_, 0}, scalar{1, 0};
+  bool columns = false;
   if (k_.rows) {
     int64_t widest = 1;
     bool same_loops = true;
@@ -521,8 +612,16 @@ CudaKernel KernelWriter::write() {
     // elements per thread. Measured on an H200 over 4096-wide rows: float32 softmax is fastest with 2 steps of 4
     // (512 threads a row; 3% better than 4 steps), bfloat16 layer norm with 4 steps of 8 (8% better than 2).
     const int steps = v_ >= 8 ? 4 : 2;
+    // A column reduction (KernelPlan::column_lanes) of at least a tile of rows: lanes across rows. Fewer rows
+    // would leave most lanes of each load idle; they take the row paths (the reduced elements across lanes).
+    columns = k_.column_lanes && hint(k_.total) >= 32;
     const bool whole = same_loops && k_.stages[0].elems->is_const() && widest <= int64_t{1024} * 4 * v_;
-    if (split) {
+    if (columns) {
+      group_ = 32;
+      v_ = 1;
+      checks_.clear();
+      result.shape.split = true;
+    } else if (split) {
       group_ = kBlock;
       result.shape.split = true;
     } else if (whole) {
@@ -534,15 +633,17 @@ CudaKernel KernelWriter::write() {
     } else {
       group_ = vectors <= 1024 ? pow2_at_least(vectors, 4, 32) : vectors <= 16384 ? 256 : 1024;
     }
-    unsigned rows = group_ <= 32 ? kBlock / group_ : 1;
-    result.shape.block = group_ <= 32 ? kBlock : group_;
+    unsigned rows = columns ? 32 : group_ <= 32 ? kBlock / group_ : 1;
+    result.shape.block = columns ? 32 * kColumnWarps : group_ <= 32 ? kBlock : group_;
     result.shape.rows_per_block = rows;
     result.shape.group = group_;
     result.shape.vector = static_cast<unsigned>(v_);
     body += fmt::format("{}const {} lane_ = ({})(threadIdx.x % {}u);\n", ind, it_, it_, group_);
     body += fmt::format("{}const unsigned mask_ = sn_group_mask({});\n", ind, group_);
     body += fmt::format("{}const sn_i64 rows_ = {};\n", ind, idx(k_.total));
-    auto rows_or_split = [&](const Walk& w, const std::string& in) { return split ? split_body(w, in) : rows_body(w, in); };
+    auto rows_or_split = [&](const Walk& w, const std::string& in) {
+      return columns ? column_body(in) : split ? split_body(w, in) : rows_body(w, in);
+    };
     scalar_body = body;
     body += rows_or_split(fast, ind);
     if (!checks_.empty()) scalar_body += rows_or_split(scalar, ind);
@@ -556,7 +657,9 @@ CudaKernel KernelWriter::write() {
   }
   size_t count = 0;
   for (const StagePlan& st : k_.stages) count += st.nodes.size();
-  std::string how = k_.rows ? fmt::format("rows of {} thread(s) each", group_) : std::string("flat");
+  std::string how = columns ? fmt::format("lanes across 32 rows, {} warps along the reduced dim", kColumnWarps)
+                    : k_.rows      ? fmt::format("rows of {} thread(s) each", group_)
+                                   : std::string("flat");
   if (result.shape.split) how += ", each row split across blocks";
   std::string nodes;
   for (const StagePlan& st : k_.stages)
