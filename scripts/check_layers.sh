@@ -10,7 +10,7 @@ rank() {
   case "$1" in
     support) echo 0 ;; symbolic) echo 1 ;; tensor) echo 2 ;; ops) echo 3 ;; autograd) echo 4 ;; nn) echo 5 ;;
     graph) echo 6 ;; passes) echo 7 ;; inductor) echo 8 ;; codegen) echo 9 ;; runtime) echo 9 ;; backends) echo 10 ;;
-    capture) echo 11 ;; frontends) echo 12 ;; *) echo 99 ;;
+    capture) echo 11 ;; frontends) echo 12 ;; aot) echo 13 ;; *) echo 99 ;;
   esac
 }
 bad=0

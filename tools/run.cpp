@@ -10,6 +10,7 @@
 
 #include "frontends/onnx/conformance.h"
 #include "support/check.h"
+#include "sinter/aot.h"
 #include "sinter/sinter.h"
 #include "sinter/onnx.h"
 #include "tools.h"
@@ -18,16 +19,6 @@ namespace sinter::tools {
 namespace fs = std::filesystem;
 
 namespace {
-
-Tensor random_input(const onnx::ValueInfo& v, Device device) {
-  SymIntList sizes;
-  for (int64_t d : v.dims) sizes.push_back(d >= 0 ? d : 1);  // unknown or named dims: 1
-  Tensor t;
-  if (is_floating(v.dtype)) t = randn(sizes, TensorOptions(v.dtype));
-  else if (v.dtype == kBool) t = lt(rand(sizes), Scalar(0.5));
-  else t = randint(0, 10, sizes, TensorOptions(v.dtype));
-  return device.is_cpu() ? t : t.to(device);
-}
 
 std::string stats(const Tensor& t) {
   Tensor c = t.is_cpu() ? t : t.to(kCPU);
@@ -38,6 +29,68 @@ std::string stats(const Tensor& t) {
   double mean = sum / static_cast<double>(v.size());
   double sd = std::sqrt(std::max(0.0, sq / static_cast<double>(v.size()) - mean * mean));
   return fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}  std {:.6g}", lo, hi, mean, sd);
+}
+
+Tensor random_input(DType dtype, const SymIntList& sizes, Device device) {
+  Tensor t;
+  if (is_floating(dtype)) t = randn(sizes, TensorOptions(dtype));
+  else if (dtype == kBool) t = lt(rand(sizes), Scalar(0.5));
+  else t = randint(0, 10, sizes, TensorOptions(dtype));
+  return device.is_cpu() ? t : t.to(device);
+}
+
+Tensor random_input(const onnx::ValueInfo& v, Device device) {
+  SymIntList sizes;
+  for (int64_t d : v.dims) sizes.push_back(d >= 0 ? d : 1);  // unknown or named dims: 1
+  return random_input(v.dtype, sizes, device);
+}
+
+// Input k: DIR/input_K.pb when `dir` is given, else random_input().
+Tensor input_from(const std::string& dir, size_t k, const std::string& name, const std::function<Tensor()>& random,
+                  Device device) {
+  if (dir.empty()) return random();
+  fs::path p = fs::path(dir) / fmt::format("input_{}.pb", k);
+  SINTER_CHECK(fs::is_regular_file(p), "--inputs {}: no {} for input {} '{}'", dir, p.filename().string(), k, name);
+  Tensor t = onnx::read_tensor(p.string());
+  return device.is_cpu() ? t : t.to(device);
+}
+
+// Every output against DIR/output_K.pb (a missing expected file is an error, not a silent pass); 1 on a mismatch.
+int compare_expected(const std::vector<Tensor>& outs, const RunOptions& o) {
+  if (o.expected.empty()) return 0;
+  int rc = 0;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    fs::path p = fs::path(o.expected) / fmt::format("output_{}.pb", k);
+    SINTER_CHECK(fs::is_regular_file(p), "--expected {}: no {} for output {} (the model has {} outputs)", o.expected,
+                 p.filename().string(), k, outs.size());
+    Tensor want = onnx::read_tensor(p.string());
+    bool half = want.dtype() == kFloat16 || want.dtype() == kBFloat16;
+    onnx::Tolerance tol{o.rtol >= 0 ? o.rtol : (half ? 1e-2 : 1e-3), o.atol >= 0 ? o.atol : (half ? 1e-2 : 1e-5)};
+    onnx::Comparison c = onnx::compare_outputs(outs[k], want, tol);
+    fmt::print("  output {} vs {}: max abs error {:.3g}, max rel error {:.3g} (rtol {:g}, atol {:g}): {}\n", k,
+               p.filename().string(), c.max_abs_error, c.max_rel_error, tol.rtol, tol.atol,
+               c.mismatch.empty() ? "match" : "MISMATCH: " + c.mismatch);
+    if (!c.mismatch.empty()) rc = 1;
+  }
+  fs::path extra = fs::path(o.expected) / fmt::format("output_{}.pb", outs.size());
+  SINTER_CHECK(!fs::exists(extra), "--expected {}: has {} but the model has only {} outputs", o.expected,
+               extra.filename().string(), outs.size());
+  return rc;
+}
+
+void print_outputs(const std::vector<Tensor>& outs, const std::function<std::string(size_t)>& name) {
+  for (size_t k = 0; k < outs.size(); ++k)
+    fmt::print("  output {} '{}': {}{}  {}\n", k, name(k), dtype_name(outs[k].dtype()), outs[k].sizes().str(),
+               stats(outs[k]));
+}
+
+// The model's inputs: given (--inputs) or random at the shapes the model declares.
+std::vector<Tensor> model_inputs(const onnx::Model& model, const RunOptions& o, Device device) {
+  std::vector<Tensor> inputs;
+  for (size_t k = 0; k < model.inputs().size(); ++k)
+    inputs.push_back(input_from(o.inputs, k, model.inputs()[k].name,
+                                [&] { return random_input(model.inputs()[k], device); }, device));
+  return inputs;
 }
 
 double seconds_per_call(const std::function<std::vector<Tensor>()>& fn, int n) {
@@ -53,7 +106,31 @@ double seconds_per_call(const std::function<std::vector<Tensor>()>& fn, int n) {
 
 }  // namespace
 
+// `sinter run DIR`: an ahead-of-time artifact (sinter/aot.h), loaded and run without compiling.
+int run_artifact(const RunOptions& o) {
+  SINTER_CHECK(o.device == "cpu", "run: an artifact runs on the CPU (--device {} given)", o.device);
+  auto t0 = std::chrono::steady_clock::now();
+  aot::Artifact a = aot::load(o.model);
+  double load = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("{}", a.describe());
+  std::vector<TensorMeta> metas = a.input_metas();
+  std::vector<Tensor> inputs;
+  for (size_t k = 0; k < metas.size(); ++k)
+    inputs.push_back(input_from(o.inputs, k, fmt::format("#{}", k),
+                                [&] { return random_input(metas[k].dtype, metas[k].sizes.hints(), kCPU); }, kCPU));
+  t0 = std::chrono::steady_clock::now();
+  std::vector<Tensor> outs = a(inputs);
+  double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("loaded in {:.1f} ms, first call {:.1f} ms\n", load * 1e3, first * 1e3);
+  print_outputs(outs, [](size_t k) { return fmt::format("#{}", k); });
+  int rc = compare_expected(outs, o);
+  if (o.bench > 0)
+    fmt::print("bench ({} calls, median): {:.3f} ms\n", o.bench, seconds_per_call([&] { return a(inputs); }, o.bench) * 1e3);
+  return rc;
+}
+
 int run_onnx(const RunOptions& o) {
+  if (fs::is_directory(o.model)) return run_artifact(o);
   // Folders are checked before the model is loaded and compiled, so a typo fails at once.
   SINTER_CHECK(fs::is_regular_file(o.model), "run: no model file {}", o.model);
   for (auto [option, dir] : {std::pair{"--inputs", o.inputs}, {"--expected", o.expected}})
@@ -61,48 +138,17 @@ int run_onnx(const RunOptions& o) {
   onnx::Model model = onnx::load(o.model);
   fmt::print("{}", model.summary());
   Device device = parse_device(o.device);
-  std::vector<Tensor> inputs;
-  for (size_t k = 0; k < model.inputs().size(); ++k) {
-    if (!o.inputs.empty()) {
-      fs::path p = fs::path(o.inputs) / fmt::format("input_{}.pb", k);
-      SINTER_CHECK(fs::is_regular_file(p), "--inputs {}: no {} for input {} '{}'", o.inputs, p.filename().string(), k,
-                   model.inputs()[k].name);
-      Tensor t = onnx::read_tensor(p.string());
-      inputs.push_back(device.is_cpu() ? t : t.to(device));
-    } else {
-      inputs.push_back(random_input(model.inputs()[k], device));
-    }
-  }
+  std::vector<Tensor> inputs = model_inputs(model, o, device);
   CompileOptions copt{.backend = o.backend, .mode = parse_mode(o.mode), .freeze = o.freeze};
   auto fast = compile(model, copt);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> outs = fast(inputs);
   double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fmt::print("ran under {} on {} (first call {:.3f} s)\n", o.backend, device.str(), first);
-  for (size_t k = 0; k < outs.size(); ++k) {
-    std::string name = k < model.outputs().size() ? model.outputs()[k].name : fmt::format("#{}", k);
-    fmt::print("  output {} '{}': {}{}  {}\n", k, name, dtype_name(outs[k].dtype()), outs[k].sizes().str(), stats(outs[k]));
-  }
-  int rc = 0;
-  if (!o.expected.empty()) {
-    // Every output is compared: a missing expected file is an error, not a silent pass.
-    for (size_t k = 0; k < outs.size(); ++k) {
-      fs::path p = fs::path(o.expected) / fmt::format("output_{}.pb", k);
-      SINTER_CHECK(fs::is_regular_file(p), "--expected {}: no {} for output {} (the model has {} outputs)",
-                   o.expected, p.filename().string(), k, outs.size());
-      Tensor want = onnx::read_tensor(p.string());
-      bool half = want.dtype() == kFloat16 || want.dtype() == kBFloat16;
-      onnx::Tolerance tol{o.rtol >= 0 ? o.rtol : (half ? 1e-2 : 1e-3), o.atol >= 0 ? o.atol : (half ? 1e-2 : 1e-5)};
-      onnx::Comparison c = onnx::compare_outputs(outs[k], want, tol);
-      fmt::print("  output {} vs {}: max abs error {:.3g}, max rel error {:.3g} (rtol {:g}, atol {:g}): {}\n", k,
-                 p.filename().string(), c.max_abs_error, c.max_rel_error, tol.rtol, tol.atol,
-                 c.mismatch.empty() ? "match" : "MISMATCH: " + c.mismatch);
-      if (!c.mismatch.empty()) rc = 1;
-    }
-    fs::path extra = fs::path(o.expected) / fmt::format("output_{}.pb", outs.size());
-    SINTER_CHECK(!fs::exists(extra), "--expected {}: has {} but the model has only {} outputs", o.expected,
-                 extra.filename().string(), outs.size());
-  }
+  print_outputs(outs, [&](size_t k) {
+    return k < model.outputs().size() ? model.outputs()[k].name : fmt::format("#{}", k);
+  });
+  int rc = compare_expected(outs, o);
   if (o.bench > 0) {
     double eager = seconds_per_call([&] { return model(inputs); }, o.bench);
     double compiled = seconds_per_call([&] { return fast(inputs); }, o.bench);
@@ -110,6 +156,21 @@ int run_onnx(const RunOptions& o) {
                compiled * 1e3, eager / compiled);
   }
   return rc;
+}
+
+// `sinter compile MODEL.onnx -o DIR`: the model compiled for this CPU and saved as an artifact.
+int compile_onnx(const RunOptions& o, const std::string& out, bool dynamic) {
+  SINTER_CHECK(fs::is_regular_file(o.model), "compile: no model file {}", o.model);
+  SINTER_CHECK(!out.empty(), "compile: give the artifact's folder with -o DIR");
+  onnx::Model model = onnx::load(o.model);
+  fmt::print("{}", model.summary());
+  std::vector<Tensor> inputs = model_inputs(model, o, kCPU);
+  auto fast = compile(model, {.dynamic = dynamic ? Dynamic::kAlways : Dynamic::kNever, .freeze = o.freeze});
+  auto t0 = std::chrono::steady_clock::now();
+  aot::save(fast, out, inputs);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("saved {} in {:.2f} s\n", out, took);
+  return 0;
 }
 
 int conformance(const ConformanceCliOptions& o) {
@@ -176,8 +237,28 @@ int run_command(const std::vector<std::string>& args) {
       else if (!a.empty() && a[0] != '-' && o.model.empty()) o.model = a;
       else throw Error(fmt::format("run: unknown option {} (sinter run --help lists them)", a));
     }
-    if (o.model.empty()) throw Error("run: give a model file (sinter run MODEL.onnx)");
+    if (o.model.empty()) throw Error("run: give a model file or an artifact's folder (sinter run MODEL.onnx)");
     return run_onnx(o);
+  }
+  if (args[0] == "compile") {
+    RunOptions o;
+    std::string out;
+    bool dynamic = false;
+    for (size_t i = 1; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (is_help(a)) {
+        fmt::print("usage: sinter\n{}", kCompileUsage);
+        return 0;
+      }
+      if (a == "-o" || a == "--out") out = value_of(i);
+      else if (a == "--inputs") o.inputs = value_of(i);
+      else if (a == "--dynamic") dynamic = true;
+      else if (a == "--no-freeze") o.freeze = false;
+      else if (!a.empty() && a[0] != '-' && o.model.empty()) o.model = a;
+      else throw Error(fmt::format("compile: unknown option {} (sinter compile --help lists them)", a));
+    }
+    if (o.model.empty()) throw Error("compile: give a model file (sinter compile MODEL.onnx -o DIR)");
+    return compile_onnx(o, out, dynamic);
   }
   ConformanceCliOptions o;
   for (size_t i = 1; i < args.size(); ++i) {

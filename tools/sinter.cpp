@@ -24,12 +24,19 @@
 namespace sinter::tools {
 
 const char* const kRunUsage =
-    "  run MODEL.onnx [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
+    "  run MODEL.onnx|DIR [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
     "      [--rtol R] [--atol A] [--no-freeze]\n"
     "                                         run an ONNX model (backend inductor unless --backend, as compile(),\n"
     "                                         its initializers frozen into constants unless --no-freeze);\n"
     "                                         compare with DIR/output_K.pb (every output must have one); time N\n"
-    "                                         calls eager vs compiled (N >= 1)\n";
+    "                                         calls eager vs compiled (N >= 1); DIR: an artifact of `sinter\n"
+    "                                         compile`, loaded and run without compiling\n";
+const char* const kCompileUsage =
+    "  compile MODEL.onnx -o DIR [--inputs DIR] [--dynamic] [--no-freeze]\n"
+    "                                         compile the model for this CPU and save it as an artifact that\n"
+    "                                         `sinter run DIR` (or aot::load) runs without a compiler; --dynamic:\n"
+    "                                         any sizes the guards admit, else the example's (--inputs, or random\n"
+    "                                         at the model's declared shapes)\n";
 const char* const kConformanceUsage =
     "  conformance [--data DIR] [--suite S]... [--backend B]... [--device D] [--filter F] [--json FILE] [-v]\n"
     "      [--no-list] [--allow-failures]     ONNX's conformance suites (data: scripts/conformance_data.sh), the\n"
@@ -68,8 +75,9 @@ const char* const kFuzzUsage =
     "                                         (--device cuda: the backends on the GPU, eager on the CPU)\n";
 
 int usage(FILE* out, int rc) {
-  fmt::print(out, "usage: sinter <command> [options]   (sinter <command> --help: that command's options)\n{}{}{}{}{}",
-             kDemoUsage, kBenchUsage, sinter::tools::kRunUsage, sinter::tools::kConformanceUsage, kFuzzUsage);
+  fmt::print(out, "usage: sinter <command> [options]   (sinter <command> --help: that command's options)\n{}{}{}{}{}{}",
+             kDemoUsage, kBenchUsage, sinter::tools::kRunUsage, sinter::tools::kCompileUsage,
+             sinter::tools::kConformanceUsage, kFuzzUsage);
   return rc;
 }
 
@@ -190,7 +198,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "bench") return bench(args);
     if (cmd == "fuzz") return fuzz(args);
-    if (cmd == "run" || cmd == "conformance") return sinter::tools::run_command(args);
+    if (cmd == "run" || cmd == "conformance" || cmd == "compile") return sinter::tools::run_command(args);
     if (cmd == "help" || sinter::tools::is_help(cmd)) return usage(stdout, 0);
     fmt::print(stderr, "unknown command '{}'\n", cmd);
     return usage(stderr, 2);

@@ -33,6 +33,7 @@ bool is_help(const std::string& arg);  // --help or -h
 // Each command's usage text (tools/sinter.cpp), printed by `sinter <command> --help`.
 extern const char* const kRunUsage;
 extern const char* const kConformanceUsage;
+extern const char* const kCompileUsage;
 
 int bench_eager(const BenchOptions& options);
 int bench_overhead(const BenchOptions& options);  // --suite overhead (bench_overhead.cpp)
@@ -55,7 +56,7 @@ struct ConformanceCliOptions {
   bool verbose = false, list = true, allow_failures = false;
 };
 int conformance(const ConformanceCliOptions& options);
-// Parses `run ...` / `conformance ...` (args[0] is the command) and runs it.
+// Parses `run ...` / `compile ...` / `conformance ...` (args[0] is the command) and runs it.
 int run_command(const std::vector<std::string>& args);
 int bench_workloads(const BenchOptions& options);
 int demo();

@@ -177,6 +177,11 @@ struct CompileContext {
   // function made, functionalized). A backend may compute such an output straight into the input's memory and
   // return the input itself, where nothing it reads later needs the old values.
   std::vector<std::pair<int, int>> write_backs;
+  // Ahead-of-time artifacts (aot.h): a directory of the inductor's CPU kernel objects, each named by its source's
+  // SHA-256. aot::save compiles as usual and copies each object there; with aot_prebuilt (aot::load) they are
+  // loaded from there and nothing is compiled. Empty otherwise.
+  std::string aot_object_dir;
+  bool aot_prebuilt = false;
   // The context capture builds for `graph`: these options, the host CPU (or, for CUDA inputs, an sm_90 GPU
   // description), the graph's ShapeEnv, SINTER_DEBUG_DIR.
   static CompileContext for_graph(const Graph& graph, const CompileOptions& options = {});
@@ -293,6 +298,15 @@ using CallArg = std::variant<Tensor, std::vector<Tensor>, SymInt, double, bool>;
 // Runs the user's function on (possibly traced) arguments and returns its tensors, flattened.
 using Invoke = std::function<std::vector<Tensor>(std::vector<CallArg>& args)>;
 
+// What aot::save keeps of one capture (Engine::export_graph): the functional graph and its real inputs, the
+// call's tensors first (num_args of them), then the tensors the function read without taking them as arguments
+// (a module's parameters and buffers: the weights). Its ShapeEnv holds the symbols' ranges and the guards.
+struct ExportedGraph {
+  Graph graph;
+  std::vector<Tensor> inputs;
+  int num_args = 0;
+};
+
 class Engine {
  public:
   Engine(CompileOptions options, const nn::Module* module);
@@ -301,6 +315,10 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
   std::vector<Tensor> call(std::vector<CallArg> args, const Invoke& invoke);
   ExplainOutput explain(std::vector<CallArg> args, const Invoke& invoke);
+  // Captures one call as a whole graph for an ahead-of-time artifact, without compiling or caching it. Throws
+  // Error naming what an artifact cannot hold: a graph break, integer or host-number arguments, training (a
+  // backward), writes to the inputs, outputs that alias inputs.
+  ExportedGraph export_graph(std::vector<CallArg> args, const Invoke& invoke);
   CompileStats stats() const;
   void reset();  // forgets every compiled entry
 
@@ -463,6 +481,15 @@ class Compiled {
     using R = std::decay_t<std::invoke_result_t<Fn&, A&&...>>;
     std::vector<capture::CallArg> call_args{capture::ArgTraits<std::decay_t<A>>::to(args)...};
     return engine_->explain(std::move(call_args), invoker<R, std::decay_t<A>...>());
+  }
+
+  // One call captured for an ahead-of-time artifact (aot::save); see Engine::export_graph.
+  template <class... A>
+    requires(capture::CompilableArg<std::decay_t<A>> && ...) && std::is_invocable_v<Fn&, A&&...>
+  capture::ExportedGraph export_graph(A&&... args) const {
+    using R = std::decay_t<std::invoke_result_t<Fn&, A&&...>>;
+    std::vector<capture::CallArg> call_args{capture::ArgTraits<std::decay_t<A>>::to(args)...};
+    return engine_->export_graph(std::move(call_args), invoker<R, std::decay_t<A>...>());
   }
 
   CompileStats stats() const { return engine_->stats(); }

@@ -96,6 +96,8 @@ std::shared_ptr<runtime::Executor> compile_for_cpu(const Graph& graph, const Com
       for (std::string w; words >> w;) flags.extra_flags.push_back(w);
     }
     flags.debug_dir = dump.dir();
+    flags.object_dir = ctx.aot_object_dir;
+    flags.prebuilt = ctx.aot_prebuilt;
     codegen::cpp::CompiledObject obj = codegen::cpp::compile_and_load(code.units, name, flags);
     library = obj.library;
     for (size_t k = 0; k < fns.size(); ++k)
@@ -124,6 +126,9 @@ ContextBackend inductor_backend() {
                    "one device (0-d CPU tensors excepted)", inputs[k]->name, m.device.str(), ctx.target.name);
       host_scalars.push_back(k);
     }
+    SINTER_CHECK(ctx.target.kind != TargetKind::kCuda || ctx.aot_object_dir.empty(),
+                 "aot: artifacts of CUDA graphs are not supported yet (their cubins are not kept); save the function "
+                 "with CPU inputs");
     auto program = ctx.target.kind == TargetKind::kCuda ? compile_for_cuda(graph, ctx) : compile_for_cpu(graph, ctx);
     CompiledGraph::Fn run = [program](const std::vector<Tensor>& inputs) { return program->run(inputs); };
     if (!ctx.write_backs.empty()) {

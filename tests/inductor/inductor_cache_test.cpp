@@ -4,9 +4,7 @@
 // Second processes are this test binary re-run (posix_spawn of /proc/self/exe) with one child test selected:
 // a fork() would inherit a thread pool whose worker threads do not exist in the child.
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,13 +15,12 @@
 #include <vector>
 
 #include "cache_dir_fixture.h"
+#include "child_process.h"
 #include "codegen/cpp/kernel_cache.h"
 #include "sinter/compile.h"
 #include "sinter/ops.h"
 #include "testing.h"
 #include "scoped_env.h"
-
-extern char** environ;
 
 namespace sinter {
 namespace {
@@ -47,34 +44,9 @@ using sinter::testing::ScopedEnv;
 
 // Re-runs this binary with only InductorCacheChild.CompilesTheSharedGraph selected, `mode` in kChildEnv.
 pid_t spawn_child(const std::string& mode) {
-  std::string exe = fs::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=InductorCacheChild.CompilesTheSharedGraph";
-  std::vector<std::string> env_strings;
-  // The parent's environment without its mode and without gtest sharding (a sharded parent's child would run
-  // only its shard of the one-test filter, often nothing).
-  auto dropped = [](const std::string& e) {
-    for (const char* name : {kChildEnv, "GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS"})
-      if (e.rfind(std::string(name) + "=", 0) == 0) return true;
-    return false;
-  };
-  for (char** e = environ; *e; ++e)
-    if (!dropped(*e)) env_strings.push_back(*e);
-  env_strings.push_back(std::string(kChildEnv) + "=" + mode);
-  std::string brief = "--gtest_brief=1";
-  std::vector<char*> argv = {exe.data(), filter.data(), brief.data(), nullptr};
-  std::vector<char*> envp;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data());
-  return rc == 0 ? pid : -1;
+  return testing::spawn_self("InductorCacheChild.CompilesTheSharedGraph", {{kChildEnv, mode}});
 }
-
-int wait_child(pid_t pid) {
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+using testing::wait_child;
 
 // What a child process does: compile the shared graph; "warm" also requires that nothing was compiled.
 TEST(InductorCacheChild, CompilesTheSharedGraph) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "frontends/onnx/onnx_writer.h"
+#include "scoped_env.h"
 #include "support/subprocess.h"
 #include "sinter/sinter.h"
 
@@ -133,8 +134,25 @@ TEST_F(CliRun, BenchTimesTheGivenNumberOfCalls) {
   EXPECT_NE(r.output.find("bench (2 calls, median)"), std::string::npos) << r.output;
 }
 
+// `sinter compile` saves an artifact that `sinter run DIR` runs where SINTER_CXX names no compiler.
+TEST_F(CliRun, ACompiledArtifactRunsWithoutACompiler) {
+  std::string artifact = (dir_ / "relu.sinter").string();
+  Result c = sinter_cli({"compile", model_, "-o", artifact, "--inputs", (dir_ / "inputs").string()});
+  ASSERT_EQ(c.rc, 0) << c.output;
+  EXPECT_NE(c.output.find("saved " + artifact), std::string::npos) << c.output;
+  testing::ScopedEnv cxx("SINTER_CXX", "/nonexistent/c++");
+  Result r = sinter_cli({"run", artifact, "--inputs", (dir_ / "inputs").string(), "--expected",
+                         (dir_ / "expected").string()});
+  EXPECT_EQ(r.rc, 0) << r.output;
+  EXPECT_NE(r.output.find("loaded in"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("match"), std::string::npos) << r.output;
+  Result missing = sinter_cli({"compile", model_});
+  EXPECT_EQ(missing.rc, 1) << missing.output;
+  EXPECT_NE(missing.output.find("-o DIR"), std::string::npos) << missing.output;
+}
+
 TEST(Cli, EveryCommandAnswersHelpWithItsUsage) {
-  for (std::string cmd : {"run", "bench", "conformance", "demo"}) {
+  for (std::string cmd : {"run", "bench", "conformance", "demo", "compile"}) {
     for (std::string flag : {"--help", "-h"}) {
       Result r = sinter_cli({cmd, flag});
       EXPECT_EQ(r.rc, 0) << cmd << " " << flag << "\n" << r.output;

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
@@ -450,10 +451,56 @@ std::string kernel_cache_key(const std::vector<std::string>& units, const Compil
   return h.hex_digest();
 }
 
+std::string units_digest(const std::vector<std::string>& units) {
+  Sha256 h;
+  for (const std::string& u : units) {
+    h.update(fmt::format("{}:", u.size()));
+    h.update(u);
+  }
+  return h.hex_digest();
+}
+
+namespace {
+
+// An artifact's object for these units (CompileOptions::prebuilt): the artifact's manifest checked its hash.
+CompiledObject load_prebuilt(const std::vector<std::string>& units, const std::string& name,
+                             const CompileOptions& options, Clock::time_point start) {
+  const std::string path = fmt::format("{}/{}.so", options.object_dir, units_digest(units));
+  SINTER_CHECK(::access(path.c_str(), R_OK) == 0,
+               "aot: the artifact has no kernel object for {} ({} is missing): it was saved by another build of "
+               "sinter, or for another target", name, path);
+  CompiledObject result;
+  result.library = std::make_shared<SharedLibrary>(path);
+  result.key = units_digest(units);
+  result.from = CompiledObject::From::kDisk;
+  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+// Copies the object just built or found into the artifact's directory (CompileOptions::object_dir).
+void keep_object(const std::vector<std::string>& units, const CompiledObject& object, const CompileOptions& options) {
+  const std::string to = fmt::format("{}/{}.so", options.object_dir, units_digest(units));
+  std::ifstream in(object.library->path(), std::ios::binary);
+  std::ofstream out(to, std::ios::binary | std::ios::trunc);
+  out << in.rdbuf();
+  SINTER_CHECK(in.good() || in.eof(), "aot: cannot read the kernel object {}", object.library->path());
+  SINTER_CHECK(out.good(), "aot: cannot write {}", to);
+}
+
+}  // namespace
+
 CompiledObject compile_and_load(const std::vector<std::string>& units, const std::string& name,
                                 const CompileOptions& options) {
   auto start = Clock::now();
   SINTER_INTERNAL_ASSERT(!units.empty(), "compile_and_load of {} without translation units", name);
+  if (options.prebuilt) return load_prebuilt(units, name, options, start);
+  if (!options.object_dir.empty()) {
+    CompileOptions plain = options;
+    plain.object_dir.clear();
+    CompiledObject object = compile_and_load(units, name, plain);
+    keep_object(units, object, options);
+    return object;
+  }
   Request req{units, safe_name(name), options, host_toolchain(), kernel_cache_key(units, options)};
   Registry& r = registry();
   CompiledObject result;

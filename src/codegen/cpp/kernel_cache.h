@@ -48,6 +48,11 @@ struct CompileOptions {
   std::vector<std::string> extra_flags;  // appended to the toolchain's flags (part of the key)
   // Where copies of the sources go, as kernels.cpp (not part of the key). Empty: SINTER_DEBUG_DIR when set.
   std::string debug_dir;
+  // Ahead-of-time artifacts: a directory of objects named <units_digest(units)>.so. Unless `prebuilt`, the object
+  // is built (or found) as usual and copied there; with `prebuilt`, it is loaded from there and nothing is
+  // compiled: no toolchain is asked (the loading machine may have no compiler), and a missing object is an Error.
+  std::string object_dir;
+  bool prebuilt = false;
 };
 
 // `units`: complete translation units. The caller puts prelude() (codegen/cpp/prelude.h) at the top of each unit
@@ -56,6 +61,9 @@ struct CompileOptions {
 // Throws sinter::Error with the compiler's message and the kept source's path when compilation fails.
 CompiledObject compile_and_load(const std::vector<std::string>& units, const std::string& name,
                                 const CompileOptions& options = {});
+
+// The SHA-256 of the units alone (what names an object in CompileOptions::object_dir).
+std::string units_digest(const std::vector<std::string>& units);
 
 // The key compile_and_load would use (for tests and explain).
 std::string kernel_cache_key(const std::vector<std::string>& units, const CompileOptions& options = {});
