@@ -193,14 +193,23 @@ class Lowerer final : public PointwiseContext {
   bool dense_layout(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides) const {
     for (const ExprPtr& s : sizes)
       if (s->is_const() && s->value() == 0) return true;
-    // Eager's contiguous strides multiply Max(1, size) (so an empty dim keeps its neighbours' strides apart); for
-    // a value with elements that is the product of the sizes, so either form is dense.
+    // Eager's contiguous strides multiply Max(1, size) (so an empty dim keeps its neighbours' strides apart), and
+    // a size the guards made 1 without making its expression 1 stays a factor of the strides outside it (taken
+    // as lying where its dim index puts it). For a value with elements these are all the product of the sizes.
     std::vector<int> perm = memory_order(sizes, strides);
     ExprPtr expect = sym::make_const(1), expect_max = expect;
     for (size_t j = perm.size(); j-- > 0;) {
-      int d = perm[j];
+      const int d = perm[j];
       if (is_one(sizes[d])) continue;
-      if (!same(strides[d], expect) && !same(strides[d], expect_max)) return false;
+      ExprPtr ones = sym::make_const(1), ones_max = ones;
+      for (size_t k = d + 1; k < sizes.size(); ++k)
+        if (!sizes[k]->is_const() && is_one(sizes[k])) {
+          ones = sym::make_mul(ones, sizes[k]);
+          ones_max = sym::make_mul(ones_max, sym::make_max(sym::make_const(1), sizes[k]));
+        }
+      if (!same(strides[d], expect) && !same(strides[d], expect_max) && !same(strides[d], sym::make_mul(expect, ones)) &&
+          !same(strides[d], sym::make_mul(expect_max, ones_max)))
+        return false;
       expect = sym::make_mul(expect, sizes[d]);
       expect_max = sym::make_mul(expect_max, sym::make_max(sym::make_const(1), sizes[d]));
     }

@@ -5,7 +5,8 @@
 // elementwise op's layout decided at the example's sizes must be guarded (a size-1 dim at the example made a
 // permuted input look contiguous, seed 405 case 982); a decomposed softmax/log_softmax keeps its contiguous
 // layout when guards made two symbols equal (seed 412 case 495) and after a chunk of its output (seed 412 case
-// 148, where chunk specialised the size).
+// 148, where chunk specialised the size). And two of layouts whose strides are products in another form than the
+// sizes' (Max(1, size), and a factor the guards made 1).
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -49,6 +50,24 @@ TEST(OutputStrides, AChunkOfAConcatenationUnderSymbolicSizes) {
         EXPECT_EQ(got.strides().hints(), want.strides().hints()) << backend << " w=" << wd;
         EXPECT_CLOSE(got, want);
       }
+    }
+  }
+}
+
+// A size the guards made 1 (a stride-2 conv's output height at the example) stays a factor of the strides of the
+// dims outside it: the concatenation is still stored in its graph layout, and a flatten of it is a view (sinter
+// fuzz seed 2026120705 case 1347 stopped with "view of a value whose layout differs from the graph's").
+TEST(OutputStrides, AFlattenOfAConcatenationWhoseSizeTheGuardsMadeOne) {
+  Tensor w = testing::random({1, 1, 1, 1}, kFloat32, 3), b = testing::random({1}, kFloat32, 4);
+  auto f = [&](const Tensor& x) {
+    Tensor y = conv2d(x, w, b, {2, 2});
+    return cat({y, y}, 1).flatten(0, 3);
+  };
+  for (const char* backend : {"inductor", "aot_eager"}) {
+    auto c = compile(f, {.backend = backend, .dynamic = Dynamic::kAlways});
+    for (int64_t h : {2, 5, 2}) {
+      Tensor x = testing::random({1, 1, h, h}, kFloat32, h);
+      EXPECT_CLOSE(c(x), f(x)) << backend << " h=" << h;
     }
   }
 }
