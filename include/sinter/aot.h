@@ -8,7 +8,7 @@
 //
 // The directory holds:
 //   manifest.json        format, the CPU it was built for, the symbols' ranges and the guards, the input count, and
-//                        the SHA-256 of every other file
+//                        the digest of every other file (the SHA-256 of the SHA-256s of its 1 MiB blocks)
 //   graph.txt            the captured graph after functionalization (print_graph's text)
 //   weights.safetensors  the tensors the function read without taking them as arguments (a module's parameters
 //                        and buffers), by graph input name

@@ -2,6 +2,10 @@
 
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace sinter::support {
 namespace {
 
@@ -18,13 +22,67 @@ constexpr uint32_t kRound[64] = {
 
 inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
+#if defined(__x86_64__)
+bool cpu_has_sha() {
+  static const bool has = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  return has;
+}
+
+// The blocks with the SHA extensions. The state is kept as two vectors, ABEF and CDGH (the order sha256rnds2
+// works on); each sha256rnds2 does two rounds, and sha256msg1/msg2 extend the message schedule four words at a
+// time: W[t] = sigma1(W[t-2]) + W[t-7] + sigma0(W[t-15]) + W[t-16].
+__attribute__((target("sha,sse4.1"))) void compress_sha(uint32_t* state, const uint8_t* p, size_t count) {
+  __m128i t = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state)), 0xB1);       // CDAB
+  __m128i efgh = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 4)), 0x1B);  // HGFE
+  __m128i abef = _mm_alignr_epi8(t, efgh, 8);
+  __m128i cdgh = _mm_blend_epi16(efgh, t, 0xF0);
+  const __m128i byteswap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  for (; count > 0; --count, p += 64) {
+    const __m128i abef_in = abef, cdgh_in = cdgh;
+    __m128i w[4];
+    for (int g = 0; g < 16; ++g) {
+      __m128i& m = w[g % 4];
+      if (g < 4) {
+        m = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * g)), byteswap);
+      } else {
+        // m holds W[4g-16 .. 4g-13]; w[(g+1)%4] the next four, w[(g+2)%4] W[4g-8 ..], w[(g+3)%4] W[4g-4 ..].
+        __m128i x = _mm_sha256msg1_epu32(m, w[(g + 1) % 4]);
+        x = _mm_add_epi32(x, _mm_alignr_epi8(w[(g + 3) % 4], w[(g + 2) % 4], 4));
+        m = _mm_sha256msg2_epu32(x, w[(g + 3) % 4]);
+      }
+      __m128i k = _mm_add_epi32(m, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kRound + 4 * g)));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, k);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(k, 0x0E));
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  }
+  t = _mm_shuffle_epi32(abef, 0x1B);     // FEBA
+  cdgh = _mm_shuffle_epi32(cdgh, 0xB1);  // DCHG
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(state), _mm_blend_epi16(t, cdgh, 0xF0));     // DCBA
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), _mm_alignr_epi8(cdgh, t, 8));  // HGFE
+}
+#else
+bool cpu_has_sha() { return false; }
+void compress_sha(uint32_t*, const uint8_t*, size_t) {}
+#endif
+
 }  // namespace
 
 // First 32 bits of the fractional parts of the square roots of the first 8 primes.
-Sha256::Sha256()
-    : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+Sha256::Sha256(bool use_sha_extensions)
+    : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19},
+      extensions_(use_sha_extensions && cpu_has_sha()) {}
 
-void Sha256::compress(const uint8_t* block) {
+void Sha256::compress(const uint8_t* blocks, size_t count) {
+  if (extensions_) {
+    compress_sha(state_.data(), blocks, count);
+    return;
+  }
+  for (; count > 0; --count, blocks += 64) compress_one(blocks);
+}
+
+void Sha256::compress_one(const uint8_t* block) {
   uint32_t w[64];
   for (int i = 0; i < 16; ++i)
     w[i] = uint32_t(block[4 * i]) << 24 | uint32_t(block[4 * i + 1]) << 16 | uint32_t(block[4 * i + 2]) << 8 |
@@ -53,10 +111,12 @@ void Sha256::update(const void* data, size_t size) {
     std::memcpy(buffer_.data() + buffered_, p, take);
     buffered_ += take, p += take, size -= take;
     if (buffered_ < 64) return;
-    compress(buffer_.data());
+    compress(buffer_.data(), 1);
     buffered_ = 0;
   }
-  for (; size >= 64; p += 64, size -= 64) compress(p);
+  compress(p, size / 64);
+  p += size / 64 * 64;
+  size %= 64;
   std::memcpy(buffer_.data(), p, size);
   buffered_ = size;
 }
