@@ -45,16 +45,8 @@ void CudaLauncher::launch(RunState& r, int k, const LaunchConfig& config) const 
   const CudaKernelEntry& e = kernels_[k];
   int64_t total = r.ev(plan.total);
   const unsigned block = config.block > 0 ? config.block : e.block;
-  // Every kernel walks its iterations grid-stride, so the grid only sets the parallelism. On an H200 (132 SMs),
-  // measured on pointwise and softmax: a flat kernel is fastest with about 64 blocks per multiprocessor (3%
-  // better than 16), a row kernel with a block per row (3-5% better than 16 per multiprocessor, the rows of a
-  // block do not wait on each other's barriers). The simulator runs a few (each block is a set of fibers on one
-  // host thread).
   int64_t per_block = e.rows_per_block > 0 ? e.rows_per_block : int64_t{block} * e.vector;
-  int64_t cap = cuda::is_simulated() ? (config.blocks_per_sm > 0 ? config.blocks_per_sm : 4)
-                : config.blocks_per_sm > 0 ? static_cast<int64_t>(multiprocessors_) * config.blocks_per_sm
-                : e.rows_per_block > 0     ? int64_t{0x7fffffff}
-                                           : static_cast<int64_t>(multiprocessors_) * 64;
+  int64_t cap = grid_cap(e.rows_per_block > 0, config.blocks_per_sm);
   int64_t blocks = (total + per_block - 1) / per_block;
   // A split row kernel (a block per row, or per tile of rows of a column reduction): enough chunks per row to
   // give every multiprocessor 8 blocks (4 on the simulator, so that its tests split too), each chunk at least 4
@@ -95,15 +87,33 @@ void CudaLauncher::launch(RunState& r, int k, const LaunchConfig& config) const 
     params.push_back(&counters_ptr);
     params.push_back(&parts);
   }
-  // The vector path where the addresses and sizes of this call allow it (the checks the kernel was written with).
-  bool vector = true;
-  for (const inductor::VectorCheck& c : e.vector_checks)
-    vector = vector && (c.argument >= 0 ? (reinterpret_cast<uintptr_t>(ptrs.at(c.argument)) & (c.bytes - 1)) == 0
-                                        : r.ev(c.divisible) % c.by == 0);
+  const bool vector = vector_path(r, e, ptrs.data());
   const std::string& name = vector ? e.name : e.scalar_name;
   if (cuda::is_simulated()) fire(name, vector ? e.sim : e.scalar_sim, nullptr, params, grid, block);
   else fire(name, nullptr, vector ? e.function : e.scalar->get(), params, grid, block);
   if (e.error_flag) check_flag(flag, e.name);
+}
+
+// The most blocks a kernel launches. Every kernel walks its iterations grid-stride, so this only sets the
+// parallelism: a tuned number per multiprocessor (max-autotune), else, as measured on an H200 (132 SMs) over
+// pointwise and softmax, 64 blocks per multiprocessor for a flat kernel (3% better than 16) and a block per row for
+// a row kernel (3-5% better than 16 per multiprocessor: the rows of a block do not wait on each other's barriers).
+// The simulator runs a few (each block is a set of fibers on one host thread).
+int64_t CudaLauncher::grid_cap(bool rows, int blocks_per_sm) const {
+  if (cuda::is_simulated()) return blocks_per_sm > 0 ? blocks_per_sm : 4;
+  if (blocks_per_sm > 0) return static_cast<int64_t>(multiprocessors_) * blocks_per_sm;
+  return rows ? int64_t{0x7fffffff} : static_cast<int64_t>(multiprocessors_) * 64;
+}
+
+// Whether this call may take the kernel's vector path: the checks it was written with hold for these addresses
+// (`ptrs`: the kernel's buffers, in argument order) and sizes.
+bool CudaLauncher::vector_path(const RunState& r, const CudaKernelEntry& e, void* const* ptrs) const {
+  for (const inductor::VectorCheck& c : e.vector_checks) {
+    const bool ok = c.argument >= 0 ? (reinterpret_cast<uintptr_t>(ptrs[c.argument]) & (c.bytes - 1)) == 0
+                                    : r.ev(c.divisible) % c.by == 0;
+    if (!ok) return false;
+  }
+  return true;
 }
 
 // Launches `fn` (on a GPU) or `entry` (on the simulated device) with `params`; while capturing on the simulated
@@ -162,18 +172,12 @@ void CudaLauncher::run_combined(RunState& r, const std::vector<int>& wave) const
     int64_t n = 0;
     if (std::find(wave.begin(), wave.end(), k) != wave.end()) {
       const int64_t total = r.ev(plan.total), per_block = int64_t{e.block} * e.vector;
-      const int64_t cap = cuda::is_simulated() ? 4 : static_cast<int64_t>(multiprocessors_) * 64;
-      n = total > 0 ? std::min((total + per_block - 1) / per_block, cap) : 0;
+      n = total > 0 ? std::min((total + per_block - 1) / per_block, grid_cap(false, 0)) : 0;
     }
     ranges.push_back(blocks);
     ranges.push_back(blocks + n);
     blocks += n;
-    bool vector = true;
-    for (const inductor::VectorCheck& check : e.vector_checks)
-      vector = vector && (check.argument >= 0
-                              ? (reinterpret_cast<uintptr_t>(ptrs.at(first + check.argument)) & (check.bytes - 1)) == 0
-                              : r.ev(check.divisible) % check.by == 0);
-    vectors.push_back(vector ? 1 : 0);
+    vectors.push_back(vector_path(r, e, ptrs.data() + first) ? 1 : 0);
   }
   if (blocks == 0) return;
   std::vector<void*> params;

@@ -91,6 +91,8 @@ class CudaLauncher final : public Launcher {
   void fire(const std::string& name, void (*entry)(void**), void* fn, std::vector<void*>& params, unsigned grid,
             unsigned block) const;
   void check_flag(const Tensor& flag, const std::string& kernel) const;
+  int64_t grid_cap(bool rows, int blocks_per_sm) const;
+  bool vector_path(const RunState& r, const CudaKernelEntry& e, void* const* ptrs) const;
   // The configuration kernel k launches with: tuned on its first launch under max-autotune (cuda_autotune.cpp).
   LaunchConfig config_for(RunState& r, int k) const;
   LaunchConfig tune(RunState& r, int k) const;
