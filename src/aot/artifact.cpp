@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <map>
 #include <set>
@@ -139,8 +140,12 @@ const nn::Json& member(const nn::Json& j, const char* key, const std::string& pa
 
 int64_t number(const nn::Json& j, const char* key, const std::string& path) {
   const nn::Json& v = member(j, key, path);
-  SINTER_CHECK(v.kind == nn::Json::Kind::kNumber, "aot: \"{}\" of {} is not a number", key, path);
-  return std::stoll(v.text);
+  int64_t out = 0;
+  const char* end = v.text.data() + v.text.size();
+  auto [at, ec] = std::from_chars(v.text.data(), end, out);
+  SINTER_CHECK(v.kind == nn::Json::Kind::kNumber && ec == std::errc() && at == end,
+               "aot: \"{}\" of {} is not an integer in range ({})", key, path, v.text);
+  return out;
 }
 
 std::string text(const nn::Json& j, const char* key, const std::string& path) {
@@ -163,9 +168,16 @@ Manifest parse_manifest(const std::string& dir) {
   for (const nn::Json& f : member(j, "cpu_flags", path).items) m.cpu_flags.push_back(f.text);
   m.cores = static_cast<int>(number(j, "target_cores", path));
   m.num_args = static_cast<int>(number(j, "num_args", path));
-  for (const nn::Json& s : member(j, "symbols", path).items)
+  SINTER_CHECK(m.cores >= 1 && m.num_args >= 0, "aot: {} has target_cores {} and num_args {}", path, m.cores,
+               m.num_args);
+  for (const nn::Json& s : member(j, "symbols", path).items) {
     m.symbols.push_back({number(s, "hint", path), number(s, "min", path), number(s, "max", path),
                          text(s, "source", path)});
+    const Symbol& y = m.symbols.back();
+    SINTER_CHECK(y.min >= 2 && y.min <= y.hint && y.hint <= y.max,
+                 "aot: symbol {} of {} has hint {} outside its range [{}, {}] (or below 2)", m.symbols.size() - 1, path,
+                 y.hint, y.min, y.max);
+  }
   for (const nn::Json& g : member(j, "guards", path).items)
     m.guards.push_back({text(g, "rel", path), text(g, "lhs", path), text(g, "rhs", path)});
   for (const auto& [name, sha] : member(j, "files", path).members) m.files[name] = sha.text;

@@ -106,6 +106,24 @@ TEST_F(AotArtifact, RefusesAModifiedArtifact) {
   std::ofstream(artifact() + "/kernels/extra.so") << "not a kernel";
   EXPECT_ERROR(aot::load(artifact()), "is not in the manifest");
   EXPECT_ERROR(aot::load(dir_ + "/nothing-here"), "not an artifact");
+  // A broken manifest is an Error naming what is wrong, never a crash.
+  fs::remove(artifact() + "/kernels/extra.so");
+  std::string manifest;
+  {
+    std::ifstream in(artifact() + "/manifest.json");
+    manifest.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string m = manifest;
+    m.replace(m.find(from), from.size(), to);
+    std::ofstream(artifact() + "/manifest.json", std::ios::trunc) << m;
+  };
+  with("\"target_cores\": ", "\"target_cores\": 99999999999999999999");
+  EXPECT_ERROR(aot::load(artifact()), "not an integer in range");
+  with("\"format\": ", "\"format\": 7, \"x\": ");
+  EXPECT_ERROR(aot::load(artifact()), "is not a string");
+  std::ofstream(artifact() + "/manifest.json", std::ios::trunc) << "{\"format\": ";
+  EXPECT_ERROR(aot::load(artifact()), "");
 }
 
 TEST_F(AotArtifact, SaysWhatItCannotHold) {
