@@ -6,6 +6,9 @@
 #include <fmt/ranges.h>
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -97,6 +100,28 @@ std::string digest(std::string_view data) {
   std::string all;
   for (const std::string& p : parts) all += p;
   return support::sha256_hex(all);
+}
+
+// The digest of a file, read through a private mapping (no copy into the heap).
+std::string file_digest(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  SINTER_CHECK(fd >= 0, "aot: cannot read {}", path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(fmt::format("aot: {} is not a regular file", path));
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return digest({});
+  }
+  void* at = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  SINTER_CHECK(at != MAP_FAILED, "aot: cannot map {}", path);
+  std::string d = digest(std::string_view(static_cast<const char*>(at), size));
+  ::munmap(at, size);
+  return d;
 }
 
 std::vector<std::string> list_dir(const std::string& dir) {
@@ -263,9 +288,9 @@ void save_graph(capture::ExportedGraph exported, const std::string& path) {
   std::vector<Tensor> examples = exported.inputs;
   find_backend("inductor")(rebuilt, examples, artifact_context(rebuilt, m, path, /*prebuilt=*/false));
   for (const std::string& f : {"graph.txt", "weights.safetensors", "constants.safetensors"})
-    m.files[f] = digest(read_whole(path + "/" + f));
+    m.files[f] = file_digest(path + "/" + f);
   for (const std::string& k : list_dir(path + "/kernels"))
-    m.files["kernels/" + k] = digest(read_whole(path + "/kernels/" + k));
+    m.files["kernels/" + k] = file_digest(path + "/kernels/" + k);
   write_whole(path + "/manifest.json", manifest_json(m));
 }
 
@@ -285,8 +310,9 @@ Artifact load(const std::string& path) {
   const Manifest& m = s->manifest;
   // Every file is the one the manifest names; nothing else is in kernels/ (an object there gets executed).
   for (const auto& [name, sha] : m.files) {
-    std::string data = read_whole(path + "/" + name);
-    SINTER_CHECK(digest(data) == sha,
+    SINTER_CHECK(name.find("..") == std::string::npos && !name.empty() && name[0] != '/',
+                 "aot: the manifest of {} names a file outside the artifact: {}", path, name);
+    SINTER_CHECK(file_digest(path + "/" + name) == sha,
                  "aot: {}/{} does not match its SHA-256 in the manifest (modified or truncated); refusing the artifact",
                  path, name);
   }
