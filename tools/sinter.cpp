@@ -64,7 +64,10 @@ const char* const kBenchUsage =
     "                                         against compile(model) and the whole step compiled\n"
     "  bench --suite models [--models DIR] [--only A,B] [--batches 1,2,8] [--threads N] [--json FILE] [--quick]\n"
     "                                         the model zoo (make models) under the inductor beside ONNX Runtime\n"
-    "                                         and OpenVINO, timed alternately (peers: SINTER_BENCH_PYTHON)\n";
+    "                                         and OpenVINO, timed alternately (peers: SINTER_BENCH_PYTHON)\n"
+    "  bench --suite aot [--only NAME] [--json FILE] [--quick]\n"
+    "                                         artifacts of gpt_block, mlp and resnet_block: save, then load and run\n"
+    "                                         in a fresh process with no compiler\n";
 
 const char* const kFuzzUsage =
     "  fuzz [--seconds N] [--seed S] [--out DIR] [--replay FILE] [--jobs 1] [--disable F,G] [--backends B,C]\n"
@@ -121,8 +124,9 @@ int bench(const std::vector<std::string>& args) {
   if (opt.suite == "eager") return bench_eager(opt);
   if (opt.suite == "overhead") return bench_overhead(opt);
   if (opt.suite == "models") return bench_models(opt);
+  if (opt.suite == "aot") return bench_aot(opt);
   if (opt.suite == "workloads") return opt.device == "cuda" ? bench_cuda(opt) : bench_workloads(opt);
-  throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads, train, models)", opt.suite));
+  throw sinter::Error(fmt::format("unknown bench suite '{}' (known: eager, overhead, workloads, train, models, aot)", opt.suite));
 }
 
 uint64_t parse_u64_option(const std::string& option, const std::string& value, uint64_t min) {

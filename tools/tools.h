@@ -40,6 +40,7 @@ int bench_overhead(const BenchOptions& options);  // --suite overhead (bench_ove
 int bench_cuda(const BenchOptions& options);       // --device cuda (bench_cuda.cpp)
 int bench_train(const BenchOptions& options);      // --suite train (bench_train.cpp)
 int bench_models(const BenchOptions& options);     // --suite models (bench_models.cpp)
+int bench_aot(const BenchOptions& options);        // --suite aot (bench_aot.cpp)
 
 // `sinter run MODEL.onnx` (tools/run.cpp).
 struct RunOptions {
