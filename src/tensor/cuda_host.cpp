@@ -151,7 +151,8 @@ class PinnedAllocator final : public Allocator {
   }
 
   void* backing_alloc(size_t bytes) {
-    if (is_simulated()) return std::aligned_alloc(kAlignment, bytes);
+    // aligned_alloc's size must be a multiple of the alignment.
+    if (is_simulated()) return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
     driver::use_device(0);  // cuMemHostAlloc needs a current context; portable memory serves every device
     void* p = nullptr;
     driver::CUresult r = driver::require().cuMemHostAlloc(&p, bytes, driver::kMemHostAllocPortable);
