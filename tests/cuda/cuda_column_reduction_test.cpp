@@ -5,13 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <unistd.h>
-
-#include "scoped_env.h"
+#include "cuda/generated_source.h"
 #include "sinter/compile.h"
 #include "sinter/cuda.h"
 #include "sinter/ops.h"
@@ -20,17 +14,13 @@
 namespace sinter {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::random;
 
 using Fn = std::function<std::vector<Tensor>(const Tensor&)>;
 
 // Compiles f for CUDA, runs it on each input and compares with eager on the CPU; returns the generated source.
 std::string check(const Fn& f, const std::vector<Tensor>& inputs, Dynamic dynamic, double rtol = -1) {
-  fs::path dir = fs::temp_directory_path() / fmt::format("sinter-column-test-{}", ::getpid());
-  fs::remove_all(dir);
-  {
-    testing::ScopedEnv env("SINTER_DEBUG_DIR", dir.string());
+  return testing::cuda_source_of([&] {
     auto c = compile(f, {.dynamic = dynamic});
     for (const Tensor& x : inputs) {
       SCOPED_TRACE(x.sizes().str());
@@ -38,18 +28,7 @@ std::string check(const Fn& f, const std::vector<Tensor>& inputs, Dynamic dynami
       EXPECT_EQ(got.size(), want.size());
       for (size_t i = 0; i < got.size() && i < want.size(); ++i) EXPECT_CLOSE(got[i].to(kCPU), want[i], rtol);
     }
-  }
-  std::string text;
-  if (fs::exists(dir))
-    for (const auto& e : fs::recursive_directory_iterator(dir))
-      if (e.path().extension() == ".cu") {
-        std::ifstream in(e.path());
-        std::stringstream s;
-        s << in.rdbuf();
-        text += s.str();
-      }
-  fs::remove_all(dir);
-  return text;
+  });
 }
 
 constexpr const char* kColumns = "lanes across 32 rows";

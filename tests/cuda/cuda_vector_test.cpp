@@ -5,13 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <unistd.h>
-
-#include "scoped_env.h"
+#include "cuda/generated_source.h"
 #include "sinter/compile.h"
 #include "sinter/cuda.h"
 #include "sinter/ops.h"
@@ -20,7 +14,6 @@
 namespace sinter {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::random;
 
 // `t` on the device, viewed `offset` elements into a copy with room in front (offset 1: no longer 16-byte aligned).
@@ -29,26 +22,7 @@ Tensor on_device(const Tensor& t, int64_t offset) {
   return flat.slice(0, offset).view(t.sizes());
 }
 
-// The generated CUDA source of the graphs compiled while `run` runs.
-std::string cuda_source_of(const std::function<void()>& run) {
-  fs::path dir = fs::temp_directory_path() / fmt::format("sinter-vector-test-{}", ::getpid());
-  fs::remove_all(dir);
-  {
-    testing::ScopedEnv env("SINTER_DEBUG_DIR", dir.string());
-    run();
-  }
-  std::string text;
-  if (fs::exists(dir))
-    for (const auto& e : fs::recursive_directory_iterator(dir))
-      if (e.path().extension() == ".cu") {
-        std::ifstream in(e.path());
-        std::stringstream s;
-        s << in.rdbuf();
-        text += s.str();
-      }
-  fs::remove_all(dir);
-  return text;
-}
+using testing::cuda_source_of;
 
 using Fn = std::function<Tensor(const Tensor&, const Tensor&)>;
 
