@@ -1,5 +1,7 @@
 #include "tensor/cuda_device.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <array>
@@ -130,7 +132,13 @@ class CachingAllocator final : public Allocator {
   }
 
   void* backing_alloc(size_t bytes) {
-    if (is_simulated()) return std::aligned_alloc(kAlignment, bytes);
+    if (is_simulated()) {
+      // The simulated device's memory is the host's: a request beyond it fails as cuMemAlloc would (rather than
+      // asking malloc for petabytes). aligned_alloc's size must be a multiple of the alignment.
+      static const uint64_t host_bytes = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE));
+      if (bytes > host_bytes) return nullptr;
+      return std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+    }
     driver::use_device(index_);
     driver::CUdeviceptr d = 0;
     if (driver::require().cuMemAlloc(&d, bytes) != driver::kSuccess) return nullptr;
