@@ -287,7 +287,11 @@ std::vector<Tensor> run_training(const std::shared_ptr<const TrainingProgram>& p
   const TrainingProgram& t = *program;
   std::vector<Tensor> outs = run_program(t.forward, inputs);
   const int users = t.info.num_user_outputs;
-  std::vector<Tensor> kept(outs.begin() + users, outs.end());
+  // The node keeps aliases without history (sharing the storage and its version counter): a kept value that is
+  // also a user output would otherwise hold this node through its grad_fn, a cycle that leaks both when no
+  // backward runs (or one throws) to release them.
+  std::vector<Tensor> kept;
+  for (auto it = outs.begin() + users; it != outs.end(); ++it) kept.push_back(it->defined() ? it->detach() : *it);
   outs.resize(users);
   std::vector<int64_t> symbols;
   for (const SymbolSource& s : t.carried) {

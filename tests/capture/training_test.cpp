@@ -208,6 +208,31 @@ TEST(CompiledTraining, AKeptValueModifiedInPlaceIsAnError) {
   EXPECT_ERROR(sum(y).backward(), "modified by an in-place operation", "expected version");
 }
 
+// The backward node keeps aliases of the forward's values, not the outputs themselves: an output that is also kept
+// (softmax's) would hold its own node through grad_fn, and both would leak when no backward runs or one throws
+// (found by LeakSanitizer after the test above).
+TEST(CompiledTraining, OutputsDroppedWithoutABackwardFreeTheirNode) {
+  auto f = compile([](const Tensor& x) { return softmax(x, 0); }, {.backend = "aot_eager"});
+  Tensor x = st::random({4}, kFloat32, 42).requires_grad_();
+  std::weak_ptr<autograd::Node> node;
+  {
+    Tensor y = f(x);
+    node = y.grad_fn();
+    ASSERT_FALSE(node.expired());
+  }
+  EXPECT_TRUE(node.expired());
+  {
+    Tensor y = f(x);
+    node = y.grad_fn();
+    {
+      NoGradGuard no_grad;
+      y.mul_(2.0);
+    }
+    EXPECT_ERROR(sum(y).backward(), "modified by an in-place operation");
+  }
+  EXPECT_TRUE(node.expired());
+}
+
 // create_graph through a compiled backward is refused with a clear message.
 TEST(CompiledTraining, DoubleBackwardThroughACompiledFunctionIsRefused) {
   auto f = compile([](const Tensor& x) { return x * x * x; }, {.backend = "aot_eager"});
