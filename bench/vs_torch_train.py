@@ -30,6 +30,9 @@ def make_model(torch, base, name, cuda=False):
         if name == "gpt_block":
             return base.GptBlock(torch, 1024, 16).cuda(), torch.randn(8, 1024, 1024, device="cuda"), \
                 "B8 S1024 D1024 H16 bf16 autocast"
+        if name == "resnet_block":
+            x = torch.randn(32, 64, 56, 56, device="cuda").contiguous(memory_format=torch.channels_last)
+            return base.ResNetBlock(torch, 64).cuda(), x, "N32 C64 56x56 NHWC bf16 autocast"
         raise SystemExit(f"no GPU training shape for {name}")
     if name == "mlp":
         return nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512)), torch.randn(256, 512), \
@@ -129,7 +132,7 @@ def run(torch, args, base):
     cuda = args.device == "cuda"
     rows = []
     for name in MODELS:
-        if args.only and args.only != name or (cuda and name == "resnet_block"):
+        if args.only and args.only != name:
             continue
         eager_rss = None
         for way in WAYS:

@@ -43,6 +43,8 @@ std::vector<TrainModel> train_models(bool cuda) {
          [] { return randn({8192, 1024}); }},
         {"gpt_block", "B8 S1024 D1024 H16 bf16 autocast", [] { return std::make_shared<GptBlock>(1024, 16); },
          [] { return randn({8, 1024, 1024}); }},
+        {"resnet_block", "N32 C64 56x56 NHWC bf16 autocast", [] { return std::make_shared<ResNetBlock>(64); },
+         [] { return randn({32, 64, 56, 56}).contiguous(MemoryFormat::kChannelsLast); }},
     };
   return {
       {"mlp", "T256 D512 H2048", [] { return std::make_shared<Mlp>(512, 2048); },

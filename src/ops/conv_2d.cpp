@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include "ops/conv_kernels.h"
+#include "ops/cuda_dnn.h"
+#include "ops/cuda_fallback.h"
 #include "ops/linalg_util.h"
 
 namespace sinter {
@@ -241,6 +243,18 @@ void conv_transpose_kernel(OpId, const Args& args, std::vector<Tensor>& outs) {
                            as_4d(outs[0], t.c.batched, false));
 }
 
+// On CUDA: cuDNN's backward data where it serves the call, else the CPU kernel through the fallback.
+void conv_transpose_cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
+  if (cuda::dnn_supported(outs.at(0).dtype())) {
+    TransposeArgs t = transpose_args(args);
+    Tensor bias = args[2].is_none() ? Tensor() : args[2].tensor();
+    if (cuda::dnn_conv_transpose2d(as_4d(args[0].tensor(), t.c.batched, false), args[1].tensor(), bias, t.c.p,
+                                   as_4d(outs[0], t.c.batched, false)))
+      return;
+  }
+  run_without_cuda_kernel(conv_transpose_kernel, op, args, outs, false, outs[0].device());
+}
+
 }  // namespace
 
 void register_conv_ops(OpTable& t) {
@@ -252,6 +266,7 @@ void register_conv_ops(OpTable& t) {
 
 void register_conv_transpose_ops(OpTable& t) {
   t.set(OpId::conv_transpose2d, conv_transpose_shape, conv_transpose_kernel);
+  t.set_kernel(OpId::conv_transpose2d, kCUDA, conv_transpose_cuda_kernel);
 }
 
 }  // namespace sinter

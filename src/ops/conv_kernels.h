@@ -43,8 +43,9 @@ struct Conv2dCall {
 };
 Conv2dCall conv2d_call(OpId op, const Args& args, const Tensor& out);
 
-// The kCUDA kernel of those four ops (cuda_conv.cpp): an im2col copy and a cuBLAS GEMM on the device where
-// cuBLAS serves the dtype, else the CPU kernel through the fallback (ops/cuda_fallback.h).
+// The kCUDA kernel of those four ops (cuda_conv.cpp): cuDNN where it serves the call, else an im2col copy and a
+// cuBLAS GEMM on the device where cuBLAS serves the dtype, else the CPU kernel through the fallback
+// (ops/cuda_fallback.h).
 void conv_cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs);
 
 // out = conv_transpose2d(input, weight) + bias. input [N, Cin, H, W], weight [Cin, Cout/groups, kh, kw],

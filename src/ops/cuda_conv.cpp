@@ -1,21 +1,23 @@
-// conv1d and conv2d on CUDA tensors as an implicit GEMM built from pieces that already run on the device: the
-// input, zero-padded into a buffer of its own when the conv pads (copies that each write one dense span, which
-// is all the device's copy kernel writes), viewed through strides as its im2col (one row per output pixel and
-// one column per (tap, input channel), or the transpose), made dense by the copy kernel unless the view already
-// is a matrix (a 1x1 conv), then multiplied with the weight by matmul_into (cuBLAS), the bias broadcast into
-// the product first and accumulated onto (beta = 1), so a reduced float is rounded once, as the CPU kernel
-// rounds it. The output's layout picks the formulation, so the product is written straight into the output:
-// contiguous outputs are per image and group W [Og, K] @ col [K, OH*OW] (K = (c, ki, kj), as the weight is
-// stored), channels-last ones col [OH*OW, K] @ W^T [K, Og] (K = (ki, kj, c), channel-innermost reads); a
-// grouped channels-last output, whose group's channels are not a dense matrix, gets the product in a buffer
-// copied into it. Where cuBLAS does not serve the dtype the op's CPU kernel runs through the fallback
-// (ops/cuda_fallback.h), as the matrix products decide (linalg_matmul.cpp).
+// conv1d and conv2d on CUDA tensors: through cuDNN where it serves the call (ops/cuda_dnn.h), else as an
+// implicit GEMM built from pieces that already run on the device: the input, zero-padded into a buffer of its own
+// when the conv pads (copies that each write one dense span, which is all the device's copy kernel writes),
+// viewed through strides as its im2col (one row per output pixel and one column per (tap, input channel), or the
+// transpose), made dense by the copy kernel unless the view already is a matrix (a 1x1 conv), then multiplied
+// with the weight by matmul_into (cuBLAS), the bias broadcast into the product first and accumulated onto
+// (beta = 1), so a reduced float is rounded once, as the CPU kernel rounds it. The output's layout picks the
+// formulation, so the product is written straight into the output: contiguous outputs are per image and group
+// W [Og, K] @ col [K, OH*OW] (K = (c, ki, kj), as the weight is stored), channels-last ones col [OH*OW, K] @
+// W^T [K, Og] (K = (ki, kj, c), channel-innermost reads); a grouped channels-last output, whose group's channels
+// are not a dense matrix, gets the product in a buffer copied into it. Where cuBLAS does not serve the dtype the
+// op's CPU kernel runs through the fallback (ops/cuda_fallback.h), as the matrix products decide
+// (linalg_matmul.cpp).
 #include <algorithm>
 #include <optional>
 
 #include "ops/conv_kernels.h"
 #include "ops/copy.h"
 #include "ops/cuda_blas.h"
+#include "ops/cuda_dnn.h"
 #include "ops/cuda_fallback.h"
 #include "ops/linalg_util.h"
 #include "sinter/cuda.h"
@@ -202,11 +204,16 @@ void conv2d_im2col(const Tensor& x, const Tensor& w, const Tensor& bias, const C
 
 }  // namespace
 
-// The matrix products' rule (linalg_matmul.cpp's cuda_kernel): cuBLAS where it serves the dtype, and the
-// simulated device while it captures a CUDA graph, which records the copies and the CPU GEMM for the replays;
-// otherwise (no cuBLAS, the simulated device running eagerly) the CPU kernel.
+// cuDNN where it serves the call (ops/cuda_dnn.h); else the matrix products' rule (linalg_matmul.cpp's
+// cuda_kernel): cuBLAS where it serves the dtype, and the simulated device while it captures a CUDA graph, which
+// records the copies and the CPU GEMM for the replays; otherwise (no cuBLAS, the simulated device running
+// eagerly) the CPU kernel.
 void conv_cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
   DType dt = outs.at(0).dtype();
+  if (cuda::dnn_supported(dt)) {
+    Conv2dCall c = conv2d_call(op, args, outs[0]);
+    if (cuda::dnn_conv2d(c.input, c.weight, c.bias, c.p, c.out)) return;
+  }
   if (cuda::gemm_supported(dt) || (cuda::is_simulated() && cuda::capturing() && is_floating(dt))) {
     Conv2dCall c = conv2d_call(op, args, outs[0]);
     return conv2d_im2col(c.input, c.weight, c.bias, c.p, c.out);

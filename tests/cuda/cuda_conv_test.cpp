@@ -9,6 +9,7 @@
 
 #include <functional>
 
+#include "ops/cuda_dnn.h"
 #include "ops/cuda_fallback.h"
 #include "sinter/compile.h"
 #include "sinter/cuda.h"
@@ -203,6 +204,61 @@ TEST(CudaConv, CompiledConvBiasReluMatchesEager) {
     EXPECT_CLOSE(first.cpu(), fn(x, w, b), 1e-5);
     EXPECT_CLOSE(got.cpu(), fn(x, w, b), 1e-5);
   }
+}
+
+// On a GPU with cuDNN every conv of the cases above runs through it (ops/cuda_dnn.h), in each dtype and layout.
+TEST(CudaConv, AGpuRunsTheCasesThroughCudnn) {
+  if (cuda::is_simulated() || !cuda::dnn_supported(kFloat32)) GTEST_SKIP() << "needs a GPU with cuDNN";
+  for (DType dt : {kFloat32, kBFloat16})
+    for (Layout layout : {Layout::kContiguous, Layout::kChannelsLast}) {
+      int64_t before = cuda::dnn_calls();
+      for (const Case& c : cases()) expect_like_cpu(c, dt, layout, true);
+      EXPECT_EQ(cuda::dnn_calls() - before, static_cast<int64_t>(cases().size()))
+          << dtype_name(dt) << ", " << layout_name(layout);
+    }
+}
+
+struct TransposeCase {
+  const char* name;
+  std::vector<int64_t> x, w;  // input [N, Cin, H, W], weight [Cin, Cout/groups, kh, kw]
+  SymIntList stride, padding, output_padding;
+  int64_t groups = 1;
+  SymIntList dilation = {1};
+};
+
+// conv_transpose2d on CUDA (the input gradient of a conv in training): cuDNN's backward data on a GPU, the CPU
+// kernel through the fallback where cuDNN is not there; both match the CPU.
+TEST(CudaConv, ConvTranspose2dMatchesTheCpu) {
+  const std::vector<TransposeCase> all = {
+      {"3x3 stride 1 pad 1", {2, 4, 6, 5}, {4, 3, 3, 3}, {1}, {1}, {0}},
+      {"stride 2 output padding 1", {2, 3, 5, 4}, {3, 4, 3, 3}, {2}, {1}, {1}},
+      {"groups 2", {1, 4, 5, 5}, {4, 3, 3, 3}, {2, 1}, {0, 1}, {1, 0}, 2},
+      {"dilation 2", {1, 2, 4, 4}, {2, 3, 3, 3}, {1}, {2}, {0}, 1, {2}},
+      {"output padding past the stride, below the dilation", {1, 2, 4, 4}, {2, 2, 3, 3}, {1}, {0}, {1}, 1, {2}},
+      {"1x1", {2, 6, 3, 3}, {6, 2, 1, 1}, {1}, {0}, {0}},
+  };
+  for (DType dt : {kFloat32, kBFloat16, kFloat64})
+    for (const TransposeCase& c : all)
+      for (bool channels_last : {false, true})
+        for (bool with_bias : {true, false}) {
+          SCOPED_TRACE(fmt::format("{}, {}, {}, {}", c.name, dtype_name(dt), channels_last ? "channels-last" : "contiguous",
+                                   with_bias ? "bias" : "no bias"));
+          Tensor x = random(SymIntList(c.x), dt, 21), w = random(SymIntList(c.w), dt, 22);
+          if (channels_last) x = x.contiguous(MemoryFormat::kChannelsLast);
+          Tensor b = with_bias ? random({c.w[1] * c.groups}, dt, 23) : Tensor();
+          Tensor want = conv_transpose2d(x, w, b, c.stride, c.padding, c.output_padding, c.groups, c.dilation);
+          Tensor dx = cuda(x), dw = cuda(w), db = with_bias ? cuda(b) : Tensor();
+          if (channels_last) dx = dx.contiguous(MemoryFormat::kChannelsLast);
+          int64_t before = cuda::dnn_calls();
+          Tensor got = conv_transpose2d(dx, dw, db, c.stride, c.padding, c.output_padding, c.groups, c.dilation);
+          ASSERT_TRUE(got.is_cuda());
+          EXPECT_EQ(got.sizes().hints(), want.sizes().hints());
+          EXPECT_EQ(got.strides().hints(), want.strides().hints()) << "the output's layout";
+          EXPECT_CLOSE(got.cpu(), want, tolerance(dt));
+          bool past_stride = std::string(c.name).find("past the stride") != std::string::npos;
+          if (!cuda::is_simulated() && cuda::dnn_supported(dt) && !past_stride)
+            EXPECT_EQ(cuda::dnn_calls(), before + 1) << "cuDNN did not run it";
+        }
 }
 
 }  // namespace
