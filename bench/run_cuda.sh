@@ -19,7 +19,9 @@ OUT_DIR=${1:-bench/results}
 PARTS=${2:-build,tests,sanitizer,conformance,bench,train}
 BUILD=${BUILD:-build-gpu}
 DATE=$(date +%Y-%m-%d)
-HOST=${HOST:-h200}
+# HOST names the result files: the GPU's model (h100, h200, ...) unless given.
+HOST=${HOST:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oiE "[a-z][0-9]{2,3}" | head -1 | tr A-Z a-z)}
+HOST=${HOST:-gpu}
 COMMIT=${SINTER_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 export SINTER_COMMIT=$COMMIT
 mkdir -p "$OUT_DIR"
@@ -30,8 +32,16 @@ has() { [[ ",$PARTS," == *",$1,"* ]]; }
 export SINTER_CACHE_DIR=$(mktemp -d)
 export SINTER_ONNX_DATA=${ONNX_DATA:-.cache/onnx-data}  # for the tests' CudaOnnxConformance too
 unset SINTER_CUDA_SIM
+# cuDNN (convolutions): the system's, else the one PyTorch's wheel brings (nvidia-cudnn), else none (the im2col path).
+if [ -z "${SINTER_CUDNN:-}" ] && ! ldconfig -p 2>/dev/null | grep -q "libcudnn.so.9 "; then
+  d=$(python3 -c "import os, nvidia.cudnn as m; print(os.path.join(list(m.__path__)[0], 'lib'))" 2>/dev/null)
+  if [ -n "$d" ] && [ -f "$d/libcudnn.so.9" ]; then
+    export SINTER_CUDNN="$d/libcudnn.so.9" LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+fi
 say "run_cuda.sh at $COMMIT on $(hostname), $(date -u +%FT%TZ); parts $PARTS"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$SUMMARY"
+say "cuDNN: ${SINTER_CUDNN:-libcudnn.so.9 from the library path, if there}"
 
 if has build; then
   start=$(date +%s)
