@@ -794,6 +794,11 @@ Tensor generate_square_subsequent_mask(int64_t sz, const TensorOptions& options 
 // throws Error naming the file and the problem. `metadata`, when given, receives the __metadata__ strings.
 std::map<std::string, Tensor> load_safetensors(const std::string& path,
                                                std::map<std::string, std::string>* metadata = nullptr);
+// The same tensors without copying them: views of one private mapping of the file (no read into the heap; the
+// pages come from the page cache), which stays mapped while any of them lives. Writes to them change this
+// process's copy only, never the file. The same checks as load_safetensors.
+std::map<std::string, Tensor> map_safetensors(const std::string& path,
+                                              std::map<std::string, std::string>* metadata = nullptr);
 // Writes the tensors (any device or layout; stored contiguous, little-endian) with optional metadata.
 void save_safetensors(const std::string& path, const StateDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});

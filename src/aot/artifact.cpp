@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <charconv>
 #include <fstream>
 #include <map>
@@ -26,6 +27,7 @@
 #include "sinter/ops.h"
 #include "support/cache_files.h"
 #include "support/check.h"
+#include "support/log.h"
 #include "support/sha256.h"
 #include "symbolic/shape_env.h"
 #include "tensor/thread_pool.h"
@@ -230,7 +232,9 @@ Graph rebuild_graph(const std::string& graph_text, const Manifest& m, const std:
 }
 
 CompileContext artifact_context(const Graph& g, const Manifest& m, const std::string& dir, bool prebuilt) {
-  CompileContext ctx = CompileContext::for_graph(g, CompileOptions{.backend = "inductor"});
+  CompileOptions options;
+  options.backend = "inductor";
+  CompileContext ctx = CompileContext::for_graph(g, options);
   ctx.target.cores = m.cores;  // the generated code's split into units follows the saving machine's
   ctx.aot_object_dir = dir + "/kernels";
   ctx.aot_prebuilt = prebuilt;
@@ -287,7 +291,7 @@ void save_graph(capture::ExportedGraph exported, const std::string& path) {
   Graph rebuilt = rebuild_graph(text, m, constants);
   std::vector<Tensor> examples = exported.inputs;
   find_backend("inductor")(rebuilt, examples, artifact_context(rebuilt, m, path, /*prebuilt=*/false));
-  for (const std::string& f : {"graph.txt", "weights.safetensors", "constants.safetensors"})
+  for (const char* f : {"graph.txt", "weights.safetensors", "constants.safetensors"})
     m.files[f] = file_digest(path + "/" + f);
   for (const std::string& k : list_dir(path + "/kernels"))
     m.files["kernels/" + k] = file_digest(path + "/kernels/" + k);
@@ -304,6 +308,9 @@ struct Artifact::State {
 };
 
 Artifact load(const std::string& path) {
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
   auto s = std::make_shared<Artifact::State>();
   s->path = path;
   s->manifest = parse_manifest(path);
@@ -316,6 +323,7 @@ Artifact load(const std::string& path) {
                  "aot: {}/{} does not match its SHA-256 in the manifest (modified or truncated); refusing the artifact",
                  path, name);
   }
+  const double verify_ms = ms_since(t0);
   for (const std::string& k : list_dir(path + "/kernels"))
     SINTER_CHECK(m.files.count("kernels/" + k), "aot: {}/kernels/{} is not in the manifest; refusing the artifact",
                  path, k);
@@ -327,9 +335,12 @@ Artifact load(const std::string& path) {
                cpu.description, fmt::join(missing, " "));
   for (const char* f : {"graph.txt", "weights.safetensors", "constants.safetensors"})
     SINTER_CHECK(m.files.count(f), "aot: the manifest of {} lists no {}", path, f);
+  auto t1 = Clock::now();
   s->graph = rebuild_graph(read_whole(path + "/graph.txt"), m, nn::load_safetensors(path + "/constants.safetensors"));
   s->env = s->graph.shape_env();
-  std::map<std::string, Tensor> weights = nn::load_safetensors(path + "/weights.safetensors");
+  const double graph_ms = ms_since(t1);
+  auto t2 = Clock::now();
+  std::map<std::string, Tensor> weights = nn::map_safetensors(path + "/weights.safetensors");
   const std::vector<const Node*> inputs = s->graph.input_nodes();
   SINTER_CHECK(m.num_args <= static_cast<int>(inputs.size()), "aot: the manifest says {} inputs, the graph has {}",
                m.num_args, inputs.size());
@@ -341,14 +352,20 @@ Artifact load(const std::string& path) {
     SINTER_CHECK(w.dtype() == meta.dtype && w.sizes().hints() == meta.sizes.hints(),
                  "aot: weight '{}' is {} {}, the graph takes {} {}", inputs[i]->name, dtype_name(w.dtype()),
                  w.sizes().str(), dtype_name(meta.dtype), meta.sizes.str());
-    if (w.strides().hints() != meta.strides.hints()) {  // the graph read it in another layout (a transposed view)
+    // The graph reads it in another layout (a transposed view), or it lies in the mapped file less aligned than
+    // an input must be: a copy, as a call copies such an input.
+    if (w.strides().hints() != meta.strides.hints() || reinterpret_cast<uintptr_t>(w.data_ptr()) % 16 != 0) {
       Tensor laid = empty({w.numel()}, w.dtype()).as_strided(meta.sizes, meta.strides);
       laid.copy_(w);
       w = laid;
     }
     s->weights.push_back(w);
   }
+  const double weights_ms = ms_since(t2);
+  auto t3 = Clock::now();
   s->fn = find_backend("inductor")(s->graph, {}, artifact_context(s->graph, m, path, /*prebuilt=*/true));
+  SINTER_LOG(kPerfHints, "aot: loaded {} in {:.1f} ms: files verified {:.1f} ms, graph {:.1f} ms, weights {:.1f} ms, "
+             "kernels planned and loaded {:.1f} ms", path, ms_since(t0), verify_ms, graph_ms, weights_ms, ms_since(t3));
   return Artifact(std::move(s));
 }
 

@@ -6,12 +6,18 @@
 // implementation requires).
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 
 #include "nn/json.h"
 #include "sinter/nn.h"
@@ -119,21 +125,20 @@ void check_layout(const std::string& path, std::vector<Entry> entries, uint64_t 
     fail(path, fmt::format("the data section has {} bytes but its tensors cover {}", data_size, covered));
 }
 
-}  // namespace
+// The header's entries (tiling the data section, checked) and the data section's start, from the file's first
+// bytes: `read(offset, n, into)` reads n bytes at offset or returns false.
+struct Layout {
+  std::vector<Entry> entries;
+  uint64_t data_start = 0;
+};
 
-std::map<std::string, Tensor> load_safetensors(const std::string& path,
-                                               std::map<std::string, std::string>* metadata) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(path, fmt::format("cannot open it: {}", std::strerror(errno)));
-  f.seekg(0, std::ios::end);
-  std::streamoff size_off = f.tellg();
-  if (size_off < 0) fail(path, "cannot determine its size");
-  const uint64_t file_size = static_cast<uint64_t>(size_off);
+template <class Read>
+Layout read_layout(const std::string& path, uint64_t file_size, Read read,
+                   std::map<std::string, std::string>* metadata) {
   if (file_size < 8)
     fail(path, fmt::format("truncated: {} bytes, too short for the 8-byte header length", file_size));
-  f.seekg(0);
   unsigned char len_bytes[8];
-  if (!f.read(reinterpret_cast<char*>(len_bytes), 8)) fail(path, "cannot read the header length");
+  if (!read(0, 8, reinterpret_cast<char*>(len_bytes))) fail(path, "cannot read the header length");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
   if (header_len > file_size - 8)
@@ -142,7 +147,7 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path,
   if (header_len > kMaxHeaderBytes)
     fail(path, fmt::format("header length {} exceeds the limit of {} bytes", header_len, kMaxHeaderBytes));
   std::string header(header_len, '\0');
-  if (!f.read(header.data(), static_cast<std::streamsize>(header_len))) fail(path, "cannot read the header");
+  if (!read(8, header_len, header.data())) fail(path, "cannot read the header");
   Json root;
   try {
     root = parse_json(header);
@@ -151,8 +156,9 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path,
   }
   if (root.kind != Json::Kind::kObject) fail(path, "header: not a JSON object");
 
-  const uint64_t data_start = 8 + header_len, data_size = file_size - data_start;
-  std::vector<Entry> entries;
+  Layout layout;
+  layout.data_start = 8 + header_len;
+  const uint64_t data_size = file_size - layout.data_start;
   for (const auto& [name, info] : root.members) {
     if (name == "__metadata__") {
       if (info.kind != Json::Kind::kObject) fail(path, "header: \"__metadata__\" is not an object");
@@ -163,27 +169,94 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path,
       }
       continue;
     }
-    entries.push_back(parse_entry(path, name, info, data_size));
+    layout.entries.push_back(parse_entry(path, name, info, data_size));
   }
-  check_layout(path, entries, data_size);
+  check_layout(path, layout.entries, data_size);
+  return layout;
+}
 
+// Any byte but 0 or 1 would be an invalid C++ bool.
+void check_bools(const std::string& path, const Entry& e, const void* data) {
+  if (e.dtype != kBool) return;
+  const unsigned char* bytes = static_cast<const unsigned char*>(data);
+  for (uint64_t i = 0; i < e.end - e.begin; ++i)
+    if (bytes[i] > 1)
+      fail(path, fmt::format("tensor \"{}\": BOOL element {} holds byte value {}; only 0 and 1 are valid", e.name,
+                             i, bytes[i]));
+}
+
+// A private mapping of a whole file, unmapped when the last tensor viewing it dies.
+struct Mapping {
+  void* at = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (at != nullptr) ::munmap(at, size);
+  }
+};
+
+}  // namespace
+
+std::map<std::string, Tensor> load_safetensors(const std::string& path,
+                                               std::map<std::string, std::string>* metadata) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail(path, fmt::format("cannot open it: {}", std::strerror(errno)));
+  f.seekg(0, std::ios::end);
+  std::streamoff size_off = f.tellg();
+  if (size_off < 0) fail(path, "cannot determine its size");
+  auto read = [&](uint64_t offset, uint64_t n, char* into) {
+    f.seekg(static_cast<std::streamoff>(offset));
+    return static_cast<bool>(f.read(into, static_cast<std::streamsize>(n)));
+  };
+  const Layout layout = read_layout(path, static_cast<uint64_t>(size_off), read, metadata);
   std::map<std::string, Tensor> out;
-  for (const Entry& e : entries) {
+  for (const Entry& e : layout.entries) {
     Tensor t = empty(SymIntList(e.shape), TensorOptions(e.dtype));
     const uint64_t nbytes = e.end - e.begin;
-    if (nbytes > 0) {
-      f.seekg(static_cast<std::streamoff>(data_start + e.begin));
-      if (!f.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(nbytes)))
-        fail(path, fmt::format("truncated while reading tensor \"{}\"", e.name));
+    if (nbytes > 0 && !read(layout.data_start + e.begin, nbytes, static_cast<char*>(t.data_ptr())))
+      fail(path, fmt::format("truncated while reading tensor \"{}\"", e.name));
+    check_bools(path, e, t.data_ptr());
+    out.emplace(e.name, std::move(t));
+  }
+  return out;
+}
+
+std::map<std::string, Tensor> map_safetensors(const std::string& path,
+                                              std::map<std::string, std::string>* metadata) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(path, fmt::format("cannot open it: {}", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail(path, "not a regular file");
+  }
+  auto mapping = std::make_shared<Mapping>();
+  mapping->size = static_cast<size_t>(st.st_size);
+  if (mapping->size > 0) {
+    // Private and writable: a write through a tensor changes this process's copy of the page, never the file.
+    // Not populated: that would fault every page in for writing, i.e. copy it; reads map the page cache's.
+    void* at = ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (at == MAP_FAILED) {
+      ::close(fd);
+      fail(path, fmt::format("cannot map it: {}", std::strerror(errno)));
     }
-    if (e.dtype == kBool) {
-      // Any byte but 0 or 1 would be an invalid C++ bool.
-      const unsigned char* bytes = static_cast<const unsigned char*>(t.data_ptr());
-      for (uint64_t i = 0; i < nbytes; ++i)
-        if (bytes[i] > 1)
-          fail(path, fmt::format("tensor \"{}\": BOOL element {} holds byte value {}; only 0 and 1 are valid",
-                                 e.name, i, bytes[i]));
-    }
+    mapping->at = at;
+    ::madvise(at, mapping->size, MADV_WILLNEED);
+  }
+  ::close(fd);
+  char* base = static_cast<char*>(mapping->at);
+  auto read = [&](uint64_t offset, uint64_t n, char* into) {
+    if (offset + n > mapping->size) return false;
+    std::memcpy(into, base + offset, n);
+    return true;
+  };
+  const Layout layout = read_layout(path, mapping->size, read, metadata);
+  std::map<std::string, Tensor> out;
+  for (const Entry& e : layout.entries) {
+    char* data = base + layout.data_start + e.begin;
+    check_bools(path, e, data);
+    Tensor t = e.end == e.begin ? empty(SymIntList(e.shape), TensorOptions(e.dtype))
+                                : from_blob(data, SymIntList(e.shape), TensorOptions(e.dtype),
+                                            [mapping](void*) {});
     out.emplace(e.name, std::move(t));
   }
   return out;
@@ -203,7 +276,8 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
     items.push_back({name, t.to(kCPU).contiguous()});
   }
   // Larger elements first, then by name (as the reference writer): every tensor's offset stays aligned to its
-  // element size, and the header (padded to 8 bytes) keeps the data section 8-byte aligned.
+  // element size, and the header, padded with spaces, starts the data section at a multiple of 64 bytes (so a
+  // mapped file's tensors are as aligned as their sizes allow).
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     if (a.data.element_size() != b.data.element_size()) return a.data.element_size() > b.data.element_size();
     return a.name < b.name;
@@ -228,7 +302,7 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
     offset += nbytes;
   }
   header += "}";
-  header.append((8 - header.size() % 8) % 8, ' ');
+  header.append((64 - (8 + header.size()) % 64) % 64, ' ');
 
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) fail(path, fmt::format("cannot open it for writing: {}", std::strerror(errno)));

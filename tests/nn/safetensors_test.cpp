@@ -46,6 +46,7 @@ void expect_corrupt(const std::string& bytes, const std::string& needle) {
   std::string path = temp_path("corrupt");
   write_bytes(path, bytes);
   EXPECT_ERROR(nn::load_safetensors(path), path, needle);
+  EXPECT_ERROR(nn::map_safetensors(path), path, needle);
   std::remove(path.c_str());
 }
 
@@ -72,15 +73,43 @@ TEST(NnSafetensors, RoundTripEveryDType) {
   }
   EXPECT_EQ(meta, (std::map<std::string, std::string>{{"format", "pt"}, {"note", "line\nbreak"}}));
 
-  // The layout the reference writer produces: header padded to 8 bytes, data aligned for every dtype.
+  // The layout the reference writer produces, the header padded further so that the data starts 64-byte aligned.
   std::string bytes = read_bytes(path);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
-  EXPECT_EQ(n % 8, 0u);
+  EXPECT_EQ((8 + n) % 64, 0u);
   EXPECT_EQ(bytes[8], '{');
   EXPECT_NE(bytes.find("\"dtype\":\"BF16\""), std::string::npos);
   EXPECT_NE(bytes.find("\"__metadata__\":{\"format\":\"pt\""), std::string::npos);
   std::remove(path.c_str());
+}
+
+// map_safetensors: the same tensors as views of the file's mapping; writes to them stay in this process; the
+// mapping outlives the file's name.
+TEST(NnSafetensors, MappedTensorsAreTheFileWithoutACopy) {
+  nn::StateDict sd;
+  for (DType dt : testing::kAllDTypes)
+    sd.insert(std::string("t_") + std::string(dtype_name(dt)), random({7, 5}, dt, 42));
+  sd.insert("empty", zeros({0, 3}));
+  sd.insert("big", random({64, 64}, kFloat32, 43));
+  std::string path = temp_path("mapped");
+  nn::save_safetensors(path, sd);
+  const std::string before = read_bytes(path);
+  std::map<std::string, Tensor> mapped = nn::map_safetensors(path);
+  ASSERT_EQ(mapped.size(), sd.size());
+  for (const auto& [name, t] : sd) {
+    SCOPED_TRACE(name);
+    EXPECT_TENSOR_EQ(mapped.at(name), t);
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(mapped.at("t_float64").data_ptr()) % 64, 0u) << "the data section's first";
+  mapped.at("big").fill_(3.0);
+  EXPECT_EQ(mapped.at("big").max().item<float>(), 3.0f);
+  EXPECT_EQ(read_bytes(path), before) << "a write reached the file";
+  Tensor kept = mapped.at("t_float32");
+  mapped.clear();
+  std::remove(path.c_str());
+  EXPECT_TENSOR_EQ(kept, sd.at("t_float32"));
+  EXPECT_ERROR(nn::map_safetensors(path), "cannot open it");
 }
 
 TEST(NnSafetensors, ReadsAHandWrittenFile) {
@@ -191,6 +220,7 @@ TEST(NnSafetensors, EveryTruncationOfAValidFileIsAnError) {
     std::string cut = temp_path("cut");
     write_bytes(cut, bytes.substr(0, len));
     EXPECT_TRUE(testing::throws_error([&] { nn::load_safetensors(cut); }, {cut})) << "length " << len;
+    EXPECT_TRUE(testing::throws_error([&] { nn::map_safetensors(cut); }, {cut})) << "length " << len;
     std::remove(cut.c_str());
   }
   // Flipping any single header byte either still loads or gives an Error, never anything else.
@@ -201,9 +231,11 @@ TEST(NnSafetensors, EveryTruncationOfAValidFileIsAnError) {
     flipped[pos] = static_cast<char>(flipped[pos] ^ 0x5a);
     std::string f = temp_path("flip");
     write_bytes(f, flipped);
-    try {
-      nn::load_safetensors(f);
-    } catch (const Error&) {
+    for (auto* load : {&nn::load_safetensors, &nn::map_safetensors}) {
+      try {
+        load(f, nullptr);
+      } catch (const Error&) {
+      }
     }
     std::remove(f.c_str());
   }
