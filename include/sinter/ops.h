@@ -318,6 +318,12 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
                                     std::optional<double> scale = {}, bool enable_gqa = false,
                                     Loc loc = Loc::current());
+// The gradients {query, key, value} of scaled_dot_product_attention(query, key, value, {}, 0, is_causal, scale)
+// for the output's gradient `grad` (no mask, dropout or grouped heads; q, k and v of one batch shape). On CUDA,
+// flash attention's backward for bfloat16 and float16 with a head dim that is a multiple of 16 up to 64.
+std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& query, const Tensor& key,
+                                                          const Tensor& value, bool is_causal, double scale,
+                                                          Loc loc = Loc::current());
 // reduction: "mean", "sum" or "none".
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                      const std::string& reduction = "mean", int64_t ignore_index = -100,

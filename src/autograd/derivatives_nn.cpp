@@ -646,6 +646,17 @@ void sdpa_grads(C& c) {
   const int64_t e = q.size(-1).guard_int(), l = q.size(-2).guard_int(), s = k.size(-2).guard_int();
   const double scale = c.arg("scale").is_none() ? 1.0 / std::sqrt(static_cast<double>(e)) : c.f("scale");
   const bool gqa = c.b("enable_gqa") && q.dim() >= 3;
+  auto batch = [](const Tensor& t) { return SymIntList(t.sizes().begin(), t.sizes().end() - 2); };
+  // On CUDA, without a mask or grouped heads, one op whose kernel is flash attention's backward (it recomputes the
+  // probabilities tile by tile instead of keeping [L, S] of them).
+  if (q.is_cuda() && !mask.defined() && q.dim() == k.dim() && q.dim() == v.dim() && batch(q) == batch(k) &&
+      batch(q) == batch(v)) {
+    std::vector<Tensor> grads = scaled_dot_product_attention_backward(g.to(q.dtype()), q, k, v, c.b("is_causal"), scale);
+    const char* names[] = {"query", "key", "value"};
+    for (int i = 0; i < 3; ++i)
+      if (c.needs(names[i])) c.set(names[i], grads[i]);
+    return;
+  }
   const int64_t kv_heads = gqa ? k.size(-3).guard_int() : 0;
   Tensor kr = gqa ? repeat_heads(k, q.size(-3).guard_int()) : k;
   Tensor vr = gqa ? repeat_heads(v, q.size(-3).guard_int()) : v;

@@ -152,6 +152,12 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                    {query, key, value, opt(attn_mask), dropout_p, is_causal, scale, enable_gqa}, loc);
 }
 
+std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& grad, const Tensor& query, const Tensor& key,
+                                                          const Tensor& value, bool is_causal, double scale,
+                                                          Loc loc) {
+  return dispatch(OpId::scaled_dot_product_attention_backward, {grad, query, key, value, is_causal, scale}, loc);
+}
+
 // ---- losses ----
 // cross_entropy(...) -> the cross_entropy_loss row (log_softmax + nll_loss, with label smoothing).
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,

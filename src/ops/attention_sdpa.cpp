@@ -14,6 +14,7 @@
 #include "ops/linalg_util.h"
 #include "ops/reduce_math.h"
 #include "ops/vec_math.h"
+#include "sinter/ops.h"
 #include "tensor/generator.h"
 
 namespace sinter {
@@ -278,9 +279,79 @@ void sdpa_cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
 
 }  // namespace
 
+namespace {
+
+// ---- scaled_dot_product_attention_backward(grad, query, key, value, is_causal, scale) ----
+// The gradients of attention without a mask, dropout or grouped heads, q, k and v of one batch shape: what
+// compiled training calls on CUDA, where its kernel is flash attention's backward.
+
+ShapeResult sdpa_backward_shape(OpId, const Args& args) {
+  const Tensor& g = args[0].tensor();
+  const Tensor& q = args[1].tensor();
+  const Tensor& k = args[2].tensor();
+  const Tensor& v = args[3].tensor();
+  SINTER_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim() && g.dim() == q.dim(),
+               "expected grad, query, key and value of one rank >= 2, got shapes {}, {}, {} and {}", g.sizes().str(),
+               q.sizes().str(), k.sizes().str(), v.sizes().str());
+  check_floating_input(q, "query");
+  SINTER_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype() && q.dtype() == g.dtype(),
+               "expected grad, query, key and value of one dtype, got {}, {}, {} and {}", dtype_name(g.dtype()),
+               dtype_name(q.dtype()), dtype_name(k.dtype()), dtype_name(v.dtype()));
+  const int64_t r = q.dim();
+  SymIntList qs = q.sizes(), ks = k.sizes(), vs = v.sizes(), want = q.sizes();
+  want[r - 1] = vs[r - 1];
+  SINTER_CHECK(SymIntList(qs.begin(), qs.end() - 2) == SymIntList(ks.begin(), ks.end() - 2) &&
+                   SymIntList(qs.begin(), qs.end() - 2) == SymIntList(vs.begin(), vs.end() - 2) &&
+                   qs[r - 1] == ks[r - 1] && ks[r - 2] == vs[r - 2] && g.sizes() == want,
+               "shapes grad {}, query {}, key {}, value {} do not fit one attention ([..., L, E], [..., S, E], "
+               "[..., S, Ev], grad [..., L, Ev])",
+               g.sizes().str(), qs.str(), ks.str(), vs.str());
+  Device device = common_device(args);
+  return std::vector<TensorMeta>{dense_meta(qs, q.dtype(), device), dense_meta(ks, q.dtype(), device),
+                                 dense_meta(vs, q.dtype(), device)};
+}
+
+}  // namespace
+
+void sdpa_backward_math(const Args& args, std::vector<Tensor>& outs) {
+  HookScope none(nullptr);  // the ops below are this kernel's, not the caller's graph
+  const Tensor& q0 = args[1].tensor();
+  if (q0.numel().hint() == 0 && args[2].tensor().numel().hint() == 0) return;
+  DType cd = compute_dtype(q0.dtype());
+  Tensor g = args[0].tensor().to(cd), q = q0.to(cd), k = args[2].tensor().to(cd), v = args[3].tensor().to(cd);
+  const double scale = args[5].to_double(), inf = std::numeric_limits<double>::infinity();
+  Tensor s = matmul(q, k.transpose(-2, -1)) * scale;
+  const int64_t L = q.size(-2).hint(), S = k.size(-2).hint();
+  if (args[4].to_bool()) {  // query i sees keys j <= i; built on the host (arange has no CUDA kernel)
+    Tensor above = lt(arange(L).unsqueeze(1), arange(S).unsqueeze(0)).to(q.device());
+    s = masked_fill(s, above, -inf);
+  }
+  Tensor live = ne(amax(s, {-1}, true), -inf);  // rows with every key masked: zero probabilities (_safe_softmax)
+  Tensor p = where(live, softmax(where(live, s, 0.0), -1), 0.0);
+  Tensor gp = matmul(g, v.transpose(-2, -1));
+  Tensor gs = p * (gp - sum(gp * p, {-1}, true));
+  write_into(outs[0], matmul(gs, k) * scale);
+  write_into(outs[1], matmul(gs.transpose(-2, -1), q) * scale);
+  write_into(outs[2], matmul(p.transpose(-2, -1), g));
+}
+
+void sdpa_backward_cpu_kernel(OpId, const Args& args, std::vector<Tensor>& outs) { sdpa_backward_math(args, outs); }
+
+namespace {
+
+// On CUDA: flash attention's backward where the backends layer installed it and it applies, else the math.
+void sdpa_backward_cuda_kernel(OpId op, const Args& args, std::vector<Tensor>& outs) {
+  if (KernelFn installed = cuda_attention_backward_kernel()) return installed(op, args, outs);
+  run_without_cuda_kernel(&sdpa_backward_cpu_kernel, op, args, outs, false, outs.at(0).device());
+}
+
+}  // namespace
+
 void register_attention_ops(OpTable& t) {
   t.set(OpId::scaled_dot_product_attention, sdpa_shape, sdpa_kernel);
   t.set_kernel(OpId::scaled_dot_product_attention, kCUDA, sdpa_cuda_kernel);
+  t.set(OpId::scaled_dot_product_attention_backward, sdpa_backward_shape, sdpa_backward_cpu_kernel);
+  t.set_kernel(OpId::scaled_dot_product_attention_backward, kCUDA, sdpa_backward_cuda_kernel);
 }
 
 }  // namespace sinter

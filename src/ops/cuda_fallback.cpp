@@ -59,6 +59,7 @@ void hint_once(OpId op) {
 
 std::atomic<CudaGeneratedKernel> installed{nullptr};
 std::atomic<KernelFn> attention_kernel{nullptr};
+std::atomic<KernelFn> attention_backward_kernel{nullptr};
 std::atomic<int64_t> generated_calls{0}, cpu_calls{0};
 
 }  // namespace
@@ -66,6 +67,8 @@ std::atomic<int64_t> generated_calls{0}, cpu_calls{0};
 void set_cuda_generated_kernel(CudaGeneratedKernel fn) { installed.store(fn); }
 void set_cuda_attention_kernel(KernelFn fn) { attention_kernel.store(fn); }
 KernelFn cuda_attention_kernel() { return attention_kernel.load(); }
+void set_cuda_attention_backward_kernel(KernelFn fn) { attention_backward_kernel.store(fn); }
+KernelFn cuda_attention_backward_kernel() { return attention_backward_kernel.load(); }
 
 bool cuda_eager_generated() {
   const char* v = std::getenv("SINTER_CUDA_EAGER");

@@ -27,6 +27,9 @@ void set_cuda_generated_kernel(CudaGeneratedKernel fn);  // installed once, by t
 // installed by the backends layer, which can compile kernels; until then the op runs its CPU kernel staged.
 void set_cuda_attention_kernel(KernelFn fn);
 KernelFn cuda_attention_kernel();  // null before it is installed
+// scaled_dot_product_attention_backward's (flash attention's backward, backends/cuda_attention.cpp), likewise.
+void set_cuda_attention_backward_kernel(KernelFn fn);
+KernelFn cuda_attention_backward_kernel();
 // Whether eager CUDA ops use the generated kernels: SINTER_CUDA_EAGER=generated|cpu (read at each op). The default is
 // generated on a GPU and cpu on the simulated device, where the CPU kernels already run on device memory and
 // compiling a host object per op and shape would slow every test; tests of the generated path set it.

@@ -22,6 +22,10 @@ void register_attention_ops(OpTable& t);          // attention_sdpa.cpp
 // scaled_dot_product_attention's enable_gqa: `kv` [..., Hkv, S, E] with each head repeated for the
 // q_heads / Hkv consecutive query heads it serves ([..., q_heads, S, E], a copy); `kv` itself when they match.
 Tensor sdpa_repeat_kv(const Tensor& kv, int64_t q_heads);
+// scaled_dot_product_attention_backward's math (its CPU kernel, and the CUDA kernel where flash does not apply):
+// the gradients through softmax(q k^T * scale) @ v with the ops of q's device, in float32 for the half dtypes.
+void sdpa_backward_math(const Args& args, std::vector<Tensor>& outs);
+void sdpa_backward_cpu_kernel(OpId op, const Args& args, std::vector<Tensor>& outs);
 void register_loss_ops(OpTable& t);               // loss_ops.cpp
 void register_embedding_dropout_ops(OpTable& t);  // linalg_embedding.cpp
 

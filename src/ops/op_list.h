@@ -186,6 +186,9 @@
   X(scaled_dot_product_attention, kRandom,                                                                       \
     "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "              \
     "float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor")         \
+  X(scaled_dot_product_attention_backward, 0,                                                                    \
+    "scaled_dot_product_attention_backward(Tensor grad, Tensor query, Tensor key, Tensor value, "               \
+    "bool is_causal=False, float scale=1.0) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)")         \
   X(cross_entropy_loss, 0,                                                                                       \
     "cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', "                 \
     "SymInt ignore_index=-100, float label_smoothing=0.0) -> Tensor")                                            \

@@ -4,7 +4,8 @@
 // q/k/v views as gpt_block makes them, head dims 32, 64 and 128), and the math path on the GPU for what flash does
 // not take (float32, a head dim of 40, batch dims that do not merge); none of them run the CPU kernel. A compiled
 // naive attention on CUDA (rewritten into the op) matches eager. On the simulated device with generated eager
-// kernels, as on a GPU.
+// kernels, as on a GPU. The backward op: flash's backward against its CPU kernel, the math where flash's does not
+// apply, and autograd through the op eagerly and compiled.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -114,6 +115,85 @@ TEST_F(CudaAttention, MathPathOnTheGpu) {
   // Grouped-query attention in float32.
   expect_like_cpu(random({2, 4, 30, 16}, kFloat32, 40), random({2, 2, 36, 16}, kFloat32, 41),
                   random({2, 2, 36, 16}, kFloat32, 42), {.gqa = true}, 1e-5, 2);
+}
+
+// scaled_dot_product_attention_backward on CUDA copies against its CPU kernel (the math in float32); `flash`: no
+// CPU kernel and no product may run (flash's kernels only).
+void expect_backward_like_cpu(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                              double rtol, bool flash = true) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1).hint()));
+  std::vector<Tensor> want = scaled_dot_product_attention_backward(g, q, k, v, causal, scale);
+  CudaEagerCounts before = cuda_eager_counts();
+  std::vector<Tensor> got =
+      scaled_dot_product_attention_backward(g.to(kCUDA), q.to(kCUDA), k.to(kCUDA), v.to(kCUDA), causal, scale);
+  if (flash) EXPECT_EQ(cuda_eager_counts().cpu, before.cpu) << "an op took its CPU kernel";
+  ASSERT_EQ(got.size(), 3u);
+  const char* names[] = {"grad_query", "grad_key", "grad_value"};
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(names[i]);
+    ASSERT_TRUE(got[i].is_cuda());
+    EXPECT_EQ(got[i].sizes().hints(), want[i].sizes().hints());
+    EXPECT_CLOSE(got[i].cpu().to(kFloat32), want[i].to(kFloat32), rtol);
+  }
+}
+
+// Flash attention's backward (the stats pass, then the dq and dk/dv kernels): partial query and key tiles, L < S
+// and L = S, causal or not, a custom scale's absence, q/k/v as gpt_block's views of one qkv tensor, head dims 16,
+// 32 and 64, rank 3.
+TEST_F(CudaAttention, FlashBackwardMatchesTheCpu) {
+  for (DType dt : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const double rtol = dt == kBFloat16 ? 3e-2 : 5e-3;
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(causal ? "causal" : "not causal");
+      expect_backward_like_cpu(random({2, 2, 70, 64}, dt, 50), random({2, 2, 70, 64}, dt, 51),
+                               random({2, 2, 130, 64}, dt, 52), random({2, 2, 130, 64}, dt, 53), causal, rtol);
+      expect_backward_like_cpu(random({1, 3, 100, 32}, dt, 54), random({1, 3, 100, 32}, dt, 55),
+                               random({1, 3, 100, 32}, dt, 56), random({1, 3, 100, 32}, dt, 57), causal, rtol);
+    }
+  }
+  DType dt = kBFloat16;
+  Tensor qkv = random({2, 65, 3, 2, 64}, dt, 58).permute({2, 0, 3, 1, 4});
+  expect_backward_like_cpu(random({2, 2, 65, 64}, dt, 59), qkv.select(0, 0), qkv.select(0, 1), qkv.select(0, 2), true,
+                           3e-2);
+  expect_backward_like_cpu(random({3, 40, 16}, dt, 60), random({3, 40, 16}, dt, 61), random({3, 24, 16}, dt, 62),
+                           random({3, 24, 16}, dt, 63), false, 3e-2);
+}
+
+// What flash's backward does not take runs the math on the device: float32, a head dim above 64.
+TEST_F(CudaAttention, BackwardMathPath) {
+  expect_backward_like_cpu(random({2, 2, 30, 32}), random({2, 2, 30, 32}), random({2, 2, 40, 32}),
+                           random({2, 2, 40, 32}), true, 1e-5, false);
+  DType dt = kBFloat16;
+  expect_backward_like_cpu(random({1, 2, 20, 128}, dt, 64), random({1, 2, 20, 128}, dt, 65),
+                           random({1, 2, 36, 128}, dt, 66), random({1, 2, 36, 128}, dt, 67), false, 2e-2, false);
+}
+
+// Autograd through scaled_dot_product_attention on CUDA takes the backward op; its gradients match the CPU's
+// (whose derivative is the decomposition), eagerly and in a compiled training step.
+TEST_F(CudaAttention, GradientsThroughTheBackwardOp) {
+  DType dt = kBFloat16;
+  Tensor q = random({2, 2, 48, 64}, dt, 68), k = random({2, 2, 48, 64}, dt, 69), v = random({2, 2, 48, 64}, dt, 70);
+  auto loss = [](const Tensor& a, const Tensor& b, const Tensor& c) {
+    Tensor o = scaled_dot_product_attention(a, b, c, {}, 0.0, true);
+    return (o.to(kFloat32) * o.to(kFloat32)).sum();
+  };
+  auto grads = [&](const Tensor& a0, const Tensor& b0, const Tensor& c0, bool compiled) {
+    Tensor a = a0.detach().requires_grad_(), b = b0.detach().requires_grad_(), c = c0.detach().requires_grad_();
+    if (compiled) {
+      auto f = compile(loss);
+      f(a, b, c).backward();
+    } else {
+      loss(a, b, c).backward();
+    }
+    return std::vector<Tensor>{a.grad().cpu().to(kFloat32), b.grad().cpu().to(kFloat32), c.grad().cpu().to(kFloat32)};
+  };
+  std::vector<Tensor> want = grads(q, k, v, false);
+  for (bool compiled : {false, true}) {
+    SCOPED_TRACE(compiled ? "compiled" : "eager");
+    std::vector<Tensor> got = grads(q.to(kCUDA), k.to(kCUDA), v.to(kCUDA), compiled);
+    for (int i = 0; i < 3; ++i) EXPECT_CLOSE(got[i], want[i], 3e-2);
+  }
 }
 
 TEST_F(CudaAttention, CompiledNaiveAttentionOnCuda) {

@@ -12,12 +12,13 @@ namespace {
 // rows g and g + 8, columns 2t, 2t + 1 and 2t + 8, 2t + 9; B's hold rows 2t, 2t + 1 (and + 8) of column g; the
 // accumulator holds rows g and g + 8, columns 2t and 2t + 1. A score tile's accumulators are therefore already the
 // A fragment of the product with V: no shared memory between the two products.
-constexpr char kBody[] = R"FA(
+constexpr char kPrelude[] = R"FA(
 struct sn_fa_params {
   const void* q; const void* k; const void* v; const void* mask; void* out;
   long long n1, L, S, row_blocks, group;
   long long q0, q1, qr, k0, k1, kr, v0, v1, vr, m0, m1, mr, mc, o0, o1, orow;
   float scale_log2, scale;
+  float* lse; float* delta; const void* dout; long long g0, g1, grow;
 };
 typedef unsigned short sn_fa_t;
 // Shared and global memory are read and written as 16-, 32- and 128-bit words of one array; on the host compiler
@@ -142,6 +143,12 @@ SN_INLINE float sn_fa_exp2(float x) {
 }
 #endif
 
+)FA";
+
+// The forward kernel (SN_FA_MT row tiles per warp, SN_FA_BN keys per tile); with SN_FA_STATS it writes, instead
+// of the output, each row's log-sum-exp (base 2, of the scaled scores) and D = rowsum(dout * out), the
+// backward's two row statistics.
+constexpr char kForward[] = R"FA(
 #define SN_FA_BM (64 * SN_FA_MT)  // query rows per block (SN_FA_MT 16-row tiles per warp)
 #define SN_FA_S (SN_FA_D + 8)             // padded rows: a phase of ldmatrix hits 32 different banks
 
@@ -308,6 +315,10 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
     }
     __syncthreads();  // the next iteration loads into this tile's buffer
   }
+#if SN_FA_STATS
+  const sn_fa_t* G = (const sn_fa_t*)p.dout + i0 * p.g0 + i1 * p.g1;
+  (void)O;
+#endif
   #pragma unroll
   for (int m = 0; m < SN_FA_MT; ++m)
     #pragma unroll
@@ -316,11 +327,33 @@ extern "C" __global__ void __launch_bounds__(128) SN_FA_NAME(const sn_fa_params 
       total += __shfl_xor_sync(0xffffffffu, total, 1);
       total += __shfl_xor_sync(0xffffffffu, total, 2);
       const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+#if SN_FA_STATS
+      // D from the output as stored (rounded), as the math path reads it; the 4 lanes of a row add their parts.
+      float d = 0.0f;
+      if (row[m][h] < L) {
+        #pragma unroll
+        for (int n = 0; n < SN_FA_D / 8; ++n) {
+          unsigned ov = sn_fa_pack(o[m][n][2 * h] * inv, o[m][n][2 * h + 1] * inv);
+          unsigned gv = *(const sn_fa_w*)(G + row[m][h] * p.grow + n * 8 + t * 2);
+          d += sn_fa_load((sn_fa_t)(ov & 0xffffu)) * sn_fa_load((sn_fa_t)(gv & 0xffffu)) +
+               sn_fa_load((sn_fa_t)(ov >> 16)) * sn_fa_load((sn_fa_t)(gv >> 16));
+        }
+      }
+      d += __shfl_xor_sync(0xffffffffu, d, 1);
+      d += __shfl_xor_sync(0xffffffffu, d, 2);
+      if (row[m][h] < L && t == 0) {
+        const long long at = item * p.L + row[m][h];
+        // A row with every key masked has no probabilities: +inf makes each exp2(x - lse) zero.
+        p.lse[at] = total > 0.0f ? mx[m][h] + log2f(total) : sn_from_bits(0x7f800000u);
+        p.delta[at] = d;
+      }
+#else
       if (row[m][h] >= L) continue;
       #pragma unroll
       for (int n = 0; n < SN_FA_D / 8; ++n)
         *(sn_fa_w*)(O + row[m][h] * p.orow + n * 8 + t * 2) =
             sn_fa_pack(o[m][n][2 * h] * inv, o[m][n][2 * h + 1] * inv);
+#endif
     }
 }
 #ifdef SINTER_CUDA_SIM
@@ -328,11 +361,243 @@ extern "C" void SN_FA_SIM_NAME(void** p) { SN_FA_NAME(*(const sn_fa_params*)p[0]
 #endif
 )FA";
 
+// The backward (FlashAttention-2's, in two kernels without atomics), given the forward's row statistics lse and
+// D (the stats variant above). Both use 4 warps of 16 rows and stream tiles of SN_FB_BN rows of the other side
+// through double-buffered shared memory, as the forward streams K and V.
+//   dq kernel, per 64 query rows: over key tiles, S = Q K^T, P = exp2(S * scale_log2 - lse), dP = dO V^T,
+//     dS = P (dP - D), dQ += dS K; dQ *= scale.
+//   dkv kernel, per 64 key rows: over query tiles, S^T = K Q^T, P^T likewise, dV += P^T dO, dP^T = V dO^T,
+//     dS^T = P^T (dP^T - D), dK += dS^T Q; dK *= scale.
+// P and dS are rounded to the input dtype for their products, as the forward rounds P.
+constexpr char kBackward[] = R"FA(
+struct sn_fb_params {
+  const void* q; const void* k; const void* v; const void* dout;
+  void* dq; void* dk; void* dv;
+  const float* lse; const float* delta;  // [items, L]
+  long long n1, L, S, row_blocks;
+  long long q0, q1, qr, k0, k1, kr, v0, v1, vr, g0, g1, gr;
+  long long dq0, dq1, dqr, dk0, dk1, dkr, dv0, dv1, dvr;
+  float scale_log2, scale;
+};
+#define SN_FB_S (SN_FA_D + 8)
+
+// A 16-row A fragment set (rows r0 and r0 + 8 of this lane) of a [rows, SN_FA_D] operand, zeros past `limit`.
+SN_INLINE void sn_fb_rows(unsigned (*a)[4], const sn_fa_t* base, long long stride, int r0, int limit, int t) {
+  #pragma unroll
+  for (int kk = 0; kk < SN_FA_D / 16; ++kk) {
+    int c = kk * 16 + t * 2;
+    #pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      int r = r0 + 8 * h;
+      bool in = r < limit;
+      a[kk][h] = in ? *(const sn_fa_w*)(base + r * stride + c) : 0u;
+      a[kk][h + 2] = in ? *(const sn_fa_w*)(base + r * stride + c + 8) : 0u;
+    }
+  }
+}
+
+// acc[j] (16 x SN_FB_BN, as 8-column tiles) = a (16 x SN_FA_D) times the tile's rows (SN_FB_BN x SN_FA_D)^T.
+SN_INLINE void sn_fb_scores(float (*acc)[4], unsigned (*a)[4], const sn_fa_t* tile, int lm, int lr) {
+  #pragma unroll
+  for (int j = 0; j < SN_FB_BN / 8; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+  #pragma unroll
+  for (int kk = 0; kk < SN_FA_D / 16; ++kk)
+    #pragma unroll
+    for (int j = 0; j < SN_FB_BN / 8; j += 2) {
+      unsigned b[4];
+      sn_fa_ldsm<false>(b, tile + ((j + (lm >> 1)) * 8 + lr) * SN_FB_S + kk * 16 + (lm & 1) * 8);
+      sn_fa_mma(acc[j], a[kk], b);
+      sn_fa_mma(acc[j + 1], a[kk], b + 2);
+    }
+}
+
+// out (16 x SN_FA_D) += p (16 x SN_FB_BN, accumulator tiles, rounded here) times the tile (SN_FB_BN x SN_FA_D).
+SN_INLINE void sn_fb_apply(float (*out)[4], float (*p)[4], const sn_fa_t* tile, int lm, int lr) {
+  #pragma unroll
+  for (int kk = 0; kk < SN_FB_BN / 16; ++kk) {
+    unsigned pa[4] = {sn_fa_pack(p[2 * kk][0], p[2 * kk][1]), sn_fa_pack(p[2 * kk][2], p[2 * kk][3]),
+                      sn_fa_pack(p[2 * kk + 1][0], p[2 * kk + 1][1]), sn_fa_pack(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+    #pragma unroll
+    for (int n = 0; n < SN_FA_D / 8; n += 2) {
+      unsigned b[4];
+      sn_fa_ldsm<true>(b, tile + (kk * 16 + (lm & 1) * 8 + lr) * SN_FB_S + (n + (lm >> 1)) * 8);
+      sn_fa_mma(out[n], pa, b);
+      sn_fa_mma(out[n + 1], pa, b + 2);
+    }
+  }
+}
+
+// Rows `r0` and r0 + 8 of a [rows, SN_FA_D] result, times `scale`, rounded, where below `limit`.
+SN_INLINE void sn_fb_store(sn_fa_t* base, long long stride, float (*acc)[4], float scale, int r0, int limit, int t) {
+  #pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    int r = r0 + 8 * h;
+    if (r >= limit) continue;
+    #pragma unroll
+    for (int n = 0; n < SN_FA_D / 8; ++n)
+      *(sn_fa_w*)(base + r * stride + n * 8 + t * 2) = sn_fa_pack(acc[n][2 * h] * scale, acc[n][2 * h + 1] * scale);
+  }
+}
+
+// Copies rows [r0, r0 + SN_FB_BN) of two [rows, SN_FA_D] operands into a tile buffer each (zeros past limit).
+SN_INLINE void sn_fb_load2(sn_fa_t* abuf, const sn_fa_t* A, long long ar, sn_fa_t* bbuf, const sn_fa_t* B,
+                           long long br, int r0, int limit, int tid) {
+  #pragma unroll
+  for (int idx = tid; idx < SN_FB_BN * SN_FA_D / 8; idx += 128) {
+    int r = idx / (SN_FA_D / 8), c = idx % (SN_FA_D / 8) * 8;
+    bool in = r0 + r < limit;
+    long long at = in ? r0 + r : 0;
+    sn_fa_cp16(abuf + r * SN_FB_S + c, A + at * ar + c, in);
+    sn_fa_cp16(bbuf + r * SN_FB_S + c, B + at * br + c, in);
+  }
+  sn_fa_commit();
+}
+
+extern "C" __global__ void __launch_bounds__(128) SN_FB_DQ_NAME(const sn_fb_params p) {
+  __shared__ __align__(16) sn_fa_t kbuf[2 * SN_FB_BN * SN_FB_S];
+  __shared__ __align__(16) sn_fa_t vbuf[2 * SN_FB_BN * SN_FB_S];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int lm = lane >> 3, lr = lane & 7;
+  const long long item = (long long)blockIdx.x / p.row_blocks;
+  const long long rb = p.row_blocks - 1 - (long long)blockIdx.x % p.row_blocks;  // later rows (more keys) first
+  const long long i0 = item / p.n1, i1 = item % p.n1;
+  const sn_fa_t* K = (const sn_fa_t*)p.k + i0 * p.k0 + i1 * p.k1;
+  const sn_fa_t* V = (const sn_fa_t*)p.v + i0 * p.v0 + i1 * p.v1;
+  const int L = (int)p.L, S = (int)p.S;
+  const int r0 = (int)rb * 64 + warp * 16 + g;  // this lane's rows r0 and r0 + 8
+  unsigned qa[SN_FA_D / 16][4], ga[SN_FA_D / 16][4];
+  sn_fb_rows(qa, (const sn_fa_t*)p.q + i0 * p.q0 + i1 * p.q1, p.qr, r0, L, t);
+  sn_fb_rows(ga, (const sn_fa_t*)p.dout + i0 * p.g0 + i1 * p.g1, p.gr, r0, L, t);
+  float lse[2], dl[2];
+  #pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    bool in = r0 + 8 * h < L;
+    lse[h] = in ? p.lse[item * p.L + r0 + 8 * h] : 0.0f;
+    dl[h] = in ? p.delta[item * p.L + r0 + 8 * h] : 0.0f;
+  }
+  float dq[SN_FA_D / 8][4];
+  #pragma unroll
+  for (int n = 0; n < SN_FA_D / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+  int kend = S;
+#if SN_FA_CAUSAL
+  if (kend > (int)rb * 64 + 64) kend = (int)rb * 64 + 64;
+#endif
+  if (kend > 0) sn_fb_load2(kbuf, K, p.kr, vbuf, V, p.vr, 0, S, tid);
+  for (int kb = 0, buf = 0; kb < kend; kb += SN_FB_BN, buf ^= 1) {
+    if (kb + SN_FB_BN < kend) {
+      sn_fb_load2(kbuf + (buf ^ 1) * SN_FB_BN * SN_FB_S, K, p.kr, vbuf + (buf ^ 1) * SN_FB_BN * SN_FB_S, V, p.vr,
+                  kb + SN_FB_BN, S, tid);
+      sn_fa_wait<1>();
+    } else {
+      sn_fa_wait<0>();
+    }
+    __syncthreads();
+    const sn_fa_t* ks = kbuf + buf * SN_FB_BN * SN_FB_S;
+    const sn_fa_t* vs = vbuf + buf * SN_FB_BN * SN_FB_S;
+    float s[SN_FB_BN / 8][4], dp[SN_FB_BN / 8][4];
+    sn_fb_scores(s, qa, ks, lm, lr);
+    sn_fb_scores(dp, ga, vs, lm, lr);
+    #pragma unroll
+    for (int j = 0; j < SN_FB_BN / 8; ++j)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int r = r0 + 8 * (e >> 1), col = kb + j * 8 + t * 2 + (e & 1);
+        bool out = col >= S || r >= L;
+#if SN_FA_CAUSAL
+        out = out || col > r;
+#endif
+        float pr = out ? 0.0f : sn_fa_exp2(s[j][e] * p.scale_log2 - lse[e >> 1]);
+        s[j][e] = pr * (dp[j][e] - dl[e >> 1]);
+      }
+    sn_fb_apply(dq, s, ks, lm, lr);
+    __syncthreads();
+  }
+  sn_fb_store((sn_fa_t*)p.dq + i0 * p.dq0 + i1 * p.dq1, p.dqr, dq, p.scale, r0, L, t);
+}
+
+extern "C" __global__ void __launch_bounds__(128) SN_FB_DKV_NAME(const sn_fb_params p) {
+  __shared__ __align__(16) sn_fa_t qbuf[2 * SN_FB_BN * SN_FB_S];
+  __shared__ __align__(16) sn_fa_t gbuf[2 * SN_FB_BN * SN_FB_S];
+  __shared__ float lse_s[2][SN_FB_BN], dl_s[2][SN_FB_BN];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int lm = lane >> 3, lr = lane & 7;
+  const long long item = (long long)blockIdx.x / p.row_blocks;
+  const long long rb = (long long)blockIdx.x % p.row_blocks;  // key blocks; under causality early ones see more
+  const long long i0 = item / p.n1, i1 = item % p.n1;
+  const sn_fa_t* Q = (const sn_fa_t*)p.q + i0 * p.q0 + i1 * p.q1;
+  const sn_fa_t* G = (const sn_fa_t*)p.dout + i0 * p.g0 + i1 * p.g1;
+  const int L = (int)p.L, S = (int)p.S;
+  const int r0 = (int)rb * 64 + warp * 16 + g;  // this lane's keys r0 and r0 + 8
+  unsigned ka[SN_FA_D / 16][4], va[SN_FA_D / 16][4];
+  sn_fb_rows(ka, (const sn_fa_t*)p.k + i0 * p.k0 + i1 * p.k1, p.kr, r0, S, t);
+  sn_fb_rows(va, (const sn_fa_t*)p.v + i0 * p.v0 + i1 * p.v1, p.vr, r0, S, t);
+  float dk[SN_FA_D / 8][4], dv[SN_FA_D / 8][4];
+  #pragma unroll
+  for (int n = 0; n < SN_FA_D / 8; ++n) {
+    dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0.0f;
+    dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0.0f;
+  }
+  int qbegin = 0;
+#if SN_FA_CAUSAL
+  qbegin = (int)rb * 64 / SN_FB_BN * SN_FB_BN;  // query q sees key r only where r <= q
+#endif
+  auto load = [&](int qb, int buf) {
+    for (int i = tid; i < SN_FB_BN; i += 128) {
+      bool in = qb + i < L;
+      lse_s[buf][i] = in ? p.lse[item * p.L + qb + i] : 0.0f;
+      dl_s[buf][i] = in ? p.delta[item * p.L + qb + i] : 0.0f;
+    }
+    sn_fb_load2(qbuf + buf * SN_FB_BN * SN_FB_S, Q, p.qr, gbuf + buf * SN_FB_BN * SN_FB_S, G, p.gr, qb, L, tid);
+  };
+  if (qbegin < L) load(qbegin, 0);
+  for (int qb = qbegin, buf = 0; qb < L; qb += SN_FB_BN, buf ^= 1) {
+    if (qb + SN_FB_BN < L) {
+      load(qb + SN_FB_BN, buf ^ 1);
+      sn_fa_wait<1>();
+    } else {
+      sn_fa_wait<0>();
+    }
+    __syncthreads();
+    const sn_fa_t* qs = qbuf + buf * SN_FB_BN * SN_FB_S;
+    const sn_fa_t* gs = gbuf + buf * SN_FB_BN * SN_FB_S;
+    float s[SN_FB_BN / 8][4], dp[SN_FB_BN / 8][4];
+    sn_fb_scores(s, ka, qs, lm, lr);
+    sn_fb_scores(dp, va, gs, lm, lr);
+    #pragma unroll
+    for (int j = 0; j < SN_FB_BN / 8; ++j)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int r = r0 + 8 * (e >> 1), c = j * 8 + t * 2 + (e & 1), col = qb + c;
+        bool out = col >= L || r >= S;
+#if SN_FA_CAUSAL
+        out = out || r > col;
+#endif
+        float pr = out ? 0.0f : sn_fa_exp2(s[j][e] * p.scale_log2 - lse_s[buf][c]);
+        s[j][e] = pr;
+        dp[j][e] = pr * (dp[j][e] - dl_s[buf][c]);
+      }
+    sn_fb_apply(dv, s, gs, lm, lr);
+    sn_fb_apply(dk, dp, qs, lm, lr);
+    __syncthreads();
+  }
+  sn_fb_store((sn_fa_t*)p.dk + i0 * p.dk0 + i1 * p.dk1, p.dkr, dk, p.scale, r0, S, t);
+  sn_fb_store((sn_fa_t*)p.dv + i0 * p.dv0 + i1 * p.dv1, p.dvr, dv, 1.0f, r0, S, t);
+}
+#ifdef SINTER_CUDA_SIM
+extern "C" void SN_FB_DQ_SIM_NAME(void** p) { SN_FB_DQ_NAME(*(const sn_fb_params*)p[0]); }
+extern "C" void SN_FB_DKV_SIM_NAME(void** p) { SN_FB_DKV_NAME(*(const sn_fb_params*)p[0]); }
+#endif
+)FA";
+
 }  // namespace
 
 std::string FlashVariant::name() const {
-  return fmt::format("sn_flash_{}_d{}_m{}_c{}_t{}x{}", bf16 ? "bf16" : "f16", head_dim, static_cast<int>(mask),
-                     causal ? 1 : 0, row_tiles, key_tile);
+  return fmt::format("sn_flash_{}_d{}_m{}_c{}_t{}x{}{}", bf16 ? "bf16" : "f16", head_dim, static_cast<int>(mask),
+                     causal ? 1 : 0, row_tiles, key_tile, stats ? "_stats" : "");
+}
+
+std::string FlashBackwardVariant::name() const {
+  return fmt::format("sn_flash_bwd_{}_d{}_c{}", bf16 ? "bf16" : "f16", head_dim, causal ? 1 : 0);
 }
 
 std::string flash_attention_source(const FlashVariant& v) {
@@ -344,10 +609,24 @@ std::string flash_attention_source(const FlashVariant& v) {
   std::string n = v.name();
   return fmt::format("// {}: flash attention (codegen/cuda/flash_attention.cpp)\n#define SN_FA_NAME {}\n"
                      "#define SN_FA_SIM_NAME {}__sim\n#define SN_FA_BF16 {}\n#define SN_FA_D {}\n"
-                     "#define SN_FA_MASK {}\n#define SN_FA_CAUSAL {}\n#define SN_FA_MT {}\n#define SN_FA_BN {}\n",
+                     "#define SN_FA_MASK {}\n#define SN_FA_CAUSAL {}\n#define SN_FA_MT {}\n#define SN_FA_BN {}\n"
+                     "#define SN_FA_STATS {}\n",
                      n, n, n, v.bf16 ? 1 : 0, v.head_dim, static_cast<int>(v.mask), v.causal ? 1 : 0, v.row_tiles,
-                     v.key_tile) +
-         kBody;
+                     v.key_tile, v.stats ? 1 : 0) +
+         kPrelude + kForward;
+}
+
+std::string flash_backward_source(const FlashBackwardVariant& v) {
+  SINTER_CHECK(v.head_dim % 16 == 0 && v.head_dim >= 16 && v.head_dim <= kFlashBackwardMaxHeadDim,
+               "flash attention backward: head dim {} is not a multiple of 16 in [16, {}]", v.head_dim,
+               kFlashBackwardMaxHeadDim);
+  std::string n = v.name();
+  return fmt::format("// {}: flash attention backward (codegen/cuda/flash_attention.cpp)\n#define SN_FB_DQ_NAME {}_dq\n"
+                     "#define SN_FB_DKV_NAME {}_dkv\n#define SN_FB_DQ_SIM_NAME {}_dq__sim\n"
+                     "#define SN_FB_DKV_SIM_NAME {}_dkv__sim\n#define SN_FA_BF16 {}\n#define SN_FA_D {}\n"
+                     "#define SN_FA_CAUSAL {}\n#define SN_FB_BN {}\n",
+                     n, n, n, n, n, v.bf16 ? 1 : 0, v.head_dim, v.causal ? 1 : 0, FlashBackwardVariant::kTile) +
+         kPrelude + kBackward;
 }
 
 }  // namespace sinter::codegen::cuda

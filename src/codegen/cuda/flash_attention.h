@@ -25,6 +25,7 @@ struct FlashVariant {
   bool causal = false;
   int row_tiles = 1;  // 16-row tiles per warp (1 or 2: two share every K and V fragment, in twice the registers)
   int key_tile = 64;  // keys per tile (32 or 64)
+  bool stats = false; // writes the backward's row statistics (FlashParams::lse, delta) instead of the output
   std::string name() const;  // "sn_flash_bf16_d64_m0_c1_t1x64"
   int rows() const { return 64 * row_tiles; }  // query rows per block
   // Static shared memory: two tiles each of K and V, rows padded by 8 elements; at most 48 KiB.
@@ -50,12 +51,49 @@ struct FlashParams {
   int64_t o0, o1, orow;
   float scale_log2;  // scale * log2(e): the scores are exponentiated with exp2
   float scale;
+  // The stats variant: per row (item * L + row), the log-sum-exp of the scaled scores in base 2 and
+  // D = sum(dout * out) over the head dim, with dout walked like q.
+  float* lse;
+  float* delta;
+  const void* dout;
+  int64_t g0, g1, grow;
 };
 
 inline constexpr int kFlashThreads = 128; // threads per block
 
+// The backward's two kernels (NAME_dq, NAME_dkv; no mask, no grouped heads), given the stats variant's lse and
+// delta: a block of kFlashThreads per 64 query rows (dq) or 64 key rows (dk and dv).
+inline constexpr int kFlashBackwardMaxHeadDim = 64;  // above, its accumulators would not fit in registers
+struct FlashBackwardVariant {
+  static constexpr int kTile = 64;  // rows of the streamed side per tile
+  bool bf16 = true;
+  int head_dim = 64;
+  bool causal = false;
+  std::string name() const;  // "sn_flash_bwd_bf16_d64_c1"
+};
+
+// One parameter for both backward kernels, by value; the same layout on the host and the device. Strides in
+// elements; dout, dq, dk and dv are walked by their own.
+struct FlashBackwardParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* dout;
+  void* dq;
+  void* dk;
+  void* dv;
+  const float* lse;
+  const float* delta;
+  int64_t n1, L, S, row_blocks;
+  int64_t q0, q1, qr, k0, k1, kr, v0, v1, vr, g0, g1, gr;
+  int64_t dq0, dq1, dqr, dk0, dk1, dkr, dv0, dv1, dvr;
+  float scale_log2, scale;
+};
+
 // The kernel's source (without the unit header): `extern "C" __global__ void NAME(const FlashParams p)` and, for
 // the simulator, `NAME__sim`.
 std::string flash_attention_source(const FlashVariant& v);
+// The backward's source: NAME_dq and NAME_dkv, and for the simulator NAME_dq__sim and NAME_dkv__sim.
+std::string flash_backward_source(const FlashBackwardVariant& v);
 
 }  // namespace sinter::codegen::cuda
