@@ -63,8 +63,9 @@ if has sanitizer; then  # memcheck and racecheck over the generated kernels' tes
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   say "compute-sanitizer: $("$cs" --version 2>&1 | grep -i version | head -1)"
   for tool in memcheck racecheck; do
-    filter='CudaInductor.*:CudaEagerCodegen.*:CudaColumnReduction.*'
-    [ "$tool" = racecheck ] && filter='CudaInductor.RowReductions*:CudaInductor.Reductions*:CudaColumnReduction.*'
+    filter='CudaInductor.*:CudaEagerCodegen.*:CudaColumnReduction.*:CudaAttention.Flash*:CudaConv.*'
+    [ "$tool" = racecheck ] &&
+      filter='CudaInductor.RowReductions*:CudaInductor.Reductions*:CudaColumnReduction.*:CudaAttention.FlashBackward*'
     start=$(date +%s)
     timeout ${SAN_TIMEOUT:-240} "$cs" --tool "$tool" --error-exitcode 99 "$BUILD/sinter_tests" --gtest_filter="$filter" \
       > "$LOGS/sanitizer-$tool.log" 2>&1
