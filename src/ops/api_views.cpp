@@ -67,12 +67,37 @@ Tensor to_copy(const Tensor& self, OptDType dtype, std::optional<Device> device,
 }
 
 // contiguous(x, f) -> x when x is already laid out as f, else clone(x, memory_format=f).
+namespace {
+
+// Tensor::is_contiguous decided through SymInt comparisons: on symbolic sizes each answer is recorded as a guard,
+// so that a program which returns the tensor itself (or a copy) is reused only for sizes that answer the same
+// (a slice of size s0 // 2 is contiguous at s0 = 2 whatever its stride, and not at s0 = 4).
+bool contiguous_guarded(const TensorMeta& m, MemoryFormat format) {
+  std::vector<size_t> order;
+  if (format == MemoryFormat::kChannelsLast) {
+    if (m.sizes.size() != 4) return false;
+    order = {1, 3, 2, 0};  // innermost first: C, W, H, N
+  } else {
+    for (size_t d = m.sizes.size(); d-- > 0;) order.push_back(d);
+  }
+  // The same walk as Tensor::is_contiguous, innermost first.
+  SymInt expected(1);
+  for (size_t d : order) {
+    if (m.sizes[d] == 0) return true;
+    if (m.sizes[d] != 1 && m.strides[d] != expected) return false;
+    expected = expected * m.sizes[d];
+  }
+  return true;
+}
+
+}  // namespace
+
 Tensor contiguous(const Tensor& self, MemoryFormat memory_format, Loc loc) {
   SINTER_CHECK_AT(loc, memory_format != MemoryFormat::kPreserve,
                   "contiguous(): preserve memory format is unsupported by the contiguous operator");
   SINTER_CHECK_AT(loc, memory_format != MemoryFormat::kChannelsLast || self.dim() == 4,
                   "contiguous(): channels_last format needs a rank 4 tensor, got rank {}", self.dim());
-  if (self.is_contiguous(memory_format)) return self;
+  if (contiguous_guarded(self.meta(), memory_format)) return self;
   return clone(self, memory_format, loc);
 }
 

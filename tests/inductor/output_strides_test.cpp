@@ -86,6 +86,19 @@ void expect_strides_like_eager(F f, const std::vector<std::vector<Tensor>>& inpu
   }
 }
 
+// contiguous() of a strided slice whose size is 1 at the first call (s0 // 2 at s0 = 2) returned the slice itself
+// for every later size too, with its stride 2 (sinter fuzz seed 2026120710 case 5341): the decision is guarded.
+TEST(OutputStrides, ContiguousOfASliceThatWasOneElement) {
+  auto f = [](const Tensor& unused, const Tensor& x) { return x.slice(0, 0, -1, 2).contiguous(); };
+  std::vector<std::vector<Tensor>> inputs;
+  for (int64_t n : {2, 4, 7, 3}) inputs.push_back({Tensor(), arange(n)});
+  expect_strides_like_eager(f, inputs, Dynamic::kAlways);
+  inputs.clear();
+  for (int64_t n : {5, 2, 9}) inputs.push_back({Tensor(), testing::random({n, 3}, kFloat32, n).t()});
+  expect_strides_like_eager([](const Tensor& unused, const Tensor& x) { return x.contiguous() * 2; }, inputs,
+                            Dynamic::kAlways);
+}
+
 TEST(OutputStrides, ALayoutFoundAtTheExampleHoldsForOtherSizes) {
   auto f = [](const Tensor& unused, const Tensor& x) {
     return log1p(abs(x.narrow(0, 1, x.size(0) - 1).permute({1, 2, 0}))) + 0 * unused.sum();
