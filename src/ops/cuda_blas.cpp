@@ -54,13 +54,8 @@ const Loaded& loaded() {
     for (const char* n : {"libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so.13",
                           "/usr/local/cuda/lib64/libcublas.so.12"})
       paths.push_back(n);
-    void* lib = nullptr;
     std::string tried;
-    for (const std::string& p : paths) {
-      if ((lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-      const char* e = dlerror();
-      tried += fmt::format("\n  {}: {}", p, e ? e : "unknown error");
-    }
+    void* lib = support::open_first(paths, tried);
     if (lib == nullptr) {
       s->reason = "cuBLAS could not be loaded (set SINTER_CUBLAS to the path of libcublas.so); tried:" + tried;
       return s;

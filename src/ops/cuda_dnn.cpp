@@ -91,13 +91,8 @@ const Loaded& loaded() {
     for (const char* n : {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9",
                           "/usr/local/cuda/lib/libcudnn.so.9", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9"})
       paths.push_back(n);
-    void* lib = nullptr;
     std::string tried;
-    for (const std::string& p : paths) {
-      if ((lib = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-      const char* e = dlerror();
-      tried += fmt::format("\n  {}: {}", p, e ? e : "unknown error");
-    }
+    void* lib = support::open_first(paths, tried);
     if (lib == nullptr) {
       s->reason = "cuDNN could not be loaded (set SINTER_CUDNN to the path of libcudnn.so.9); tried:" + tried;
       return s;
