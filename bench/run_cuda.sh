@@ -13,7 +13,8 @@
 # without network, a copy with the links followed: cp -rL .cache/onnx-data DIR). NO_PROBE=1 skips torch.compile's
 # cold/warm compile-time child processes. TORCH_MODES: a comma list of torch.compile modes for vs_torch.py (default
 # "default"; e.g. default,max-autotune-no-cudagraphs,reduce-overhead), one JSON and one ratio table each, against
-# sinter's counterpart mode. The machine's copy of the tree may carry a stale .git: pass the commit.
+# sinter's counterpart mode. TESTS: the tests part's gtest filter (default every CUDA test, 'Cuda*:Nvrtc*').
+# The machine's copy of the tree may carry a stale .git: pass the commit.
 set -u
 OUT_DIR=${1:-bench/results}
 PARTS=${2:-build,tests,sanitizer,conformance,bench,train}
@@ -54,7 +55,7 @@ fi
 
 if has tests; then  # every CUDA test (the CI suite runs them on the simulated device) on the GPU
   start=$(date +%s)
-  timeout 300 "$BUILD/sinter_tests" --gtest_filter='Cuda*:Nvrtc*' > "$LOGS/gpu-tests.log" 2>&1
+  timeout ${TESTS_TIMEOUT:-300} "$BUILD/sinter_tests" --gtest_filter="${TESTS:-Cuda*:Nvrtc*}" > "$LOGS/gpu-tests.log" 2>&1
   say "CUDA tests on the GPU: rc=$? in $(( $(date +%s) - start )) s"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$LOGS/gpu-tests.log" | head -30 | tee -a "$SUMMARY"
 fi
