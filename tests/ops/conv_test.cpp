@@ -59,6 +59,9 @@ std::vector<Case> conv_cases() {
       {{1, 4, 9, 9}, {6, 2, 3, 2}, {1, 2, 2, 1, 2, 1, 2, 1, 2}},  // asymmetric kernel, dilation, groups 2
       {{2, 8, 6, 5}, {8, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 8}},  // depthwise
       {{2, 4, 6, 5}, {8, 1, 3, 3}, {2, 1, 1, 1, 1, 1, 1, 1, 4}},  // depthwise with multiplier 2, stride
+      // depthwise over 37 channels (two full vectors of 16 and a tail), stride 2; and 16 channels, dilation 2
+      {{2, 37, 9, 7}, {37, 1, 3, 3}, {2, 2, 1, 1, 1, 1, 1, 1, 37}},
+      {{1, 16, 8, 9}, {16, 1, 3, 3}, {1, 1, 2, 2, 2, 2, 2, 2, 16}},
       {{3, 16, 5, 6}, {12, 16, 1, 1}, {}},                        // 1x1 pointwise
       {{2, 6, 5, 6}, {4, 3, 1, 1}, {1, 1, 0, 0, 0, 0, 1, 1, 2}},  // grouped 1x1
       {{1, 3, 10, 10}, {5, 3, 5, 5}, {3, 2, 2, 2, 2, 2, 1, 2}},
