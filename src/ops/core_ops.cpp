@@ -116,7 +116,8 @@ void batch_norm_functional_kernel(OpId, const Args& a, std::vector<Tensor>& outs
     inner[i] = Value(outs[i - 2]);
   }
   std::vector<Tensor> result = run_eager(OpId::batch_norm, inner, current_op_call() ? current_op_call()->loc : Loc());
-  outs[0] = result[0];
+  // Into the output given (a compiled graph's buffer, a host copy staged for a device tensor), not in its place.
+  copy_strided(outs[0], result[0]);
 }
 
 ShapeResult self_rule(OpId, const Args& a) { return a[0].tensor().meta(); }

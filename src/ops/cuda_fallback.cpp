@@ -98,10 +98,10 @@ void run_without_cuda_kernel(KernelFn cpu_kernel, OpId op, const Args& args, std
     cuda::require_not_capturing(device.index, fmt::format("{} (it has no CUDA kernel for these arguments and runs its "
                                                           "CPU kernel)", op_def(op).schema.full_name()));
   ++cpu_calls;
-  if (cuda::is_simulated()) {
-    cpu_kernel(op, args, outs);  // simulated device memory is host memory
-  } else {
-    hint_once(op);
+  // The simulated device stages too (its memory is host memory, but a kernel that put a tensor of its own in
+  // place of an output it was given would pass there and leave the GPU's output unwritten).
+  {
+    if (!cuda::is_simulated()) hint_once(op);
     const Schema& schema = op_def(op).schema;
     Staging staging;
     Args host_args = args;
