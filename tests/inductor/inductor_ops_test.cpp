@@ -15,7 +15,9 @@
 
 #include "backends/backends.h"
 #include "function_cases.h"
+#include "inductor/lower.h"
 #include "inductor_ops_cases.h"
+#include "ops/op_table.h"
 #include "sinter/compile.h"
 #include "sinter/ops.h"
 #include "testing.h"
@@ -503,6 +505,35 @@ TEST(InductorOps, SymbolicLerpOfTwoInputs) {
   auto c = compile(f, {.backend = "inductor", .dynamic = Dynamic::kAlways});
   Tensor x = random({3, 5}, kFloat32, 1), e = random({3, 5}, kFloat32, 2);
   EXPECT_CLOSE(c(x, e), f(x, e));
+}
+
+// Constant pad is lowered (the input's overlap stored lazily, the borders filled, no library call): pads on
+// several dims, crops, a fill value, integer and bool dtypes, a channels-last input and a pad of a computed value,
+// on the CPU and the CUDA device.
+TEST(InductorOps, ConstantPadIsLoweredAndMatchesEager) {
+  Graph g;
+  Tensor gx = g.add_input("x", random({2, 3, 4, 5}, kFloat32, 1).meta());
+  g.set_outputs({g.add_op1(OpId::pad, {gx, SymIntList{1, 2, 0, 3}, std::string("constant"), Value(0.5)})});
+  inductor::LoopProgram program = inductor::lower(g);
+  for (const inductor::LoopNode& n : program.nodes) EXPECT_NE(n.kind, inductor::LoopKind::kExtern);
+  std::vector<Case> cases = {
+      {"last dim", [](const Inputs& i) { return pad(i[0], {1, 2}); }},
+      {"two dims, value", [](const Inputs& i) { return pad(i[0] * 2, {2, 1, 1, 3}, "constant", 0.25); }},
+      {"crop and pad", [](const Inputs& i) { return pad(i[0], {-1, 2, 1, -2}) + 1; }},
+      {"crop all of a dim", [](const Inputs& i) { return pad(i[0], {-3, -2}); }},
+      {"four dims", [](const Inputs& i) { return pad(exp(i[0]), {1, 1, 1, 1, 0, 2, 1, 0}); }},
+      {"channels-last", [](const Inputs& i) { return pad(i[1], {1, 1, 1, 1}); }},
+      {"read twice", [](const Inputs& i) { Tensor p = pad(i[0], {1, 0}); return p.slice(3, 0, 4) + p.slice(3, 2, 6); }},
+      {"int", [](const Inputs& i) { return pad(i[2], {2, 1}, "constant", -2.75); }},
+      {"bool", [](const Inputs& i) { return pad(i[3], {1, 1}, "constant", -0.5); }},
+  };
+  Inputs in = {random({2, 3, 4, 5}, kFloat32, 1),
+               random({2, 3, 4, 5}, kFloat32, 2).contiguous(MemoryFormat::kChannelsLast),
+               int_inputs({3, 4}, kInt32)[0], random({3, 4}, kFloat32, 4) > 0};
+  for (Device device : {Device(kCPU), Device(kCUDA)}) {
+    SCOPED_TRACE(device.str());
+    check_cases(cases, in, -1, device);
+  }
 }
 
 }  // namespace
