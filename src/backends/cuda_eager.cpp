@@ -323,6 +323,14 @@ std::vector<Tensor> graph_inputs(OpId op, const Args& args, Device device) {
 }
 
 bool run_generated(OpId op, const Args& args, std::vector<Tensor>& outs) {
+  // batch_norm in training writes its running stats in place: batch_norm_functional computes the output and
+  // their new values, stored straight into them (each element is read, then written, by the same thread).
+  if (op == OpId::batch_norm && args.at(5).to_bool() && !args[3].is_none() && !args[4].is_none()) {
+    std::vector<Tensor> all{outs.at(0), args[3].tensor(), args[4].tensor()};
+    if (!run_generated(OpId::batch_norm_functional, args, all)) return false;
+    for (int i : {3, 4}) args[i].tensor().storage()->bump_version();
+    return true;
+  }
   if (depth >= 2 || !eligible(op, args, outs)) return false;
   std::shared_ptr<Entry> e = cache().get(key_of(op, args, outs));
   std::call_once(e->once, [&] {

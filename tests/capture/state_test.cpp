@@ -149,9 +149,9 @@ TEST(CaptureState, BatchNormTrainingUpdatesRunningStats) {
   auto c = compile(compiled_bn);
   for (int call = 0; call < 3; ++call) {
     Tensor x = rnd({6, 4}, call + 1);
-    EXPECT_TRUE(st::equal(c(x), eager_bn(x))) << call;
-    EXPECT_TRUE(st::equal(compiled_bn.running_mean, eager_bn.running_mean)) << call;
-    EXPECT_TRUE(st::equal(compiled_bn.running_var, eager_bn.running_var)) << call;
+    EXPECT_CLOSE(c(x), eager_bn(x), 1e-5) << call;  // the inductor's batch statistics: rounding apart
+    EXPECT_CLOSE(compiled_bn.running_mean, eager_bn.running_mean, 1e-5) << call;
+    EXPECT_CLOSE(compiled_bn.running_var, eager_bn.running_var, 1e-5) << call;
     EXPECT_TRUE(st::equal(compiled_bn.num_batches_tracked, eager_bn.num_batches_tracked)) << call;
   }
   EXPECT_EQ(c.stats().compiles, 1);

@@ -1,7 +1,7 @@
 // Decompositions of the normalisations into mean.dim reductions and pointwise ops: layer_norm, rms_norm,
 // group_norm, and batch_norm in eval form (running statistics). Statistics are taken in float32 for
-// float16/bfloat16 inputs and the result is rounded once, as the eager kernels do. Batch norm in training
-// (batch statistics and running-stat updates) is left to the lowering.
+// float16/bfloat16 inputs and the result is rounded once, as the eager kernels do. Batch norm in training takes
+// the batch statistics and updates the running ones where batch_norm_functional returns them.
 #include <limits>
 
 #include "graph/graph_util.h"
@@ -105,15 +105,65 @@ Result group_norm(Builder& b, const Node& n) {
   return std::vector<Tensor>{b.to(y, n.meta().dtype)};
 }
 
-// batch_norm(x, w, b, running_mean, running_var, training=false, momentum, eps) -> x * scale + shift per
-// channel (see batch_norm_eval); training keeps the op
+namespace {
+
+// Training form: the batch statistics over every dim but the channels (biased variance) normalise x; with
+// `updates`, the new running stats (1 - momentum) * running + momentum * batch, with the unbiased variance, as the
+// eager kernel. A symbolic count per channel would put a symbolic factor into the update: that form is left alone.
+std::optional<std::vector<Tensor>> batch_norm_train(Builder& b, const Node& n, bool updates) {
+  const Tensor& x = n.args[0].tensor();
+  const SymInt count = x.numel() / sym_max(x.sizes()[1], SymInt(1));
+  if (updates && count.is_symbolic()) return std::nullopt;
+  for (int k : {1, 2})  // an empty stand-in for absent running stats that something reads: leave it to the kernel
+    if (updates && !optional_tensor(n.args[k + 2]) && b.used(n.outputs[k])) return std::nullopt;
+  DType cd = compute_dtype(x.dtype());
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  Tensor xc = b.to(x, cd);
+  Tensor mean = b.mean(xc, dims, true);
+  Tensor centered = b.sub(xc, mean);
+  Tensor var = b.mean(b.mul(centered, centered), dims, true);
+  Tensor y = b.mul(centered, b.unary(OpId::rsqrt, b.add(var, n.args[7].to_double())));
+  const int64_t trailing = x.dim() - 2;
+  if (auto w = optional_tensor(n.args[1])) y = b.mul(y, b.unsqueeze_trailing(b.to(*w, cd), trailing));
+  if (auto bias = optional_tensor(n.args[2])) y = b.add(y, b.unsqueeze_trailing(b.to(*bias, cd), trailing));
+  std::vector<Tensor> outs{b.to(y, x.dtype())};
+  if (!updates) return outs;
+  const double m = n.args[6].to_double();
+  const SymIntList per_channel{x.sizes()[1]};
+  const double unbias = count.hint() > 1 ? static_cast<double>(count.hint()) / static_cast<double>(count.hint() - 1) : 1;
+  for (int k : {1, 2}) {
+    auto running = optional_tensor(n.args[k + 2]);
+    if (!running || !b.used(n.outputs[k])) {
+      outs.push_back(Tensor());
+      continue;
+    }
+    Tensor batch = b.op(OpId::view, {k == 1 ? mean : var, per_channel});
+    if (k == 2) batch = b.mul(batch, unbias);
+    Tensor updated = b.add(b.mul(b.to(*running, cd), 1 - m), b.mul(batch, m));
+    outs.push_back(b.to(updated, running->dtype()));
+  }
+  return outs;
+}
+
+}  // namespace
+
+// batch_norm(x, w, b, running_mean, running_var, training, momentum, eps) -> x * scale + shift per channel (see
+// batch_norm_eval); in training without running stats (nothing to update in place), the batch statistics'
+// form. Training with running stats keeps the op (functionalization makes it batch_norm_functional).
 Result batch_norm(Builder& b, const Node& n) {
+  if (n.args[5].to_bool()) {
+    if (optional_tensor(n.args[3]) || optional_tensor(n.args[4])) return std::nullopt;
+    return batch_norm_train(b, n, false);
+  }
   if (!eval_form(n)) return std::nullopt;
   return std::vector<Tensor>{batch_norm_eval(b, n)};
 }
 
-// batch_norm_functional in eval form -> (the eval output, copies of the unchanged running stats)
+// batch_norm_functional: in eval form the eval output and copies of the unchanged running stats; in training the
+// batch statistics' output and the updated running stats.
 Result batch_norm_functional(Builder& b, const Node& n) {
+  if (n.args[5].to_bool()) return batch_norm_train(b, n, true);
   if (!eval_form(n)) return std::nullopt;
   Tensor y = batch_norm_eval(b, n);
   std::vector<Tensor> outs{y};
