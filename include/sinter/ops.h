@@ -303,6 +303,12 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                         const SymIntList& stride = {1}, const SymIntList& padding = {0},
                         const SymIntList& output_padding = {0}, int64_t groups = 1, const SymIntList& dilation = {1},
                         Loc loc = Loc::current());
+// The gradient of conv2d(input, w, {}, stride, padding, dilation, groups) with respect to a weight w of
+// `weight_size`, given the output's gradient (torch.nn.grad.conv2d_weight): input [N, C, H, W], grad_output
+// [N, O, OH, OW]. On CUDA, cuDNN's backward filter where it serves the call.
+Tensor conv2d_weight_grad(const Tensor& input, const SymIntList& weight_size, const Tensor& grad_output,
+                          const SymIntList& stride = {1}, const SymIntList& padding = {0},
+                          const SymIntList& dilation = {1}, int64_t groups = 1, Loc loc = Loc::current());
 Tensor max_pool2d(const Tensor& self, const DimList& kernel_size, const DimList& stride = {},
                   const DimList& padding = {0}, const DimList& dilation = {1}, bool ceil_mode = false,
                   Loc loc = Loc::current());

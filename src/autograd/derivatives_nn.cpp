@@ -330,30 +330,13 @@ Tensor conv2d_input_grad(const Tensor& g, const Tensor& w, const std::array<int6
                           pair_list(p.dilation));
 }
 
-// The weight gradient of conv2d(x, w) (batched, symmetric padding), w of spatial sizes `kernel`: one matrix
-// product per group of the gradient [out channels, N*OH*OW] with the input's patches [N*OH*OW, in channels * KH*KW]
-// (im2col, stacked from KH*KW strided slices of the padded input, so that its own derivative is slices again), as
-// PyTorch's slow_conv2d backward does. (A convolution of the input with the gradient as its kernel, the other
-// classic form, runs a kernel as large as the output, which the direct convolution serves ten times slower.)
+// The weight gradient of conv2d(x, w) (batched, symmetric padding), w of spatial sizes `kernel`: the
+// conv2d_weight_grad op (cuDNN's backward filter on CUDA; im2col and a matrix product per group otherwise).
 Tensor conv2d_weight_grad(const Tensor& x, const Tensor& g, const std::array<int64_t, 2>& kernel,
                           const ConvGeometry& p) {
-  const int64_t n = x.size(0).guard_int(), cin = x.size(1).guard_int(), cout = g.size(1).guard_int(), groups = p.groups;
-  const int64_t oh = g.size(2).guard_int(), ow = g.size(3).guard_int();
-  const int64_t cg = cin / groups, og = cout / groups, kh = kernel[0], kw = kernel[1];
-  Tensor xp = p.pad[0] > 0 || p.pad[1] > 0 ? pad(x, {p.pad[1], p.pad[1], p.pad[0], p.pad[0]}) : x;
-  std::vector<Tensor> taps;  // taps[i * kw + j][n, c, y, x] = xp[n, c, y * stride + i * dilation, x * stride + j * dilation]
-  for (int64_t i = 0; i < kh; ++i)
-    for (int64_t j = 0; j < kw; ++j) {
-      const int64_t y0 = i * p.dilation[0], x0 = j * p.dilation[1];
-      taps.push_back(xp.slice(2, y0, y0 + (oh - 1) * p.stride[0] + 1, p.stride[0])
-                         .slice(3, x0, x0 + (ow - 1) * p.stride[1] + 1, p.stride[1]));
-    }
-  Tensor cols = stack(taps, 2)  // [n, cin, kh*kw, oh, ow]
-                    .reshape({n, groups, cg * kh * kw, oh, ow})
-                    .permute({1, 0, 3, 4, 2})
-                    .reshape({groups, n * oh * ow, cg * kh * kw});
-  Tensor gg = g.reshape({n, groups, og, oh, ow}).permute({1, 2, 0, 3, 4}).reshape({groups, og, n * oh * ow});
-  return bmm(gg, cols).reshape({cout, cg, kh, kw});
+  const SymIntList size{g.sizes()[1], x.sizes()[1] / p.groups, SymInt(kernel[0]), SymInt(kernel[1])};
+  return sinter::conv2d_weight_grad(x, size, g, pair_list(p.stride), pair_list(p.pad), pair_list(p.dilation),
+                                    p.groups);
 }
 
 // conv1d/conv2d with padding `before`/`after` per spatial dim (they differ for padding='same' with an even
@@ -416,6 +399,21 @@ void conv_mode_padding_grads(C& c, int spatial) {
     }
   }
   conv_grads(c, spatial, p, after);
+}
+
+// conv2d_weight_grad(x, size, g) is bilinear in x and g: for the gradient gw of its result, g's is the forward
+// conv of x with gw, and x's the input gradient of that conv for g.
+void conv_weight_grad_grads(C& c) {
+  Tensor x = c.t("input"), g = c.t("grad_output"), gw = c.grad();
+  ConvGeometry p;
+  p.groups = c.i("groups");
+  p.stride = pair_arg(c.arg("stride"), {1, 1});
+  p.pad = pair_arg(c.arg("padding"));
+  p.dilation = pair_arg(c.arg("dilation"), {1, 1});
+  if (c.needs("grad_output"))
+    c.set("grad_output", conv2d(x, gw, {}, pair_list(p.stride), pair_list(p.pad), pair_list(p.dilation), p.groups));
+  if (c.needs("input"))
+    c.set("input", conv2d_input_grad(g, gw, {x.size(2).guard_int(), x.size(3).guard_int()}, p));
 }
 
 void conv_transpose2d_grads(C& c) {
@@ -799,6 +797,7 @@ void add_nn_rows(std::vector<DerivativeRow>& rows) {
   row(OpId::conv1d_padding, "input, weight", [](C& c) { conv_mode_padding_grads(c, 1); });
   row(OpId::conv2d_padding, "input, weight", [](C& c) { conv_mode_padding_grads(c, 2); });
   row(OpId::conv_transpose2d, "input, weight", conv_transpose2d_grads);
+  row(OpId::conv2d_weight_grad, "input, grad_output", conv_weight_grad_grads);
   row(OpId::max_pool2d, "self", max_pool2d_grads);
   row(OpId::avg_pool2d, "", [](C& c) {
     const SymIntList& in = c.meta("self").sizes;

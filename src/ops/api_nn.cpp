@@ -88,6 +88,12 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
   return dispatch1(OpId::conv_transpose2d,
                    {input, weight, opt(bias), stride, padding, output_padding, groups, dilation}, loc);
 }
+Tensor conv2d_weight_grad(const Tensor& input, const SymIntList& weight_size, const Tensor& grad_output,
+                          const SymIntList& stride, const SymIntList& padding, const SymIntList& dilation,
+                          int64_t groups, Loc loc) {
+  return dispatch1(OpId::conv2d_weight_grad, {input, weight_size, grad_output, stride, padding, dilation, groups},
+                   loc);
+}
 
 // ---- pooling and upsampling ----
 Tensor max_pool2d(const Tensor& self, const DimList& kernel_size, const DimList& stride,

@@ -35,7 +35,8 @@ enum DataType : int { kDataFloat = 0, kDataDouble = 1, kDataHalf = 2, kDataBFloa
 enum Format : int { kNCHW = 0, kNHWC = 1 };
 enum Math : int { kDefaultMath = 0, kTensorOpMath = 1, kFmaMath = 3 };
 constexpr int kCrossCorrelation = 1;
-// cudnnConvolutionFwdAlgoPerf_t and cudnnConvolutionBwdDataAlgoPerf_t share this layout.
+// cudnnConvolutionFwdAlgoPerf_t, cudnnConvolutionBwdDataAlgoPerf_t and cudnnConvolutionBwdFilterAlgoPerf_t share
+// this layout.
 struct AlgoPerf {
   int algo;
   Status status;
@@ -68,6 +69,11 @@ struct Api {
                                                         AlgoPerf*) = nullptr;
   Status (*cudnnConvolutionBackwardData)(Handle, const void*, Desc, const void*, Desc, const void*, Desc, int,
                                          void*, size_t, const void*, Desc, void*) = nullptr;
+  Status (*cudnnGetConvolutionBackwardFilterAlgorithmMaxCount)(Handle, int*) = nullptr;
+  Status (*cudnnGetConvolutionBackwardFilterAlgorithm_v7)(Handle, Desc, Desc, Desc, Desc, int, int*,
+                                                          AlgoPerf*) = nullptr;
+  Status (*cudnnConvolutionBackwardFilter)(Handle, const void*, Desc, const void*, Desc, const void*, Desc, int,
+                                           void*, size_t, const void*, Desc, void*) = nullptr;
 };
 
 struct Loaded {
@@ -118,6 +124,9 @@ const Loaded& loaded() {
     SINTER_RESOLVE(cudnnGetConvolutionBackwardDataAlgorithmMaxCount);
     SINTER_RESOLVE(cudnnGetConvolutionBackwardDataAlgorithm_v7);
     SINTER_RESOLVE(cudnnConvolutionBackwardData);
+    SINTER_RESOLVE(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount);
+    SINTER_RESOLVE(cudnnGetConvolutionBackwardFilterAlgorithm_v7);
+    SINTER_RESOLVE(cudnnConvolutionBackwardFilter);
 #undef SINTER_RESOLVE
     if (!missing.empty()) {
       s->reason = "cuDNN lacks " + missing;
@@ -142,7 +151,7 @@ void check(Status status, const char* call, const std::string& what) {
 // The descriptors and the algorithm of one geometry. Descriptors are made once per geometry and kept for the
 // process, as the handle is.
 struct Plan {
-  Desc x = nullptr, w = nullptr, y = nullptr, conv = nullptr;  // backward data: x is dy, y is dx
+  Desc x = nullptr, w = nullptr, y = nullptr, conv = nullptr;  // backward data: x is dy, y is dx; filter: y is dy
   int algo = -1;
   size_t workspace = 0;
   bool ok = false;
@@ -177,9 +186,10 @@ std::atomic<int64_t>& calls_counter() {
 // The largest workspace an algorithm may ask for.
 constexpr size_t kWorkspaceBudget = size_t{1} << 30;
 
-enum class Kind { kForward, kBackwardData };
+enum class Kind { kForward, kBackwardData, kBackwardFilter };
 
-// The operands of one call as cuDNN sees them: `a` is read (x, or dy), `b` written (y, or dx), `w` the filter.
+// The operands of one call as cuDNN sees them: `a` is read (x, or dy), `b` written (y, or dx), `w` the filter;
+// the backward filter reads a (x) and b (dy) and writes w (dw).
 struct Call {
   Kind kind;
   Tensor a, w, b;
@@ -211,7 +221,10 @@ int math_type(DType dt) {
 
 std::string describe(const Call& c) {
   return fmt::format("{} x {} w {} -> {} ({}, stride [{}, {}], padding [{}, {}], dilation [{}, {}], groups {})",
-                     c.kind == Kind::kForward ? "conv2d" : "conv_transpose2d", c.a.sizes().str(), c.w.sizes().str(),
+                     c.kind == Kind::kForward        ? "conv2d"
+                     : c.kind == Kind::kBackwardData ? "conv_transpose2d"
+                                                     : "conv2d_weight_grad (dy as the last)",
+                     c.a.sizes().str(), c.w.sizes().str(),
                      c.b.sizes().str(), dtype_name(c.b.dtype()), c.stride[0], c.stride[1], c.pad[0], c.pad[1],
                      c.dilation[0], c.dilation[1], c.groups);
 }
@@ -255,6 +268,13 @@ Plan make_plan(Handle handle, const Call& c, const std::string& what) {
     perf.resize(static_cast<size_t>(std::max(count, 1)));
     if (api.cudnnGetConvolutionForwardAlgorithm_v7(handle, p.x, p.w, p.conv, p.y, count, &returned, perf.data()) != 0)
       return p;
+  } else if (c.kind == Kind::kBackwardFilter) {
+    check(api.cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count),
+          "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", what);
+    perf.resize(static_cast<size_t>(std::max(count, 1)));
+    if (api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, p.x, p.y, p.conv, p.w, count, &returned,
+                                                          perf.data()) != 0)
+      return p;
   } else {
     check(api.cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count),
           "cudnnGetConvolutionBackwardDataAlgorithmMaxCount", what);
@@ -290,7 +310,11 @@ bool run(Call c, const Tensor& bias) {
     if (!fits_int(sizes_of(*t)) || !fits_int(strides_of(*t)) || t->numel().hint() > INT_MAX) return false;
   // NHWC when the written tensor is channels-last (and not also contiguous); tensor cores want every operand so.
   c.format = !c.b.is_contiguous() && c.b.is_contiguous(MemoryFormat::kChannelsLast) ? kNHWC : kNCHW;
-  c.w = filter_in(c.w, c.format);
+  if (c.kind == Kind::kBackwardFilter) {  // the filter is written: it must already be in the format
+    if (!c.w.is_contiguous(c.format == kNHWC ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous)) return false;
+  } else {
+    c.w = filter_in(c.w, c.format);
+  }
   if (!aligned(c.a) || !aligned(c.w) || !aligned(c.b)) return false;
   const std::string what = describe(c);
   DeviceHandle& h = handle_for(c.b.device().index);
@@ -329,6 +353,11 @@ bool run(Call c, const Tensor& bias) {
     check(api.cudnnConvolutionForward(h.handle, alpha_p, plan.x, c.a.data_ptr(), plan.w, c.w.data_ptr(), plan.conv,
                                       plan.algo, ws, plan.workspace, beta_p, plan.y, c.b.data_ptr()),
           "cudnnConvolutionForward", what);
+  else if (c.kind == Kind::kBackwardFilter)
+    check(api.cudnnConvolutionBackwardFilter(h.handle, alpha_p, plan.x, c.a.data_ptr(), plan.y, c.b.data_ptr(),
+                                             plan.conv, plan.algo, ws, plan.workspace, beta_p, plan.w,
+                                             c.w.data_ptr()),
+          "cudnnConvolutionBackwardFilter", what);
   else
     check(api.cudnnConvolutionBackwardData(h.handle, alpha_p, plan.w, c.w.data_ptr(), plan.x, c.a.data_ptr(),
                                            plan.conv, plan.algo, ws, plan.workspace, beta_p, plan.y,
@@ -377,6 +406,12 @@ bool dnn_conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, 
     if ((o + 2 * p.pad_before[i] - p.dilation[i] * (k - 1) - 1) / p.stride[i] + 1 != in) return false;
   }
   return run(c, bias);
+}
+
+bool dnn_conv2d_weight_grad(const Tensor& x, const Tensor& dy, const Conv2dParams& p, const Tensor& dw) {
+  Call c{Kind::kBackwardFilter, x, dw, dy};
+  if (!set_params(c, p, true)) return false;
+  return run(c, Tensor());
 }
 
 int64_t dnn_calls() { return calls_counter().load(); }

@@ -27,6 +27,10 @@ bool dnn_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv
 bool dnn_conv_transpose2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
                           const Tensor& out);
 
+// dw = the gradient of conv2d(x, w) with respect to w (x [N, C, H, W], dy [N, O, OH, OW], dw [O, C/groups, kh,
+// kw], dense in the layout dy has) by cuDNN's backward filter. False and throws as dnn_conv2d.
+bool dnn_conv2d_weight_grad(const Tensor& x, const Tensor& dy, const Conv2dParams& p, const Tensor& dw);
+
 // How many convolutions cuDNN has run in this process (tests check that a GPU takes this path).
 int64_t dnn_calls();
 

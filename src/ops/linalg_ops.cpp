@@ -10,6 +10,7 @@ void register_linalg_ops(OpTable& t) {
   register_einsum_ops(t);
   register_conv_ops(t);
   register_conv_transpose_ops(t);
+  register_conv_weight_grad_ops(t);
   register_pool_ops(t);
   register_upsample_ops(t);
   register_attention_ops(t);

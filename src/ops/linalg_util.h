@@ -16,6 +16,10 @@ void register_matmul_ops(OpTable& t);             // linalg_matmul.cpp: mm, bmm,
 void register_einsum_ops(OpTable& t);             // linalg_einsum.cpp
 void register_conv_ops(OpTable& t);               // conv_2d.cpp: conv1d, conv2d (+ .padding)
 void register_conv_transpose_ops(OpTable& t);     // conv_transpose.cpp
+void register_conv_weight_grad_ops(OpTable& t);   // conv_weight_grad.cpp
+// conv2d_weight_grad's math in sinter ops on its arguments (the CPU kernel, the CUDA kernel where cuDNN does not
+// serve, and the inductor's decomposition on the CPU, which records these ops into the graph).
+Tensor conv2d_weight_grad_math(const Args& args);
 void register_pool_ops(OpTable& t);               // pool_2d.cpp: max/avg/adaptive pools
 void register_upsample_ops(OpTable& t);           // pool_upsample.cpp
 void register_attention_ops(OpTable& t);          // attention_sdpa.cpp

@@ -171,6 +171,10 @@
   X(conv_transpose2d, 0,                                                                                         \
     "conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, "                \
     "SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor")         \
+  /* conv2d's weight gradient (torch.nn.grad.conv2d_weight): batched input, symmetric padding */                 \
+  X(conv2d_weight_grad, 0,                                                                                       \
+    "conv2d_weight_grad(Tensor input, SymInt[] weight_size, Tensor grad_output, SymInt[2] stride=1, "            \
+    "SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor")                                     \
   X(max_pool2d, 0,                                                                                               \
     "max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, "        \
     "bool ceil_mode=False) -> Tensor")                                                                           \

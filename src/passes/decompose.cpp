@@ -52,6 +52,8 @@ const std::vector<std::pair<OpId, Decomposition>>& table() {
       {OpId::group_norm, decomp::group_norm},  // layer_norm over [N, G, -1], then per-channel w, b
       {OpId::batch_norm, decomp::batch_norm},  // eval: x * scale + shift per channel
       {OpId::batch_norm_functional, decomp::batch_norm_functional},
+      // convolution.cpp
+      {OpId::conv2d_weight_grad, decomp::conv2d_weight_grad},  // CPU: im2col by strided slices, then bmm
   };
   return entries;
 }

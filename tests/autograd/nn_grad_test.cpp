@@ -148,6 +148,12 @@ void add_conv_samples(std::vector<GradSample>& s) {
   s.push_back({OpId::conv_transpose2d, "conv_transpose2d output_padding past the stride",
                [](V in) { return conv_transpose2d(in[0], in[1], {}, {1}, {0}, {1}, 1, {2}); },
                {away_from_zero({2, 2, 3, 3}, 213), away_from_zero({2, 2, 2, 2}, 214)}});
+  s.push_back({OpId::conv2d_weight_grad, "conv2d_weight_grad stride, padding, dilation",
+               [](V in) { return conv2d_weight_grad(in[0], {3, 2, 2, 3}, in[1], {2, 1}, {1, 0}, {1, 2}); },
+               {away_from_zero({2, 2, 5, 5}, 217), away_from_zero({2, 3, 3, 1}, 218)}});
+  s.push_back({OpId::conv2d_weight_grad, "conv2d_weight_grad groups, twice",
+               [](V in) { return conv2d_weight_grad(in[0], {4, 2, 3, 2}, in[1], {1}, {1}, {1}, 2); },
+               {away_from_zero({1, 4, 4, 3}, 219), away_from_zero({1, 4, 4, 4}, 220)}, true});
   s.push_back({OpId::conv_transpose2d, "conv_transpose2d unbatched",
                [](V in) { return conv_transpose2d(in[0], in[1]); },
                {away_from_zero({2, 3, 2}, 215), away_from_zero({2, 1, 2, 2}, 216)}});

@@ -2,6 +2,7 @@
 // just before the node being decomposed, and the helpers the families have in common (compute dtypes, dim
 // lists, layouts). Internal to the decompose pass.
 #pragma once
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -71,6 +72,10 @@ inline DType compute_dtype(DType d) { return d == kFloat16 || d == kBFloat16 ? k
 // The reduced dims of a reduction's `dim` argument (None or [] is every dim), wrapped to 0..ndim-1, sorted.
 std::vector<int64_t> reduction_dims(const Value& dim, int64_t ndim);
 
+// Runs `fn`, sinter ops on the node's argument proxies, while a dispatch hook records each op it calls just before
+// the node (grad mode and autocast off); its tensors are the values that replace the node's outputs.
+std::vector<Tensor> record(Builder& b, const Node& n, const std::function<std::vector<Tensor>()>& fn);
+
 // ---- The families (one function per op; the table in decompose.cpp lists them). ----
 // custom.cpp: a custom op's decomposition (sinter/library.h), the user's function recorded op by op.
 std::optional<std::vector<Tensor>> custom(Builder& b, const Node& n);
@@ -100,6 +105,8 @@ std::optional<std::vector<Tensor>> logsumexp(Builder& b, const Node& n);
 std::optional<std::vector<Tensor>> mse_loss(Builder& b, const Node& n);
 std::optional<std::vector<Tensor>> var(Builder& b, const Node& n);  // only where recomputation is exact
 std::optional<std::vector<Tensor>> std(Builder& b, const Node& n);
+// convolution.cpp
+std::optional<std::vector<Tensor>> conv2d_weight_grad(Builder& b, const Node& n);
 // normalization.cpp
 std::optional<std::vector<Tensor>> layer_norm(Builder& b, const Node& n);
 std::optional<std::vector<Tensor>> rms_norm(Builder& b, const Node& n);

@@ -1,6 +1,7 @@
 // A custom op's decomposition (sinter/library.h): the user's function, written with sinter ops, runs on the node's
 // argument proxies while a dispatch hook records each op it calls just before the node, as capture would have
-// recorded it. The ops then lower and fuse like any others.
+// recorded it (record, which built-in decompositions written with sinter ops use too). The ops then lower and
+// fuse like any others.
 #include "graph/graph_util.h"
 #include "ops/autocast.h"
 #include "ops/custom_ops.h"
@@ -50,17 +51,18 @@ bool same_meta(const TensorMeta& a, const TensorMeta& b, const sym::ShapeEnv* en
 
 }  // namespace
 
+std::vector<Tensor> record(Builder& b, const Node& n, const std::function<std::vector<Tensor>()>& fn) {
+  Recorder recorder(b, n);
+  HookScope scope(&recorder);
+  NoGradGuard no_grad;     // graph values are not differentiated here
+  AutocastExcluded plain;  // the graph already holds the casts capture made
+  return fn();
+}
+
 std::optional<std::vector<Tensor>> custom(Builder& b, const Node& n) {
   const CustomOp* custom = sinter::custom_op(n.op);
   SINTER_INTERNAL_ASSERT(custom && custom->decomposition, "{} has no decomposition", n.op_name());
-  std::vector<Tensor> outs;
-  {
-    Recorder recorder(b, n);
-    HookScope scope(&recorder);
-    NoGradGuard no_grad;     // graph values are not differentiated here
-    AutocastExcluded plain;  // the graph already holds the casts capture made
-    outs = custom->decomposition(library::OpArgs(n.op, n.args));
-  }
+  std::vector<Tensor> outs = record(b, n, [&] { return custom->decomposition(library::OpArgs(n.op, n.args)); });
   SINTER_CHECK(outs.size() == n.outputs.size(), "the decomposition of {} returned {} tensor(s); the op has {} output(s)",
                n.op_name(), outs.size(), n.outputs.size());
   const sym::ShapeEnv* env = b.graph().shape_env().get();
