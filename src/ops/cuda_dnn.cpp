@@ -297,23 +297,32 @@ Plan make_plan(Handle handle, const Call& c, const std::string& what) {
   return p;
 }
 
-// `w` in the filter format that matches the data's: a view when it is dense in it, else a dense copy.
-Tensor filter_in(const Tensor& w, Format format) {
-  MemoryFormat mf = format == kNHWC ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous;
-  if (w.is_contiguous(mf)) return w;
-  return w.contiguous(mf);
+MemoryFormat memory_format(Format format) {
+  return format == kNHWC ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous;
+}
+
+// `t` dense in `format`: a view when it already is, else a dense copy.
+Tensor in_format(const Tensor& t, Format format) {
+  MemoryFormat mf = memory_format(format);
+  if (t.is_contiguous(mf)) return t;
+  return t.contiguous(mf);
 }
 
 bool run(Call c, const Tensor& bias) {
   if (!dnn_supported(c.b.dtype()) || c.b.numel().hint() == 0 || c.a.numel().hint() == 0) return false;
   for (const Tensor* t : {&c.a, &c.w, &c.b})
     if (!fits_int(sizes_of(*t)) || !fits_int(strides_of(*t)) || t->numel().hint() > INT_MAX) return false;
-  // NHWC when the written tensor is channels-last (and not also contiguous); tensor cores want every operand so.
+  // NHWC when the written tensor (for the backward filter, dy) is channels-last (and not also contiguous). Every
+  // other operand is made dense in that format: cuDNN's engines for mixed layouts are few and slow, and tensor
+  // cores want NHWC throughout. A filter written in another layout is computed into a buffer and copied.
   c.format = !c.b.is_contiguous() && c.b.is_contiguous(MemoryFormat::kChannelsLast) ? kNHWC : kNCHW;
-  if (c.kind == Kind::kBackwardFilter) {  // the filter is written: it must already be in the format
-    if (!c.w.is_contiguous(c.format == kNHWC ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous)) return false;
-  } else {
-    c.w = filter_in(c.w, c.format);
+  c.a = in_format(c.a, c.format);
+  Tensor written_filter;
+  if (c.kind != Kind::kBackwardFilter) {
+    c.w = in_format(c.w, c.format);
+  } else if (!c.w.is_contiguous(memory_format(c.format))) {
+    written_filter = c.w;
+    c.w = empty_from_meta(dense_meta(c.w.sizes(), c.w.dtype(), c.w.device(), memory_format(c.format)));
   }
   if (!aligned(c.a) || !aligned(c.w) || !aligned(c.b)) return false;
   const std::string what = describe(c);
@@ -363,6 +372,7 @@ bool run(Call c, const Tensor& bias) {
                                            plan.conv, plan.algo, ws, plan.workspace, beta_p, plan.y,
                                            c.b.data_ptr()),
           "cudnnConvolutionBackwardData", what);
+  if (written_filter.defined()) copy_strided(written_filter, c.w);
   ++calls_counter();
   return true;
 }

@@ -280,15 +280,13 @@ TEST(CudaConv, WeightGradMatchesTheCpu) {
   };
   for (DType dt : {kFloat32, kBFloat16, kFloat64})
     for (const Case& c : all)
-      for (bool channels_last : {false, true}) {
-        SCOPED_TRACE(fmt::format("{}, {}, {}", c.name, dtype_name(dt), channels_last ? "channels-last" : "contiguous"));
+      for (const char* layout : {"contiguous", "channels-last", "channels-last input, contiguous gradient"}) {
+        SCOPED_TRACE(fmt::format("{}, {}, {}", c.name, dtype_name(dt), layout));
         Tensor x = random(SymIntList(c.x), dt, 31), w = random(SymIntList(c.w), dt, 32);
         Tensor y = conv2d(x, w, {}, c.stride, c.padding, c.dilation, c.groups);
         Tensor g = random(y.sizes(), dt, 33);
-        if (channels_last) {
-          x = x.contiguous(MemoryFormat::kChannelsLast);
-          g = g.contiguous(MemoryFormat::kChannelsLast);
-        }
+        if (std::string(layout) != "contiguous") x = x.contiguous(MemoryFormat::kChannelsLast);
+        if (std::string(layout) == "channels-last") g = g.contiguous(MemoryFormat::kChannelsLast);
         Tensor want = conv2d_weight_grad(x, SymIntList(c.w), g, c.stride, c.padding, c.dilation, c.groups);
         int64_t before = cuda::dnn_calls();
         Tensor got = conv2d_weight_grad(cuda(x), SymIntList(c.w), cuda(g), c.stride, c.padding, c.dilation, c.groups);
