@@ -14,7 +14,7 @@
 # cold/warm compile-time child processes. TORCH_MODES: a comma list of torch.compile modes for vs_torch.py (default
 # "default"; e.g. default,max-autotune-no-cudagraphs,reduce-overhead), one JSON and one ratio table each, against
 # sinter's counterpart mode. TESTS: the tests part's gtest filter (default every CUDA test, 'Cuda*:Nvrtc*').
-# The machine's copy of the tree may carry a stale .git: pass the commit.
+# ONLY: one model for the train part. The machine's copy of the tree may carry a stale .git: pass the commit.
 set -u
 OUT_DIR=${1:-bench/results}
 PARTS=${2:-build,tests,sanitizer,conformance,bench,train}
@@ -114,13 +114,13 @@ fi
 
 if has train; then  # an AdamW training step under bfloat16 autocast, sinter against PyTorch on the same models
   sinter_json="$OUT_DIR/train-cuda-$HOST-$DATE.json"
-  timeout ${TRAIN_TIMEOUT:-240} "$BUILD/sinter" bench --suite train --device cuda --json "$sinter_json" \
+  timeout ${TRAIN_TIMEOUT:-240} "$BUILD/sinter" bench --suite train --device cuda ${ONLY:+--only $ONLY} --json "$sinter_json" \
     > "$LOGS/train.log" 2>&1
   say "sinter bench --suite train --device cuda: rc=$?"
   grep -v '^\[sinter\]' "$LOGS/train.log" | tail -12 | tee -a "$SUMMARY"
   probe=""
   [ "${NO_PROBE:-0}" = 1 ] && probe="--no-probe"
-  timeout ${TORCH_TIMEOUT:-420} python3 bench/vs_torch.py --train --device cuda $probe --sinter "$sinter_json" \
+  timeout ${TORCH_TIMEOUT:-420} python3 bench/vs_torch.py --train --device cuda $probe ${ONLY:+--only $ONLY} --sinter "$sinter_json" \
     --json "$OUT_DIR/torch-train-cuda-$HOST-$DATE.json" > "$LOGS/vs_torch_train.log" 2>&1
   say "vs_torch --train --device cuda: rc=$?"
   tail -20 "$LOGS/vs_torch_train.log" | tee -a "$SUMMARY"
