@@ -994,6 +994,7 @@ bool Lowerer::lower_pad(const Node& n) {
   const Tensor& x = n.args[0].tensor();
   const SymIntList& pad = n.args[1].int_list();
   const size_t rank = static_cast<size_t>(x.dim());
+  if (pad.empty()) return false;  // a copy (of a 0-dim value too): the eager kernel's
   const int v = value_id(x);
   const std::vector<ExprPtr> isz = values_[v].sizes;
   std::vector<int64_t> before(rank, 0), after(rank, 0);
