@@ -301,12 +301,8 @@ MemoryFormat memory_format(Format format) {
   return format == kNHWC ? MemoryFormat::kChannelsLast : MemoryFormat::kContiguous;
 }
 
-// `t` dense in `format`: a view when it already is, else a dense copy.
-Tensor in_format(const Tensor& t, Format format) {
-  MemoryFormat mf = memory_format(format);
-  if (t.is_contiguous(mf)) return t;
-  return t.contiguous(mf);
-}
+// `t` dense in `format`: itself when it already is, else a dense copy (linalg_util's contiguous_as).
+Tensor in_format(const Tensor& t, Format format) { return contiguous_as(t, t.dtype(), memory_format(format)); }
 
 bool run(Call c, const Tensor& bias) {
   if (!dnn_supported(c.b.dtype()) || c.b.numel().hint() == 0 || c.a.numel().hint() == 0) return false;
