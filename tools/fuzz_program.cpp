@@ -179,11 +179,14 @@ Context make_context(const Program& p, Device device) {
 }
 
 std::vector<Tensor> run_program(const Program& p, const Context& ctx, const std::vector<Tensor>& args,
-                                std::vector<Tensor>* all_values) {
+                                std::vector<Tensor>* all_values, const StepHook& after) {
   std::vector<Tensor> values;
   size_t ai = 0, pi = 0;
   for (const auto& in : p.inputs) values.push_back(in.is_param ? ctx.params.at(pi++) : args.at(ai++));
-  for (const auto& s : p.steps) values.push_back(run_step(s, values, ctx));
+  for (const auto& s : p.steps) {
+    Tensor r = run_step(s, values, ctx);
+    values.push_back(after ? after(values.size(), r) : r);
+  }
   std::vector<Tensor> out;
   for (int id : p.outputs) out.push_back(values.at(id));
   if (all_values) *all_values = values;

@@ -86,9 +86,11 @@ struct Context {
 Context make_context(const Program& p, Device device = kCPU);  // params have static sizes
 
 // Runs the steps on `args` (real or traced tensors) and returns the outputs.
-// `values`, when given, receives every value (inputs, then one per step).
+// `values`, when given, receives every value (inputs, then one per step). `after`, when given, replaces each
+// step's result (value id, result) before later steps read it: the float64 reference's rounding jitter.
+using StepHook = std::function<Tensor(size_t, const Tensor&)>;
 std::vector<Tensor> run_program(const Program& p, const Context& ctx, const std::vector<Tensor>& args,
-                                std::vector<Tensor>* values = nullptr);
+                                std::vector<Tensor>* values = nullptr, const StepHook& after = {});
 // Runs one step on values already computed (the generator's oracle and the interpreter share it).
 Tensor run_step(const Step& s, const std::vector<Tensor>& values, const Context& ctx);
 // The step as a C++ expression over value names.
