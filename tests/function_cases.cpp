@@ -28,6 +28,10 @@ std::vector<FunctionCase> inductor_cases() {
               random({24, 24, 3, 3}, dt, 2), random({24}, dt, 3), random({24}, dt, 4), random({24}, dt, 5),
               random({24, 16, 1, 1}, dt, 6)};
   };
+  auto dw_inputs = [](DType dt) {
+    return Ts{random({2, 20, 10, 13}, dt).contiguous(MemoryFormat::kChannelsLast), random({20, 1, 3, 3}, dt, 1),
+              random({20}, dt, 2), random({20}, dt, 3)};
+  };
   auto x678 = [](DType dt) { return Ts{random({6, 7, 8}, dt)}; };
   auto x468 = [](DType dt) { return Ts{random({4, 6, 8}, dt)}; };
   auto ints = [](DType) { return Ts{arange(0, 24, 1, TensorOptions(kInt64)).view({4, 6})}; };
@@ -72,6 +76,15 @@ std::vector<FunctionCase> inductor_cases() {
        }, conv_inputs, kFloat32, 3, false, false, true},
       {"strided conv", [](const Ts& i) { return Ts{sigmoid(conv2d(i[0], i[1], i[3], {2, 2}, {0, 1}, {1, 2}))}; },
        conv_inputs, kFloat32, 1, false, false, true},
+      // Depthwise channels-last convs (one channel per group; 20 channels: a vector and a masked tail) run their
+      // element-wise consumers on each finished output row: one kernel each.
+      {"depthwise conv", [](const Ts& i) {
+         Tensor sc = i[3].view({1, 20, 1, 1});
+         return Ts{hardtanh(conv2d(i[0], i[1], i[2], {1, 1}, {1, 1}, {1, 1}, 20) * sc, 0, 6) + i[0]};
+       }, dw_inputs, kFloat32, 1, false, false, true},
+      {"strided depthwise conv", [](const Ts& i) {
+         return Ts{sigmoid(conv2d(i[0], i[1], {}, {2, 2}, {2, 1}, {2, 1}, 20))};
+       }, dw_inputs, kFloat32, 1, false, false, true},
       // A contiguous (NCHW) conv is an ordinary extern, then the relu.
       {"nchw conv", [](const Ts& i) { return Ts{relu(conv2d(i[0].contiguous(), i[1], {}, {1, 1}, {1, 1}))}; },
        conv_inputs, kFloat32, 2, false, false, true},

@@ -540,9 +540,17 @@ void Lowerer::lower_extern(const Node& n) {
   }
   int node_id = static_cast<int>(p_.nodes.size());  // after the materialisations above
   ln.id = node_id;
+  // One group (an implicit GEMM), or depthwise: as many groups as input and output channels.
+  auto conv_groups_fit = [&] {
+    const int64_t groups = n.arg("groups").to_int();
+    if (groups == 1) return true;
+    // (The conv's own check made the input's channels groups * weight.size(1).)
+    const SymIntList& ws = n.args[1].tensor().sizes();
+    return ws.size() == 4 && !ws[0].is_symbolic() && !ws[1].is_symbolic() && ws[1].hint() == 1 &&
+           ws[0].hint() == groups;
+  };
   if ((n.op == OpId::conv2d || n.op == OpId::conv2d_padding) && target_.runs_on(n.meta().device) &&
-      target_.provides(ExternKind::kConv, n.meta().dtype) && n.arg("groups").to_int() == 1 &&
-      n.meta().sizes.size() == 4)
+      target_.provides(ExternKind::kConv, n.meta().dtype) && n.meta().sizes.size() == 4 && conv_groups_fit())
     ln.conv = n.outputs[0].is_contiguous(MemoryFormat::kChannelsLast) && !n.outputs[0].is_contiguous();
   p_.nodes.push_back(std::move(ln));
   for (const Tensor& out : n.outputs) p_.nodes[node_id].outs.push_back(new_buffer(out, node_id));

@@ -7,45 +7,25 @@
 // float (float32/16/bf16) or double, rounded once into the output.
 #include "ops/conv_kernels.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
 
 #include "ops/blas.h"
+#include "ops/conv_depthwise.h"
 #include "ops/sgemm.h"
 #include "ops/linalg_util.h"
 
 namespace sinter {
 namespace {
 
-struct Geo {
-  int64_t N, C, H, W, O, OH, OW, kh, kw, sh, sw, dh, dw, ph, pw, G, Cg, Og;
-  bool pointwise;  // 1x1, stride 1, no padding: the input itself is the GEMM operand
-};
-
-Geo geometry(const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p, bool transposed) {
-  std::vector<int64_t> xs = sizes_of(x), ws = sizes_of(w), ys = sizes_of(y);
-  Geo g{};
-  g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3];
-  g.O = ys[1], g.OH = ys[2], g.OW = ys[3];
-  g.kh = ws[2], g.kw = ws[3];
-  g.sh = p.stride[0], g.sw = p.stride[1], g.dh = p.dilation[0], g.dw = p.dilation[1];
-  g.ph = p.pad_before[0], g.pw = p.pad_before[1];
-  g.G = p.groups, g.Cg = g.C / g.G, g.Og = g.O / g.G;
-  g.pointwise = !transposed && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 &&
-                g.OH == g.H && g.OW == g.W;
-  return g;
-}
-
-// The output columns o in [lo, hi) whose input column o * s + off lies in [0, size); o < count.
-void valid_range(int64_t off, int64_t s, int64_t size, int64_t count, int64_t& lo, int64_t& hi) {
-  lo = off >= 0 ? 0 : ceil_div(-off, s);
-  hi = size - 1 - off < 0 ? 0 : std::min(count, (size - 1 - off) / s + 1);
-  lo = std::min(lo, hi);
-}
+using conv::Geo;
+using conv::geometry;
+using conv::valid_range;
+using conv::depthwise_nchw;
+using conv::depthwise_nhwc;
+using conv::depthwise_nhwc_simd;
 
 // Output rows per task. `row_elems` is the buffer a task needs per output row and `halo_elems` its fixed part;
 // the buffer stays within about 1 MB (so it is still in cache when the single-threaded GEMM reads it). Among
@@ -369,162 +349,6 @@ void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, floa
   blas::sgemm_tiled(gm);
 }
 
-// One input channel per group: direct loops, one output plane per task (vectorised along a row for stride 1).
-// Planes [t0, t1) of the N * O; always inlined, so each vector clone below gets its own vectorised copy.
-template <class T>
-[[gnu::always_inline]] inline void depthwise_nchw_planes(const T* x, const T* w, const T* bias, T* y, const Geo& g,
-                                                         int64_t t0, int64_t t1) {
-  const int64_t P = g.OH * g.OW;
-  for (int64_t t = t0; t < t1; ++t) {
-    int64_t n = t / g.O, o = t % g.O;
-    const T* plane = x + (n * g.C + o / g.Og) * g.H * g.W;
-    const T* wo = w + o * g.kh * g.kw;
-    T* yp = y + t * P;
-    std::fill(yp, yp + P, bias ? bias[o] : T(0));
-    for (int64_t kj = 0; kj < g.kw; ++kj) {
-      int64_t off = kj * g.dw - g.pw, lo, hi;
-      valid_range(off, g.sw, g.W, g.OW, lo, hi);
-      for (int64_t oh = 0; oh < g.OH; ++oh) {
-        T* yr = yp + oh * g.OW;
-        for (int64_t ki = 0; ki < g.kh; ++ki) {
-          int64_t ih = oh * g.sh - g.ph + ki * g.dh;
-          if (ih < 0 || ih >= g.H) continue;
-          const T* row = plane + ih * g.W;
-          T wv = wo[ki * g.kw + kj];
-          if (g.sw == 1) {
-            for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * row[ow + off];
-          } else {
-            for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * row[ow * g.sw + off];
-          }
-        }
-      }
-    }
-  }
-}
-
-// float32 compiled for AVX-512, AVX2 and the baseline; the loader picks the CPU's.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void depthwise_nchw_f32(
-    const float* x, const float* w, const float* bias, float* y, const Geo& g, int64_t t0, int64_t t1) {
-  depthwise_nchw_planes(x, w, bias, y, g, t0, t1);
-}
-
-template <class T>
-void depthwise_nchw(const T* x, const T* w, const T* bias, T* y, const Geo& g) {
-  int64_t P = g.OH * g.OW;
-  parallel_for(0, g.N * g.O, std::max<int64_t>(1, 4096 / std::max<int64_t>(P, 1)), [&](int64_t begin, int64_t end) {
-    if constexpr (std::is_same_v<T, float>)
-      depthwise_nchw_f32(x, w, bias, y, g, begin, end);
-    else
-      depthwise_nchw_planes(x, w, bias, y, g, begin, end);
-  });
-}
-
-// Depthwise on channels-last data (one output channel per input channel); wt is [kh, kw, C]. Vectorised over
-// C.
-template <class T>
-void depthwise_nhwc(const T* x, const T* wt, const T* bias, T* y, const Geo& g) {
-  parallel_for(0, g.N * g.OH, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      int64_t n = t / g.OH, oh = t % g.OH;
-      for (int64_t ow = 0; ow < g.OW; ++ow) {
-        T* yr = y + (t * g.OW + ow) * g.C;
-        for (int64_t c = 0; c < g.C; ++c) yr[c] = bias ? bias[c] : T(0);
-        for (int64_t ki = 0; ki < g.kh; ++ki) {
-          int64_t ih = oh * g.sh - g.ph + ki * g.dh;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int64_t kj = 0; kj < g.kw; ++kj) {
-            int64_t iw = ow * g.sw - g.pw + kj * g.dw;
-            if (iw < 0 || iw >= g.W) continue;
-            const T* xr = x + ((n * g.H + ih) * g.W + iw) * g.C;
-            const T* wr = wt + (ki * g.kw + kj) * g.C;
-            for (int64_t c = 0; c < g.C; ++c) yr[c] += wr[c] * xr[c];
-          }
-        }
-      }
-    }
-  });
-}
-
-// float32 depthwise on channels-last data with the CPU's vector units (the library is built for baseline x86-64,
-// whose 4-wide SSE the generic loop above gets): per output pixel, 16 (AVX-512) or 8 (AVX2 + FMA) channels at a
-// time accumulate every tap in a register, then one store. FMA rounds each tap once (the generic loop twice).
-__attribute__((target("avx512f"))) void depthwise_nhwc_avx512(const float* x, const float* wt, const float* bias,
-                                                               float* y, const Geo& g, int64_t t0, int64_t t1) {
-  for (int64_t t = t0; t < t1; ++t) {
-    const int64_t n = t / g.OH, oh = t % g.OH;
-    for (int64_t ow = 0; ow < g.OW; ++ow) {
-      float* yr = y + (t * g.OW + ow) * g.C;
-      for (int64_t c0 = 0; c0 < g.C; c0 += 16) {
-        const __mmask16 m = g.C - c0 >= 16 ? __mmask16(0xffff) : __mmask16((1u << (g.C - c0)) - 1);
-        __m512 acc = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
-        for (int64_t ki = 0; ki < g.kh; ++ki) {
-          const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int64_t kj = 0; kj < g.kw; ++kj) {
-            const int64_t iw = ow * g.sw - g.pw + kj * g.dw;
-            if (iw < 0 || iw >= g.W) continue;
-            const float* xr = x + ((n * g.H + ih) * g.W + iw) * g.C + c0;
-            const float* wr = wt + (ki * g.kw + kj) * g.C + c0;
-            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, wr), _mm512_maskz_loadu_ps(m, xr), acc);
-          }
-        }
-        _mm512_mask_storeu_ps(yr + c0, m, acc);
-      }
-    }
-  }
-}
-
-__attribute__((target("avx2,fma"))) void depthwise_nhwc_avx2(const float* x, const float* wt, const float* bias,
-                                                              float* y, const Geo& g, int64_t t0, int64_t t1) {
-  const int64_t full = g.C / 8 * 8;
-  for (int64_t t = t0; t < t1; ++t) {
-    const int64_t n = t / g.OH, oh = t % g.OH;
-    for (int64_t ow = 0; ow < g.OW; ++ow) {
-      float* yr = y + (t * g.OW + ow) * g.C;
-      for (int64_t c0 = 0; c0 < g.C; c0 += 8) {
-        const bool tail = c0 >= full;
-        float acc_tail[8] = {};
-        __m256 acc = _mm256_setzero_ps();
-        if (bias && !tail) acc = _mm256_loadu_ps(bias + c0);
-        for (int64_t c = c0; tail && c < g.C; ++c) acc_tail[c - c0] = bias ? bias[c] : 0.0f;
-        for (int64_t ki = 0; ki < g.kh; ++ki) {
-          const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int64_t kj = 0; kj < g.kw; ++kj) {
-            const int64_t iw = ow * g.sw - g.pw + kj * g.dw;
-            if (iw < 0 || iw >= g.W) continue;
-            const float* xr = x + ((n * g.H + ih) * g.W + iw) * g.C + c0;
-            const float* wr = wt + (ki * g.kw + kj) * g.C + c0;
-            if (!tail)
-              acc = _mm256_fmadd_ps(_mm256_loadu_ps(wr), _mm256_loadu_ps(xr), acc);
-            else
-              for (int64_t c = 0; c0 + c < g.C; ++c) acc_tail[c] = std::fma(wr[c], xr[c], acc_tail[c]);
-          }
-        }
-        if (!tail)
-          _mm256_storeu_ps(yr + c0, acc);
-        else
-          for (int64_t c = 0; c0 + c < g.C; ++c) yr[c0 + c] = acc_tail[c];
-      }
-    }
-  }
-}
-
-// The vector version for this CPU, or false (the generic loop then runs).
-bool depthwise_nhwc_simd(const float* x, const float* wt, const float* bias, float* y, const Geo& g) {
-  static const int level = __builtin_cpu_supports("avx512f")                                   ? 2
-                           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1
-                                                                                              : 0;
-  if (level == 0) return false;
-  parallel_for(0, g.N * g.OH, 1, [&](int64_t begin, int64_t end) {
-    if (level == 2)
-      depthwise_nhwc_avx512(x, wt, bias, y, g, begin, end);
-    else
-      depthwise_nhwc_avx2(x, wt, bias, y, g, begin, end);
-  });
-  return true;
-}
-
 // Transposed conv: per (image, group, block of output channels) a GEMM col = W^T x, then col2im adds each
 // column into the output; blocks own disjoint output channels, so tasks never write the same element.
 template <class T>
@@ -641,9 +465,17 @@ bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tenso
       (bias.defined() && bias.dtype() != kFloat32) || !out.is_contiguous(MemoryFormat::kChannelsLast))
     return false;
   Geo g = geometry(input, weight, out, p, false);
-  if (!implicit_applies(g, out)) return false;
+  const bool depthwise = g.Cg == 1 && g.Og == 1;
+  if (!depthwise && !implicit_applies(g, out)) return false;
   Tensor X = contiguous_as(input, kFloat32, MemoryFormat::kChannelsLast);
-  run_implicit(X, weight, bias.defined() ? contiguous_as(bias, kFloat32) : Tensor(), g, out, tile_done, ctx);
+  Tensor B = bias.defined() ? contiguous_as(bias, kFloat32) : Tensor();
+  if (depthwise) {
+    std::vector<int64_t> ws = strides_of(weight);
+    Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.O}, {ws[2], ws[3], ws[0]}), kFloat32);
+    return depthwise_nhwc_simd(X.data_ptr<float>(), wt.data_ptr<float>(), B.defined() ? B.data_ptr<float>() : nullptr,
+                               out.data_ptr<float>(), g, tile_done, ctx);
+  }
+  run_implicit(X, weight, B, g, out, tile_done, ctx);
   return true;
 }
 

@@ -1,6 +1,6 @@
 // Convolution compute kernels behind conv1d/conv2d/conv_transpose2d: im2col + GEMM (contiguous or
 // channels-last; a width-only im2col and one GEMM per height tap for stride 1), a direct GEMM for 1x1
-// stride-1 convs, and direct loops for depthwise convs. Shape rules live in conv_2d.cpp.
+// stride-1 convs, and direct loops for depthwise convs (conv_depthwise.cpp). Shape rules live in conv_2d.cpp.
 #pragma once
 #include "ops/op_table.h"
 #include "ops/sgemm.h"
@@ -24,9 +24,10 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
                     const Tensor& out);
 
 // The same as one implicit GEMM over the output pixels (float32, channels-last `out`, one group, a CPU with
-// sinter's micro-kernels), calling tile_done(ctx, p0, p1, o0, o1) on each finished block of output pixels
-// [p0, p1) (channels-last order) x channels [o0, o1), bias included, while it is still in cache. Returns false,
-// having done nothing, when any of those does not hold.
+// sinter's micro-kernels), or as a depthwise conv (one input and one output channel per group, a CPU with AVX2
+// or AVX-512), calling tile_done(ctx, p0, p1, o0, o1) on each finished block of output pixels [p0, p1)
+// (channels-last order) x channels [o0, o1), bias included, while it is still in cache. Returns false, having
+// done nothing, when none of those holds.
 bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
                           const Tensor& out, blas::TileFn tile_done, void* ctx);
 // conv2d / conv2d.padding with the op's own arguments (checked as the op checks them) into `out` (the op's

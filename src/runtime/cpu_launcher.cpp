@@ -29,9 +29,11 @@ struct TileEpilogue {
   KernelFn fn;
   void* args;
   int64_t ldc;
-  // A flat epilogue (element-wise over [M, N]) row by row over the tile's columns.
+  // A flat epilogue (element-wise over [M, N]) over the tile: one range where the tile spans whole rows, else
+  // row by row over its columns.
   static void flat(void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     auto* p = static_cast<TileEpilogue*>(ctx);
+    if (j0 == 0 && j1 == p->ldc) return p->fn(p->args, i0 * p->ldc, i1 * p->ldc);
     for (int64_t i = i0; i < i1; ++i) p->fn(p->args, i * p->ldc + j0, i * p->ldc + j1);
   }
   // A row epilogue (it reduces over rows, e.g. residual + layer norm) over whole rows.

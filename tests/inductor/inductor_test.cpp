@@ -96,6 +96,11 @@ TEST(Inductor, ConvEpiloguesFuseIntoTheImplicitGemm) {
   check_case("nchw conv");
 }
 
+TEST(Inductor, DepthwiseConvEpiloguesFuse) {
+  check_case("depthwise conv");
+  check_case("strided depthwise conv");
+}
+
 // A GEMM whose consumer comes after an unrelated kernel moves down next to it, and the consumer becomes its
 // epilogue: the column sums of z, then the GEMM with relu(y + s) applied per tile.
 TEST(Inductor, GemmMovesNextToItsEpilogue) { check_case("gemm beside a reduction"); }
