@@ -14,6 +14,7 @@
 
 #include "ops/blas.h"
 #include "ops/conv_depthwise.h"
+#include "ops/conv_direct.h"
 #include "ops/sgemm.h"
 #include "ops/linalg_util.h"
 
@@ -413,6 +414,21 @@ void run_implicit(const Tensor& X, const Tensor& weight, const Tensor& B, const 
                      Y.data_ptr<float>(), g, direct, tile_done, ctx);
 }
 
+// The direct kernel of few input channels (conv_direct.h), where it applies: float32 input, weight and
+// channels-last Y, one group, at most kFewChannels input channels, a CPU with AVX-512. The input is read in its
+// own layout.
+bool run_few_channels(const Tensor& input, const Tensor& weight, const Tensor& B, const Geo& g, const Tensor& Y,
+                      blas::TileFn tile_done, void* ctx) {
+  if (Y.dtype() != kFloat32 || input.dtype() != kFloat32 || weight.dtype() != kFloat32 ||
+      layout_of(Y) != MemoryFormat::kChannelsLast || g.G != 1 || g.C > conv::kFewChannels ||
+      !conv::few_channels_available())
+    return false;
+  std::vector<int64_t> ws = strides_of(weight), xs = strides_of(input);
+  Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.C, g.O}, {ws[2], ws[3], ws[1], ws[0]}), kFloat32);
+  return conv::conv_few_channels(input.data_ptr<float>(), xs.data(), wt.data_ptr<float>(),
+                                 B.defined() ? B.data_ptr<float>() : nullptr, Y.data_ptr<float>(), g, tile_done, ctx);
+}
+
 }  // namespace
 
 void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
@@ -422,9 +438,10 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
   MemoryFormat fmt = layout_of(out);
   bool cl = fmt == MemoryFormat::kChannelsLast;
   DType cd = compute_dtype(out.dtype());
+  Tensor B = bias.defined() ? contiguous_as(bias, cd) : Tensor();
+  if (run_few_channels(input, weight, B, g, out, nullptr, nullptr)) return;
   Tensor X = contiguous_as(input, cd, fmt);
   Tensor Y = out.dtype() == cd ? out : empty_from_meta(dense_meta(out.sizes(), cd, kCPU, fmt));
-  Tensor B = bias.defined() ? contiguous_as(bias, cd) : Tensor();
   if (cd == kFloat32 && implicit_applies(g, Y)) {
     run_implicit(X, weight, B, g, Y, nullptr, nullptr);
     write_into(out, Y);
@@ -465,10 +482,11 @@ bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tenso
       (bias.defined() && bias.dtype() != kFloat32) || !out.is_contiguous(MemoryFormat::kChannelsLast))
     return false;
   Geo g = geometry(input, weight, out, p, false);
+  Tensor B = bias.defined() ? contiguous_as(bias, kFloat32) : Tensor();
+  if (run_few_channels(input, weight, B, g, out, tile_done, ctx)) return true;
   const bool depthwise = g.Cg == 1 && g.Og == 1;
   if (!depthwise && !implicit_applies(g, out)) return false;
   Tensor X = contiguous_as(input, kFloat32, MemoryFormat::kChannelsLast);
-  Tensor B = bias.defined() ? contiguous_as(bias, kFloat32) : Tensor();
   if (depthwise) {
     std::vector<int64_t> ws = strides_of(weight);
     Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.O}, {ws[2], ws[3], ws[0]}), kFloat32);

@@ -24,8 +24,8 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
                     const Tensor& out);
 
 // The same as one implicit GEMM over the output pixels (float32, channels-last `out`, one group, a CPU with
-// sinter's micro-kernels), or as a depthwise conv (one input and one output channel per group, a CPU with AVX2
-// or AVX-512), calling tile_done(ctx, p0, p1, o0, o1) on each finished block of output pixels [p0, p1)
+// sinter's micro-kernels), as a depthwise conv (one input and one output channel per group, a CPU with AVX2 or
+// AVX-512) or as a direct conv of few input channels (conv_direct.h), calling tile_done(ctx, p0, p1, o0, o1) on each finished block of output pixels [p0, p1)
 // (channels-last order) x channels [o0, o1), bias included, while it is still in cache. Returns false, having
 // done nothing, when none of those holds.
 bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,

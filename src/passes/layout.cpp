@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ops/conv_direct.h"
 #include "ops/dispatch.h"
 #include "ops/op_table.h"
 #include "ops/shape_util.h"
@@ -16,14 +17,22 @@ namespace {
 
 bool channels_last(const Tensor& t) { return t.dim() == 4 && t.is_contiguous(MemoryFormat::kChannelsLast); }
 
+// A conv of few input channels (an RGB stem) that the direct kernel computes into channels-last output from
+// its input in any layout (ops/conv_direct.h): only its weight changes layout.
+bool few_channels(const Node& n) {
+  return n.args[1].tensor().sizes()[1].hint() <= conv::kFewChannels && conv::few_channels_available();
+}
+
 // A conv the implicit GEMM runs well: float32, 4-D, one group, at least 16 input channels (an RGB stem's 3 pack
-// every panel of its im2col, slower than the NCHW kernel), on the CPU, in a layout other than channels-last.
+// every panel of its im2col, slower than the NCHW kernel), or one the direct kernel of few channels takes, on
+// the CPU, in a layout other than channels-last.
 bool converts(const Node& n) {
   if (!(n.is_op(OpId::conv2d) || n.is_op(OpId::conv2d_padding))) return false;
   const Tensor& out = n.output();
   const Tensor& w = n.args[1].tensor();
   return out.dim() == 4 && out.dtype() == kFloat32 && out.device().is_cpu() && n.arg("groups").to_int() == 1 &&
-         w.dtype() == kFloat32 && w.dim() == 4 && w.sizes()[1].hint() >= 16 && !channels_last(out);
+         w.dtype() == kFloat32 && w.dim() == 4 && (w.sizes()[1].hint() >= 16 || few_channels(n)) &&
+         !channels_last(out);
 }
 
 // Only graphs whose conv weights are all constants (a frozen module, an imported ONNX model): inference graphs.
@@ -78,7 +87,7 @@ bool convs_channels_last(Graph& g) {
       Args args = n.args;
       for (int k : {0, 1}) {
         const Tensor& t = args[k].tensor();
-        if (channels_last(t)) continue;
+        if (channels_last(t) || (k == 0 && few_channels(n))) continue;
         const Node& p = g.producer(t);
         if (p.kind == NodeKind::kConstant) {  // the weight always; the input when a constant
           args[k] = g.add_constant(eager_clone(p.constant, MemoryFormat::kChannelsLast), p.name + "_cl");

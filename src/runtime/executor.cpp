@@ -120,12 +120,7 @@ std::string Executor::describe(int k) const {
     what = fmt::format("gemm [{}] @ [{}]", dims(first.tensor_args[0]), dims(first.tensor_args[1]));
     if (kernel.epilogue >= 0) what += fmt::format(" + epilogue {}", kernels[kernel.epilogue].name);
   } else if (kernel.kind == Kernel::Kind::kExtern) {
-    // A conv in tiles: an implicit GEMM, or a depthwise conv (a weight of one input channel per group).
-    const bool depthwise = first.conv && first.tensor_args.size() > 1 && first.tensor_args[0].sizes.size() == 4 &&
-                           first.tensor_args[1].sizes.size() == 4 && first.tensor_args[1].sizes[1]->is_const(1) &&
-                           !first.tensor_args[0].sizes[1]->is_const(1);
-    what = fmt::format("extern {}{}", op_name(first.op),
-                       !first.conv ? "" : depthwise ? " (depthwise, tiled)" : " (implicit GEMM)");
+    what = fmt::format("extern {}{}", op_name(first.op), first.conv ? " (tiled)" : "");
     if (kernel.epilogue >= 0) what += fmt::format(" + epilogue {}", kernels[kernel.epilogue].name);
   } else if (kernel.combined >= 0) {
     const std::vector<int>& group = parts_->schedule.combined[kernel.combined];

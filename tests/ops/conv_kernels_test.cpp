@@ -113,6 +113,27 @@ TEST(ConvKernels, BothLayoutsOnAnyThreadCountMatchDirectLoops) {
   }
 }
 
+// A stem of few input channels with a channels-last weight (as the layout pass leaves an exported CNN's first
+// conv) reads its NCHW input in place and writes channels-last: 40 outputs are 32 + 8 lanes, 19 columns blocks
+// of 8, 4, 2 and 1 at stride 2 with the padding masked at both edges.
+TEST(ConvKernels, FewInputChannelsIntoChannelsLast) {
+  Threads t(3);
+  for (int64_t c : {1, 3, 4}) {
+    Tensor x = random({2, c, 17, 38}, kFloat32, 6), w = random({40, c, 3, 3}, kFloat32, 7), b = random({40}, kFloat32, 8);
+    P p{2, 2, 1, 1, 1, 1};
+    Tensor ref = reference(x, w, b, p);
+    Tensor got = conv2d(x, w.contiguous(MemoryFormat::kChannelsLast), b, {2, 2}, SymIntList{1, 1});
+    // (With one channel the weight is contiguous too, and the output is NCHW, as in PyTorch.)
+    EXPECT_EQ(got.is_contiguous(MemoryFormat::kChannelsLast), c > 1);
+    EXPECT_CLOSE(got, ref) << c << " channels";
+    // 16 outputs (one masked vector), no padding, a 7x7 kernel.
+    Tensor w16 = random({16, c, 7, 7}, kFloat32, 9);
+    EXPECT_CLOSE(conv2d(x.contiguous(MemoryFormat::kChannelsLast), w16, Tensor(), {1, 1}, SymIntList{0, 0}),
+                 reference(x, w16, Tensor(), P{}))
+        << c << " channels, 7x7";
+  }
+}
+
 TEST(ConvKernels, LowPrecisionChannelsLastRoundsOnce) {
   // float16/bfloat16 compute in float and round once: equal to the float32 result rounded.
   Threads t(3);

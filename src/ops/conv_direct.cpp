@@ -1,0 +1,111 @@
+// Direct convolutions of few input channels (see conv_direct.h).
+#include "ops/conv_direct.h"
+
+#include <immintrin.h>
+
+#include "tensor/thread_pool.h"
+
+namespace sinter::conv {
+namespace {
+
+__attribute__((target("avx512f"))) inline __mmask16 lanes(int64_t left) {
+  return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+}
+
+// Pixels [ow, ow + P) of output row (n, oh), output channels [o0, o0 + 16 * OC): one accumulator per pixel and
+// 16 channels (independent chains); per tap and input channel OC weight loads and P broadcast input values,
+// which are zero outside the image where Edge.
+template <int P, int OC, bool Edge>
+__attribute__((target("avx512f"))) void few_block(const float* x, const int64_t* xs, const float* wt,
+                                                  const float* bias, float* y, const Geo& g, int64_t n, int64_t oh,
+                                                  int64_t ow, int64_t o0) {
+  float* yr = y + ((n * g.OH + oh) * g.OW + ow) * g.O + o0;
+  __mmask16 m[OC];
+  __m512 acc[P][OC];
+#pragma GCC unroll 4
+  for (int j = 0; j < OC; ++j) {
+    m[j] = lanes(g.O - o0 - 16 * j);
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(m[j], bias + o0 + 16 * j) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) acc[p][j] = b;
+  }
+  for (int64_t ki = 0; ki < g.kh; ++ki) {
+    const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+    if (ih < 0 || ih >= g.H) continue;
+    for (int64_t kj = 0; kj < g.kw; ++kj) {
+      const int64_t iw0 = ow * g.sw - g.pw + kj * g.dw;
+      for (int64_t c = 0; c < g.C; ++c) {
+        const float* xr = x + n * xs[0] + c * xs[1] + ih * xs[2];
+        const float* wr = wt + ((ki * g.kw + kj) * g.C + c) * g.O + o0;
+        __m512 w[OC];
+#pragma GCC unroll 4
+        for (int j = 0; j < OC; ++j) w[j] = _mm512_maskz_loadu_ps(m[j], wr + 16 * j);
+#pragma GCC unroll 8
+        for (int p = 0; p < P; ++p) {
+          const int64_t iw = iw0 + p * g.sw;
+          const __m512 v = _mm512_set1_ps(!Edge || (iw >= 0 && iw < g.W) ? xr[iw * xs[3]] : 0.0f);
+#pragma GCC unroll 4
+          for (int j = 0; j < OC; ++j) acc[p][j] = _mm512_fmadd_ps(w[j], v, acc[p][j]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 4
+    for (int j = 0; j < OC; ++j) _mm512_mask_storeu_ps(yr + p * g.O + 16 * j, m[j], acc[p][j]);
+}
+
+// Pixels [ow, ow + P): all output channels, up to 32 at a time; the unchecked form where every tap lies inside
+// the image (columns [lo, hi)).
+template <int P>
+__attribute__((target("avx512f"))) void few_span(const float* x, const int64_t* xs, const float* wt,
+                                                 const float* bias, float* y, const Geo& g, int64_t n, int64_t oh,
+                                                 int64_t ow, int64_t lo, int64_t hi) {
+  const bool inside = ow >= lo && ow + P <= hi;
+  for (int64_t o0 = 0; o0 < g.O; o0 += 32) {
+    if (g.O - o0 > 16) {
+      if (inside) few_block<P, 2, false>(x, xs, wt, bias, y, g, n, oh, ow, o0);
+      else few_block<P, 2, true>(x, xs, wt, bias, y, g, n, oh, ow, o0);
+    } else {
+      if (inside) few_block<P, 1, false>(x, xs, wt, bias, y, g, n, oh, ow, o0);
+      else few_block<P, 1, true>(x, xs, wt, bias, y, g, n, oh, ow, o0);
+    }
+  }
+}
+
+__attribute__((target("avx512f"))) void few_row(const float* x, const int64_t* xs, const float* wt,
+                                                const float* bias, float* y, const Geo& g, int64_t t) {
+  const int64_t n = t / g.OH, oh = t % g.OH;
+  // The interior [lo, hi): columns whose first and last taps both lie inside the image.
+  int64_t lo0, hi0, lo1, hi1;
+  valid_range(-g.pw, g.sw, g.W, g.OW, lo0, hi0);
+  valid_range((g.kw - 1) * g.dw - g.pw, g.sw, g.W, g.OW, lo1, hi1);
+  const int64_t lo = std::max(lo0, lo1), hi = std::max(lo, std::min(hi0, hi1));
+  int64_t ow = 0;
+  for (; ow + 8 <= g.OW; ow += 8) few_span<8>(x, xs, wt, bias, y, g, n, oh, ow, lo, hi);
+  if (ow + 4 <= g.OW) few_span<4>(x, xs, wt, bias, y, g, n, oh, ow, lo, hi), ow += 4;
+  if (ow + 2 <= g.OW) few_span<2>(x, xs, wt, bias, y, g, n, oh, ow, lo, hi), ow += 2;
+  if (ow < g.OW) few_span<1>(x, xs, wt, bias, y, g, n, oh, ow, lo, hi);
+}
+
+}  // namespace
+
+bool few_channels_available() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
+bool conv_few_channels(const float* x, const int64_t* xs, const float* wt, const float* bias, float* y, const Geo& g,
+                       blas::TileFn tile_done, void* ctx) {
+  if (!few_channels_available() || g.G != 1 || g.C > kFewChannels) return false;
+  parallel_for(0, g.N * g.OH, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      few_row(x, xs, wt, bias, y, g, t);
+      if (tile_done) tile_done(ctx, t * g.OW, (t + 1) * g.OW, 0, g.O);
+    }
+  });
+  return true;
+}
+
+}  // namespace sinter::conv
