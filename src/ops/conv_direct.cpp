@@ -74,19 +74,14 @@ __attribute__((target("avx512f"))) void few_span(const float* x, const int64_t* 
   }
 }
 
-__attribute__((target("avx512f"))) void few_row(const float* x, const int64_t* xs, const float* wt,
-                                                const float* bias, float* y, const Geo& g, int64_t t) {
+void few_row(const float* x, const int64_t* xs, const float* wt, const float* bias, float* y, const Geo& g,
+             int64_t t) {
   const int64_t n = t / g.OH, oh = t % g.OH;
-  // The interior [lo, hi): columns whose first and last taps both lie inside the image.
-  int64_t lo0, hi0, lo1, hi1;
-  valid_range(-g.pw, g.sw, g.W, g.OW, lo0, hi0);
-  valid_range((g.kw - 1) * g.dw - g.pw, g.sw, g.W, g.OW, lo1, hi1);
-  const int64_t lo = std::max(lo0, lo1), hi = std::max(lo, std::min(hi0, hi1));
-  int64_t ow = 0;
-  for (; ow + 8 <= g.OW; ow += 8) few_span<8>(x, xs, wt, bias, y, g, n, oh, ow, lo, hi);
-  if (ow + 4 <= g.OW) few_span<4>(x, xs, wt, bias, y, g, n, oh, ow, lo, hi), ow += 4;
-  if (ow + 2 <= g.OW) few_span<2>(x, xs, wt, bias, y, g, n, oh, ow, lo, hi), ow += 2;
-  if (ow < g.OW) few_span<1>(x, xs, wt, bias, y, g, n, oh, ow, lo, hi);
+  int64_t lo, hi;
+  interior_columns(g, lo, hi);
+  for_each_column_block(g.OW, [&](auto block, int64_t ow) {
+    few_span<decltype(block)::value>(x, xs, wt, bias, y, g, n, oh, ow, lo, hi);
+  });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "ops/conv_kernels.h"
@@ -34,6 +35,25 @@ inline void valid_range(int64_t off, int64_t s, int64_t size, int64_t count, int
   lo = off >= 0 ? 0 : ceil_div(-off, s);
   hi = size - 1 - off < 0 ? 0 : std::min(count, (size - 1 - off) / s + 1);
   lo = std::min(lo, hi);
+}
+
+// The interior [lo, hi) of the output columns: those whose first and last taps both lie inside the image.
+inline void interior_columns(const Geo& g, int64_t& lo, int64_t& hi) {
+  int64_t lo0, hi0, lo1, hi1;
+  valid_range(-g.pw, g.sw, g.W, g.OW, lo0, hi0);
+  valid_range((g.kw - 1) * g.dw - g.pw, g.sw, g.W, g.OW, lo1, hi1);
+  lo = std::max(lo0, lo1), hi = std::max(lo, std::min(hi0, hi1));
+}
+
+// Output columns [0, OW) in blocks of 8, then one block each of 4, 2 and 1 as the rest needs:
+// f(std::integral_constant<int, P>{}, ow) for the block [ow, ow + P).
+template <class F>
+void for_each_column_block(int64_t OW, F&& f) {
+  int64_t ow = 0;
+  for (; ow + 8 <= OW; ow += 8) f(std::integral_constant<int, 8>{}, ow);
+  if (ow + 4 <= OW) f(std::integral_constant<int, 4>{}, ow), ow += 4;
+  if (ow + 2 <= OW) f(std::integral_constant<int, 2>{}, ow), ow += 2;
+  if (ow < OW) f(std::integral_constant<int, 1>{}, ow);
 }
 
 }  // namespace sinter::conv
