@@ -549,8 +549,11 @@ void Lowerer::lower_extern(const Node& n) {
     return ws.size() == 4 && !ws[0].is_symbolic() && !ws[1].is_symbolic() && ws[1].hint() == 1 &&
            ws[0].hint() == groups;
   };
+  // Only where the target's conv takes an epilogue per tile (the CPU's): elsewhere (cuDNN) the conv's own output
+  // serves as its buffer, with no copy into a planned one.
   if ((n.op == OpId::conv2d || n.op == OpId::conv2d_padding) && target_.runs_on(n.meta().device) &&
-      target_.provides(ExternKind::kConv, n.meta().dtype) && n.meta().sizes.size() == 4 && conv_groups_fit())
+      target_.provides(ExternKind::kConv, n.meta().dtype) &&
+      target_.accepts(ExternKind::kConv, EpilogueShape::kTile) && n.meta().sizes.size() == 4 && conv_groups_fit())
     ln.conv = n.outputs[0].is_contiguous(MemoryFormat::kChannelsLast) && !n.outputs[0].is_contiguous();
   p_.nodes.push_back(std::move(ln));
   for (const Tensor& out : n.outputs) p_.nodes[node_id].outs.push_back(new_buffer(out, node_id));
