@@ -135,7 +135,9 @@ int run_probe(const BenchOptions& opt) {
   auto start = std::chrono::steady_clock::now();
   onnx::Model model = onnx::load(opt.probe);
   std::vector<Tensor> inputs = read_tensors(opt.probe_inputs);
-  auto fast = compile(model, CompileOptions{.backend = opt.backends.at(0), .freeze = true});
+  CompileOptions options = options_for(opt.backends.at(0));
+  options.freeze = true;
+  auto fast = compile(model, options);
   (void)fast(inputs);
   const double first = ms_since(start) / 1e3;
   for (int i = 0; i < 3; ++i) (void)fast(inputs);
@@ -166,6 +168,7 @@ struct ModelRow {
   std::string model, what;
   int64_t batch = 0;
   double sinter_cold_s = NAN, sinter_warm_s = NAN;
+  double sinter_tiered_s = NAN;  // the cold first call with CompileOptions::tiered
   std::vector<EngineResult> engines;  // sinter first, then the peers
   std::string error;
 };
@@ -205,6 +208,9 @@ ModelRow bench_model(LinePeer& peer, const std::string& dir, const ModelEntry& m
     row.sinter_cold_s = cold.first_s;
     row.sinter_warm_s = probe(model_path, in_dir, backend, cache).first_s;
     remove_dir(cache);
+    const std::string tiered_cache = make_temp_dir("sinter-bench-models-cache");
+    row.sinter_tiered_s = probe(model_path, in_dir, backend + "+tiered", tiered_cache).first_s;
+    remove_dir(tiered_cache);
     EngineResult s{"sinter"};
     s.peak_mb = cold.peak_rss_mb;
     onnx::Model model = onnx::load(model_path);
@@ -309,9 +315,9 @@ double geomean(const std::vector<ModelRow>& rows, const std::string& peer) {
 }
 
 void print_table(const std::vector<ModelRow>& rows) {
-  fmt::print("\n{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} {:>9}\n",
+  fmt::print("\n{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} {:>9}\n",
              "model", "batch", "sinter ms", "ort ms", "ov32 ms", "ovdef ms", "ort/s", "ov32/s", "ovdef/s", "cold s",
-             "warm s", "ort new s", "MB s", "MB ort", "err s", "err ovdef");
+             "tier s", "warm s", "ort new s", "MB s", "MB ort", "err s", "err ovdef");
   for (const ModelRow& r : rows) {
     if (!r.error.empty()) {
       fmt::print("{:<22} {:>5} failed: {}\n", r.model, r.batch, r.error.substr(0, 300));
@@ -319,10 +325,10 @@ void print_table(const std::vector<ModelRow>& rows) {
     }
     auto ms = [&](const char* e) { return num(find_engine(r, e) ? find_engine(r, e)->ms : NAN); };
     const EngineResult *s = find_engine(r, "sinter"), *o = find_engine(r, "ort"), *d = find_engine(r, "ov-default");
-    fmt::print("{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} {:>9}\n",
+    fmt::print("{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} {:>9}\n",
                r.model, r.batch, ms("sinter"), ms("ort"), ms("ov-f32"), ms("ov-default"),
                num(ratio(r, "ort"), "{:.2f}x"), num(ratio(r, "ov-f32"), "{:.2f}x"), num(ratio(r, "ov-default"), "{:.2f}x"),
-               num(r.sinter_cold_s), num(r.sinter_warm_s), num(o->create_s), num(s->peak_mb, "{:.0f}"),
+               num(r.sinter_cold_s), num(r.sinter_tiered_s), num(r.sinter_warm_s), num(o->create_s), num(s->peak_mb, "{:.0f}"),
                num(o->peak_mb, "{:.0f}"), num(s->rel_err, "{:.1e}"), num(d->rel_err, "{:.1e}"));
     for (const EngineResult& e : r.engines)
       if (!e.error.empty()) fmt::print("    {} failed: {}\n", e.engine, e.error.substr(0, 300));
@@ -331,7 +337,8 @@ void print_table(const std::vector<ModelRow>& rows) {
              num(geomean(rows, "ort"), "{:.2f}x"), num(geomean(rows, "ov-f32"), "{:.2f}x"),
              num(geomean(rows, "ov-default"), "{:.2f}x"));
   fmt::print("ms: median per call over alternating rounds. X/s: X's ms over sinter's (above 1: sinter faster). cold s "
-             "/ warm s: sinter's\nload + compile + first call in a fresh process on an empty cache / on that cache; ort "
+             "/ warm s: sinter's\nload + compile + first call in a fresh process on an empty cache / on that cache; tier s: "
+             "the cold one\nwith CompileOptions::tiered (the first call on aot_eager while the inductor compiles); ort "
              "new s: ONNX Runtime's\nsession creation. MB: peak resident memory added by loading and the first calls. "
              "err: max |diff| / max |ort|.\n");
 }
@@ -341,6 +348,7 @@ std::string row_json(const ModelRow& r) {
   j.add("model", r.model).add("batch", r.batch).add("what", r.what);
   if (!r.error.empty()) j.add("error", r.error);
   j.add_measured("sinter_first_call_s_cold", r.sinter_cold_s).add_measured("sinter_first_call_s_warm", r.sinter_warm_s);
+  j.add_measured("sinter_first_call_s_cold_tiered", r.sinter_tiered_s);
   std::vector<std::string> engines;
   for (const EngineResult& e : r.engines) {
     Json k;

@@ -127,6 +127,17 @@ Json& Json::add_measured(const std::string& key, double value) {
   return std::isnan(value) ? add_null(key) : add(key, value);
 }
 
+CompileOptions options_for(const std::string& backend) {
+  constexpr std::string_view kTiered = "+tiered";
+  CompileOptions o;
+  o.backend = backend;
+  if (backend.ends_with(kTiered)) {
+    o.backend = backend.substr(0, backend.size() - kTiered.size());
+    o.tiered = true;
+  }
+  return o;
+}
+
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "sinter/compile.h"
+
 namespace sinter::tools {
 
 // Median wall time of `reps` runs of fn (after `warmup` runs), in milliseconds.
@@ -16,6 +18,10 @@ double time_auto_ms(const std::function<void()>& fn, double budget_ms = 300);
 // the machine's clock changes fall on both alike. Repetitions as time_auto_ms, from the slower of the two.
 std::pair<double, double> time_pair_ms(const std::function<void()>& a, const std::function<void()>& b,
                                        double budget_ms = 300);
+
+// compile()'s options for a bench backend name: "B+tiered" is backend B with CompileOptions::tiered (the first
+// call runs on aot_eager while B compiles).
+CompileOptions options_for(const std::string& backend);
 
 double ms_since(std::chrono::steady_clock::time_point start);
 // A line of /proc/self/status in MB ("VmRSS", "VmHWM"); NaN where there is none.

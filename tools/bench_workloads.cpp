@@ -77,18 +77,6 @@ void guarded(Row& row, const std::function<void()>& measure) {
   }
 }
 
-// "inductor+tiered": that backend with CompileOptions::tiered (the first call runs on aot_eager while it compiles).
-constexpr std::string_view kTiered = "+tiered";
-CompileOptions options_for(const std::string& backend) {
-  CompileOptions o;
-  o.backend = backend;
-  if (backend.ends_with(kTiered)) {
-    o.backend = backend.substr(0, backend.size() - kTiered.size());
-    o.tiered = true;
-  }
-  return o;
-}
-
 // dynamic_mlp: one compiled function called on every batch size in turn, under the default dynamic policy.
 struct DynamicMlp {
   std::shared_ptr<Mlp> model = std::make_shared<Mlp>(kMlpDim, kMlpHidden);
