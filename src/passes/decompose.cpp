@@ -54,6 +54,7 @@ const std::vector<std::pair<OpId, Decomposition>>& table() {
       {OpId::batch_norm_functional, decomp::batch_norm_functional},
       // convolution.cpp
       {OpId::conv2d_weight_grad, decomp::conv2d_weight_grad},  // CPU: im2col by strided slices, then bmm
+      {OpId::conv2d, decomp::conv2d},  // CPU, a 1x1 image by a 1x1 kernel: linear(x.view(N, C), w.view(O, C), b)
   };
   return entries;
 }

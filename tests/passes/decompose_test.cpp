@@ -41,7 +41,7 @@ void check(const Case& c) {
   verify(g);
   EXPECT_EQ(count_ops(g, op_id(c.op)), 0) << g;
   for (OpId op : passes::decomposed_ops())
-    if (op != OpId::dropout && op != OpId::batch_norm && op != OpId::batch_norm_functional)
+    if (op != OpId::dropout && op != OpId::batch_norm && op != OpId::batch_norm_functional && op != OpId::conv2d)
       EXPECT_EQ(count_ops(g, op), 0) << op_name(op) << " left in\n" << g;
   for (const Node& n : g.nodes())
     if (n.is_op() && !n.is_op(op_id(c.op))) EXPECT_TRUE(is_primitive(n)) << n.op_name() << " in\n" << g;
@@ -289,6 +289,35 @@ TEST(Decompose, SymbolicSizes) {
       }
       expect_same_results(before, g, inputs, 1e-5);
     }
+  }
+}
+
+// A conv2d of a 1x1 image by a 1x1 kernel (a squeeze-and-excitation block's fully connected layers) is a linear
+// layer over views; other convs stay library calls.
+TEST(Decompose, ConvOfAOneByOneImageIsALinearLayer) {
+  for (const char* text : {"graph(%x: f32[3, 8, 1, 1], %w: f32[5, 8, 1, 1], %b: f32[5]):\n"
+                           "  %3 = conv2d(%x, %w, %b)\n  return (%3)\n",
+                           "graph(%x: f32[3, 8, 1, 1], %w: f32[5, 8, 1, 1]):\n"
+                           "  %2 = conv2d(%x, %w, None, [2, 2])\n  return (%2)\n"}) {
+    SCOPED_TRACE(text);
+    Graph g = parse_graph(text);
+    Graph before = g.clone();
+    EXPECT_TRUE(passes::decompose(g));
+    verify(g);
+    EXPECT_EQ(count_ops(g, OpId::conv2d), 0) << g;
+    EXPECT_EQ(count_ops(g, OpId::linear), 1) << g;
+    expect_same_results(before, g, random_inputs(before), 1e-5);
+  }
+  for (const char* text : {"graph(%x: f32[3, 8, 2, 1], %w: f32[5, 8, 1, 1]):\n  %2 = conv2d(%x, %w)\n  return (%2)\n",
+                           "graph(%x: f32[3, 8, 1, 1], %w: f32[5, 8, 1, 1]):\n"
+                           "  %2 = conv2d(%x, %w, None, [1, 1], [1, 1])\n  return (%2)\n",
+                           "graph(%x: f32[3, 8, 1, 1], %w: f32[4, 4, 1, 1]):\n"
+                           "  %2 = conv2d(%x, %w, None, [1, 1], [0, 0], [1, 1], 2)\n  return (%2)\n",
+                           "graph(%x: f32[s0, 8, 1, 1], %w: f32[5, 8, 1, 1]):\n  %2 = conv2d(%x, %w)\n  return (%2)\n"}) {
+    SCOPED_TRACE(text);
+    Graph g = parse_graph(text);
+    EXPECT_FALSE(passes::decompose(g));
+    EXPECT_EQ(count_ops(g, OpId::conv2d), 1);
   }
 }
 

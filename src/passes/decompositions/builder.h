@@ -107,6 +107,7 @@ std::optional<std::vector<Tensor>> var(Builder& b, const Node& n);  // only wher
 std::optional<std::vector<Tensor>> std(Builder& b, const Node& n);
 // convolution.cpp
 std::optional<std::vector<Tensor>> conv2d_weight_grad(Builder& b, const Node& n);
+std::optional<std::vector<Tensor>> conv2d(Builder& b, const Node& n);
 // normalization.cpp
 std::optional<std::vector<Tensor>> layer_norm(Builder& b, const Node& n);
 std::optional<std::vector<Tensor>> rms_norm(Builder& b, const Node& n);
