@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/gemm_thin.h"
 #include "ops/sgemm.h"
 #include "support/check.h"
 #include "tensor/thread_pool.h"
@@ -184,6 +185,13 @@ void gemm_float(const Gemm<T>& g) {
                 g.b + (g.b_off ? g.b_off[0] : 0), ldb, g.beta, g.c, g.c_rs);
       return;
     }
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // A few rows against a linear layer's weight (K contiguous in both): dot products, no packing.
+    if (g.batch == 1 && g.m <= kThinRows && (g.a_cs == 1 || g.k == 1) && (g.b_rs == 1 || g.k == 1) &&
+        gemm_thin(g.m, g.n, g.k, g.alpha, g.a + (g.a_off ? g.a_off[0] : 0), g.a_rs, g.b + (g.b_off ? g.b_off[0] : 0),
+                  g.b_cs, g.beta, g.c, g.c_rs))
+      return;
   }
   if (gemm_threaded(g, ta, lda, tb, ldb)) return;
   Split s = plan(g.batch, g.m, g.n, g.k);

@@ -101,6 +101,23 @@ TEST(LinalgMatmul, LargeProductUsesEveryPathCorrectly) {
   }
 }
 
+// One to three rows against a linear layer's weight take the dot-product path (ops/gemm_thin.h, AVX-512): K with
+// and without a partial vector, N not a multiple of its 4-row blocks, rows of A with a gap between them, and
+// addmm's alpha and beta; all against float64.
+TEST(LinalgMatmul, ThinProductsAgainstAWeightMatchFloat64) {
+  for (int64_t m : {1, 2, 3})
+    for (int64_t k : {1, 7, 16, 33, 300})
+      for (int64_t n : {1, 5, 64, 1001}) {
+        Tensor wide = random({m, k + 5}, kFloat32, 1), w = random({n, k}, kFloat32, 2), b = random({n}, kFloat32, 3);
+        Tensor x = wide.narrow(1, 0, k);  // row stride k + 5
+        Tensor ref = linear(x.to(kFloat64), w.to(kFloat64), b.to(kFloat64));
+        EXPECT_CLOSE(linear(x, w, b), ref.to(kFloat32)) << m << "x" << k << " by " << n;
+        Tensor c = random({m, n}, kFloat32, 4);
+        Tensor want = addmm(c.to(kFloat64), x.to(kFloat64), w.to(kFloat64).t(), 0.5, 2.0);
+        EXPECT_CLOSE(addmm(c, x, w.t(), 0.5, 2.0), want.to(kFloat32)) << "addmm " << m << "x" << k << " by " << n;
+      }
+}
+
 TEST(LinalgMatmul, TransposedStridedAndExpandedOperands) {
   Tensor a = random({4, 6}, kFloat32, 5), b = random({6, 5}, kFloat32, 6);
   Tensor at = random({6, 4}, kFloat32, 7).t(), bt = random({5, 6}, kFloat32, 8).t();

@@ -1,0 +1,95 @@
+// Thin float32 products (see gemm_thin.h).
+#include "ops/gemm_thin.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "tensor/thread_pool.h"
+
+namespace sinter::blas {
+namespace {
+
+struct Thin {
+  int64_t n, k;
+  float alpha;
+  const float* a;
+  int64_t lda;
+  const float* w;
+  int64_t ldw;
+  float beta;
+  float* c;
+  int64_t ldc;
+};
+
+// The output from its accumulator: the 16 lanes summed (through memory: g++ 12 warns on the reduction intrinsic's
+// undefined upper half), scaled, plus beta * the old value.
+__attribute__((target("avx512f"))) inline float finish(const Thin& t, __m512 acc, const float* out) {
+  alignas(64) float lane[16];
+  _mm512_store_ps(lane, acc);
+  float sum = 0.0f;
+  for (float x : lane) sum += x;
+  const float v = t.alpha * sum;
+  return t.beta == 0.0f ? v : v + t.beta * *out;
+}
+
+// Outputs [j0, j1) of M rows: J rows of the weight at a time, M x J accumulators of 16 lanes, K in steps of 16
+// (the last one masked).
+template <int M, int J>
+__attribute__((target("avx512f"))) void thin_block(const Thin& t, int64_t j) {
+  __m512 acc[M][J];
+#pragma GCC unroll 4
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+    for (int q = 0; q < J; ++q) acc[i][q] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < t.k; p += 16) {
+    const __mmask16 m = t.k - p >= 16 ? __mmask16(0xffff) : __mmask16((1u << (t.k - p)) - 1);
+    __m512 av[M];
+#pragma GCC unroll 4
+    for (int i = 0; i < M; ++i) av[i] = _mm512_maskz_loadu_ps(m, t.a + i * t.lda + p);
+#pragma GCC unroll 4
+    for (int q = 0; q < J; ++q) {
+      const __m512 wv = _mm512_maskz_loadu_ps(m, t.w + (j + q) * t.ldw + p);
+#pragma GCC unroll 4
+      for (int i = 0; i < M; ++i) acc[i][q] = _mm512_fmadd_ps(av[i], wv, acc[i][q]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+    for (int q = 0; q < J; ++q) {
+      float* out = t.c + i * t.ldc + j + q;
+      *out = finish(t, acc[i][q], out);
+    }
+}
+
+template <int M>
+void thin_range(const Thin& t, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  for (; j + 4 <= j1; j += 4) thin_block<M, 4>(t, j);
+  for (; j < j1; ++j) thin_block<M, 1>(t, j);
+}
+
+}  // namespace
+
+bool gemm_thin(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* w, int64_t ldw,
+               float beta, float* c, int64_t ldc) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (!avx512 || m < 1 || m > kThinRows || n <= 0 || k <= 0) return false;
+  const Thin t{n, k, alpha, a, lda, w, ldw, beta, c, ldc};
+  // Tasks of at least about 64 KB of the weight, in whole blocks of 4 of its rows.
+  const int64_t rows = std::max<int64_t>(4, (16384 / std::max<int64_t>(k, 1) + 3) / 4 * 4);
+  parallel_for(0, (n + rows - 1) / rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t j0 = task * rows, j1 = std::min(n, j0 + rows);
+      switch (m) {
+        case 1: thin_range<1>(t, j0, j1); break;
+        case 2: thin_range<2>(t, j0, j1); break;
+        default: thin_range<3>(t, j0, j1); break;
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace sinter::blas
