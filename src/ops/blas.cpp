@@ -179,19 +179,17 @@ void gemm_float(const Gemm<T>& g) {
       layout(g.m, g.k, g.a_rs, g.a_cs, ta, lda) && layout(g.k, g.n, g.b_rs, g.b_cs, tb, ldb),
       "gemm operand is not BLAS-compatible");
   if constexpr (std::is_same_v<T, float>) {
+    // A few rows against a linear layer's weight (K contiguous in both): dot products, no packing.
+    if (g.batch == 1 && thin_suits(g.m, g.k, g.a_cs, g.b_rs) &&
+        gemm_thin(g.m, g.n, g.k, g.alpha, g.a + (g.a_off ? g.a_off[0] : 0), g.a_rs, g.b + (g.b_off ? g.b_off[0] : 0),
+                  g.b_cs, g.beta, g.c, g.c_rs))
+      return;
     // One float32 product: sinter's own GEMM cuts it over the pool itself (serial() hands it over).
     if (g.batch == 1 && sgemm_suits(g.m, g.n, g.k)) {
       serial<T>(ta, tb, g.m, g.n, g.k, g.alpha, g.a + (g.a_off ? g.a_off[0] : 0), lda,
                 g.b + (g.b_off ? g.b_off[0] : 0), ldb, g.beta, g.c, g.c_rs);
       return;
     }
-  }
-  if constexpr (std::is_same_v<T, float>) {
-    // A few rows against a linear layer's weight (K contiguous in both): dot products, no packing.
-    if (g.batch == 1 && g.m <= kThinRows && (g.a_cs == 1 || g.k == 1) && (g.b_rs == 1 || g.k == 1) &&
-        gemm_thin(g.m, g.n, g.k, g.alpha, g.a + (g.a_off ? g.a_off[0] : 0), g.a_rs, g.b + (g.b_off ? g.b_off[0] : 0),
-                  g.b_cs, g.beta, g.c, g.c_rs))
-      return;
   }
   if (gemm_threaded(g, ta, lda, tb, ldb)) return;
   Split s = plan(g.batch, g.m, g.n, g.k);

@@ -6,9 +6,13 @@
 
 namespace sinter::blas {
 
-// The most rows of A that gemm_thin takes: those below the 4 of sgemm_suits (sgemm.h), so that eager and
-// compiled code, which both leave the thinner products to gemm(), round them alike.
-constexpr int64_t kThinRows = 3;
+// The most rows of A that gemm_thin takes.
+constexpr int64_t kThinRows = 8;
+
+// Whether gemm_thin takes a product of m rows, k deep, whose A has column stride a_cs and whose B ([K, N]) has
+// row stride b_rs: a CPU with AVX-512F, m <= kThinRows, K contiguous in A and in the weight. Eager (gemm()) and
+// compiled code (the CPU launcher) both ask it before sinter's GEMM, so that they round alike.
+bool thin_suits(int64_t m, int64_t k, int64_t a_cs, int64_t b_rs);
 
 // c[i * ldc + j] = alpha * sum_p a[i * lda + p] * w[j * ldw + p] (+ beta * c[i * ldc + j] where beta != 0) for
 // i < m <= kThinRows, j < n, p < k. Returns false, having done nothing, on a CPU without AVX-512F or for m out

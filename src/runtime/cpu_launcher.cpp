@@ -6,6 +6,7 @@
 
 #include "ops/blas.h"
 #include "ops/conv_kernels.h"
+#include "ops/gemm_thin.h"
 #include "ops/sgemm.h"
 #include "sinter/ops.h"
 #include "support/check.h"
@@ -128,7 +129,9 @@ void CpuLauncher::run_gemm(RunState& r, int k) const {
   const Tensor& c = r.bufs[n.outs[0]];
   int64_t m = a.size(0).hint(), kk = a.size(1).hint(), nn = b.size(1).hint();
   const int e = kernel.epilogue;
-  if (!blas::sgemm_suits(m, nn, kk)) {  // the choice eager's GEMM makes too, so both round alike
+  // The choice eager's GEMM makes too, so both round alike: a thin product's dot products, OpenBLAS below
+  // sinter's GEMM's sizes.
+  if (blas::thin_suits(m, kk, a.stride(1).hint(), b.stride(0).hint()) || !blas::sgemm_suits(m, nn, kk)) {
     if (!blas::blas_compatible(m, kk, a.stride(0).hint(), a.stride(1).hint())) a = a.contiguous();
     if (!blas::blas_compatible(kk, nn, b.stride(0).hint(), b.stride(1).hint())) b = b.contiguous();
     blas::Gemm<float> g;

@@ -101,11 +101,11 @@ TEST(LinalgMatmul, LargeProductUsesEveryPathCorrectly) {
   }
 }
 
-// One to three rows against a linear layer's weight take the dot-product path (ops/gemm_thin.h, AVX-512): K with
+// One to eight rows against a linear layer's weight take the dot-product path (ops/gemm_thin.h, AVX-512): K with
 // and without a partial vector, N not a multiple of its 4-row blocks, rows of A with a gap between them, and
 // addmm's alpha and beta; all against float64.
 TEST(LinalgMatmul, ThinProductsAgainstAWeightMatchFloat64) {
-  for (int64_t m : {1, 2, 3})
+  for (int64_t m : {1, 2, 3, 5, 8})
     for (int64_t k : {1, 7, 16, 33, 300})
       for (int64_t n : {1, 5, 64, 1001}) {
         Tensor wide = random({m, k + 5}, kFloat32, 1), w = random({n, k}, kFloat32, 2), b = random({n}, kFloat32, 3);
