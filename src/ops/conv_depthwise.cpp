@@ -115,35 +115,33 @@ void depthwise_row_avx512(const float* x, const float* wt, const float* bias, fl
 __attribute__((target("avx2,fma"))) void depthwise_row_avx2(const float* x, const float* wt, const float* bias,
                                                              float* y, const Geo& g, int64_t t) {
   const int64_t full = g.C / 8 * 8;
-  {
-    const int64_t n = t / g.OH, oh = t % g.OH;
-    for (int64_t ow = 0; ow < g.OW; ++ow) {
-      float* yr = y + (t * g.OW + ow) * g.C;
-      for (int64_t c0 = 0; c0 < g.C; c0 += 8) {
-        const bool tail = c0 >= full;
-        float acc_tail[8] = {};
-        __m256 acc = _mm256_setzero_ps();
-        if (bias && !tail) acc = _mm256_loadu_ps(bias + c0);
-        for (int64_t c = c0; tail && c < g.C; ++c) acc_tail[c - c0] = bias ? bias[c] : 0.0f;
-        for (int64_t ki = 0; ki < g.kh; ++ki) {
-          const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
-          if (ih < 0 || ih >= g.H) continue;
-          for (int64_t kj = 0; kj < g.kw; ++kj) {
-            const int64_t iw = ow * g.sw - g.pw + kj * g.dw;
-            if (iw < 0 || iw >= g.W) continue;
-            const float* xr = x + ((n * g.H + ih) * g.W + iw) * g.C + c0;
-            const float* wr = wt + (ki * g.kw + kj) * g.C + c0;
-            if (!tail)
-              acc = _mm256_fmadd_ps(_mm256_loadu_ps(wr), _mm256_loadu_ps(xr), acc);
-            else
-              for (int64_t c = 0; c0 + c < g.C; ++c) acc_tail[c] = std::fma(wr[c], xr[c], acc_tail[c]);
-          }
+  const int64_t n = t / g.OH, oh = t % g.OH;
+  for (int64_t ow = 0; ow < g.OW; ++ow) {
+    float* yr = y + (t * g.OW + ow) * g.C;
+    for (int64_t c0 = 0; c0 < g.C; c0 += 8) {
+      const bool tail = c0 >= full;
+      float acc_tail[8] = {};
+      __m256 acc = _mm256_setzero_ps();
+      if (bias && !tail) acc = _mm256_loadu_ps(bias + c0);
+      for (int64_t c = c0; tail && c < g.C; ++c) acc_tail[c - c0] = bias ? bias[c] : 0.0f;
+      for (int64_t ki = 0; ki < g.kh; ++ki) {
+        const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+        if (ih < 0 || ih >= g.H) continue;
+        for (int64_t kj = 0; kj < g.kw; ++kj) {
+          const int64_t iw = ow * g.sw - g.pw + kj * g.dw;
+          if (iw < 0 || iw >= g.W) continue;
+          const float* xr = x + ((n * g.H + ih) * g.W + iw) * g.C + c0;
+          const float* wr = wt + (ki * g.kw + kj) * g.C + c0;
+          if (!tail)
+            acc = _mm256_fmadd_ps(_mm256_loadu_ps(wr), _mm256_loadu_ps(xr), acc);
+          else
+            for (int64_t c = 0; c0 + c < g.C; ++c) acc_tail[c] = std::fma(wr[c], xr[c], acc_tail[c]);
         }
-        if (!tail)
-          _mm256_storeu_ps(yr + c0, acc);
-        else
-          for (int64_t c = 0; c0 + c < g.C; ++c) yr[c0 + c] = acc_tail[c];
       }
+      if (!tail)
+        _mm256_storeu_ps(yr + c0, acc);
+      else
+        for (int64_t c = 0; c0 + c < g.C; ++c) yr[c0 + c] = acc_tail[c];
     }
   }
 }
