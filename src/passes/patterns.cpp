@@ -91,9 +91,32 @@ struct Attention {
   std::vector<const Node*> chain;  // from the final matmul back to the first; erased in this order
   Tensor q, k, v, mask;
   double scale = 1;
+  // Where k^T is one permute of a tensor laid out otherwise (an exported model's [B, T, H, D] -> [B, H, D, T]):
+  // k is that tensor permuted by k_dims, made by the rewrite.
+  Tensor k_source;
+  std::vector<int64_t> k_dims;
 };
 
 int64_t wrap(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+// The value of a scale operand: a Scalar, or a constant tensor of one element in the scores' dtype (an exported
+// model divides by a 0-dim constant), which neither broadcasts the scores nor changes their dtype.
+std::optional<double> scale_value(const Graph& g, const Value& v, const Tensor& scores) {
+  if (!v.is_tensor()) return v.to_double();
+  const Tensor& t = v.tensor();
+  const Node& p = g.producer(t);
+  if (p.kind != NodeKind::kConstant || t.dtype() != scores.dtype() || t.dim() > scores.dim() ||
+      t.numel().is_symbolic() || t.numel().hint() != 1)
+    return std::nullopt;
+  return p.constant.to(kFloat64).reshape({-1}).item<double>();
+}
+
+// Whether `n` scales the scores: a multiplication or division by a scale_value.
+bool is_scaling(const Graph& g, const Node& n) {
+  const bool op = n.is_op(OpId::mul_Scalar) || n.is_op(OpId::div_Scalar) || n.is_op(OpId::mul_Tensor) ||
+                  n.is_op(OpId::div_Tensor);
+  return op && scale_value(g, n.args[1], n.args[0].tensor()).has_value();
+}
 
 // k when `t` is k with its last two dims swapped (transpose.int or permute), else undefined.
 Tensor untransposed(const Graph& g, const Tensor& t, const Node*& node) {
@@ -145,16 +168,16 @@ std::optional<Attention> match_attention(const Graph& g, const Node& out) {
     // scores + mask, or mask + scores: the scores are the side made by the scaling or the first matmul.
     auto is_scores = [&](const Tensor& t) {
       const Node& p = g.producer(t);
-      return p.is_op(OpId::mul_Scalar) || p.is_op(OpId::div_Scalar) || p.is_op(OpId::matmul);
+      return is_scaling(g, p) || p.is_op(OpId::matmul);
     };
     int side = is_scores(node->args[0].tensor()) ? 0 : (is_scores(node->args[1].tensor()) ? 1 : -1);
     if (side < 0) return std::nullopt;
     m.mask = node->args[1 - side].tensor();
     if (!step(&g.producer(node->args[side].tensor()))) return std::nullopt;
   }
-  if (node->is_op(OpId::mul_Scalar) || node->is_op(OpId::div_Scalar)) {
-    double s = node->args[1].to_double();
-    if (node->is_op(OpId::div_Scalar)) s = 1.0 / s;
+  if (is_scaling(g, *node)) {
+    double s = *scale_value(g, node->args[1], node->args[0].tensor());
+    if (node->is_op(OpId::div_Scalar) || node->is_op(OpId::div_Tensor)) s = 1.0 / s;
     if (!std::isfinite(s)) return std::nullopt;
     m.scale = s;
     if (!step(&g.producer(node->args[0].tensor()))) return std::nullopt;
@@ -164,19 +187,39 @@ std::optional<Attention> match_attention(const Graph& g, const Node& out) {
   m.q = scores->args[0].tensor();
   const Node* transpose = nullptr;
   m.k = untransposed(g, scores->args[1].tensor(), transpose);
-  if (!m.k.defined() || m.q.dim() < 2 || m.v.dim() < 2) return std::nullopt;
+  if (!m.k.defined() && transpose->is_op(OpId::permute)) {
+    // k^T = permute(x, dims) of any other order: k = permute(x, dims with the last two swapped).
+    m.k_dims = transpose->args[1].to_int_list();
+    if (m.k_dims.size() >= 2) {
+      std::swap(m.k_dims[m.k_dims.size() - 1], m.k_dims[m.k_dims.size() - 2]);
+      m.k_source = transpose->args[0].tensor();
+    }
+  }
+  if ((!m.k.defined() && !m.k_source.defined()) || m.q.dim() < 2 || m.v.dim() < 2) return std::nullopt;
   if (single_use(g, transpose->output(), *scores)) m.chain.push_back(transpose);
   // The contract of scaled_dot_product_attention: same floating dtype, a float mask of that dtype (a bool
   // mask added as 0/1 means something else), and the same result sizes as the matmul chain.
   DType dt = m.q.dtype();
-  if (!is_floating(dt) || m.k.dtype() != dt || m.v.dtype() != dt) return std::nullopt;
+  const DType kt = m.k.defined() ? m.k.dtype() : m.k_source.dtype();
+  if (!is_floating(dt) || kt != dt || m.v.dtype() != dt) return std::nullopt;
   if (m.mask.defined() && m.mask.dtype() != dt) return std::nullopt;
   return m;
 }
 
 bool rewrite_attention(Rewriter& rw, const Attention& m) {
   const Node& out = *m.chain.front();
-  Args args{m.q, m.k, m.v, m.mask.defined() ? Value(m.mask) : Value(), 0.0, false, m.scale};
+  Tensor k = m.k;
+  Args permute_args;
+  if (!k.defined()) {  // checked on metadata first: nothing is added to the graph unless the rewrite happens
+    permute_args = {m.k_source, SymIntList(m.k_dims)};
+    try {
+      k = run_meta(OpId::permute, permute_args)[0];
+    } catch (const Error& e) {
+      SINTER_LOG(kPasses, "patterns: attention not formed: {}", e.what());
+      return false;
+    }
+  }
+  Args args{m.q, k, m.v, m.mask.defined() ? Value(m.mask) : Value(), 0.0, false, m.scale};
   std::vector<Tensor> meta;
   try {
     meta = run_meta(OpId::scaled_dot_product_attention, args);
@@ -186,6 +229,7 @@ bool rewrite_attention(Rewriter& rw, const Attention& m) {
   }
   const TensorMeta &want = out.meta(), &got = meta[0].meta();
   if (got.dtype != want.dtype || got.sizes.str() != want.sizes.str()) return false;
+  if (!m.k.defined()) args[1] = rw.insert_op1_before(out, OpId::permute, permute_args, out.loc);
   Tensor attn = rw.insert_op1_before(out, OpId::scaled_dot_product_attention, args, out.loc);
   rw.replace_all_uses(out.output(), attn);
   for (const Node* n : m.chain) rw.erase(*n);

@@ -129,6 +129,42 @@ TEST(Patterns, AttentionWithSymbolicSequenceLength) {
                                      random({2, s, 8}, kFloat32, 3)}, 1e-5);
 }
 
+// As an exported model writes attention: k^T as one permute of the [B, T, H, D] projection (not a transpose of a
+// k), the scale a division by a 0-dim constant, the mask a constant. The rewrite makes k's permute itself.
+// A scale that is an input, or a constant per head, is not attention's scale: those stay.
+Graph exported_attention(int scale_kind) {
+  Graph g;
+  Tensor q = g.add_input("q", meta({2, 4, 6, 8}));
+  Tensor kp = g.add_input("kp", meta({2, 6, 4, 8}));  // [B, T, H, D]
+  Tensor v = g.add_input("v", meta({2, 4, 6, 5}));
+  Tensor kt = g.add_op1(OpId::permute, {kp, SymIntList{0, 2, 3, 1}});  // [B, H, D, T]
+  Tensor scores = g.add_op1(OpId::matmul, {q, kt});
+  Tensor scale = scale_kind == 0   ? g.add_constant(scalar_tensor(2.5), "scale")
+                 : scale_kind == 1 ? g.add_input("s", meta({}))
+                                   : g.add_constant(random({1, 4, 1, 1}, kFloat32, 9), "per_head");
+  Tensor scaled = g.add_op1(OpId::div_Tensor, {scores, scale});
+  Tensor mask = g.add_constant(random({1, 1, 6, 6}, kFloat32, 8), "mask");
+  Tensor masked = g.add_op1(OpId::add_Tensor, {scaled, mask, 1});
+  Tensor probs = g.add_op1(OpId::softmax_int, {masked, 3});
+  g.set_outputs({g.add_op1(OpId::matmul, {probs, v})});
+  return g;
+}
+
+TEST(Patterns, ExportedAttentionWithAPermutedKeyAndAConstantScale) {
+  Graph g = exported_attention(0);
+  Graph before = g.clone();
+  EXPECT_TRUE(passes::apply_patterns(g, {}));
+  verify(g);
+  EXPECT_EQ(count_ops(g, OpId::scaled_dot_product_attention), 1) << g;
+  EXPECT_EQ(count_ops(g, OpId::matmul) + count_ops(g, OpId::softmax_int) + count_ops(g, OpId::div_Tensor), 0) << g;
+  expect_same_results(before, g, random_inputs(before), 1e-5);
+  for (int kind : {1, 2}) {
+    Graph other = exported_attention(kind);
+    EXPECT_FALSE(passes::apply_patterns(other, {})) << kind;
+    EXPECT_EQ(count_ops(other, OpId::scaled_dot_product_attention), 0) << other;
+  }
+}
+
 TEST(Patterns, AttentionNearMissesStay) {
   std::vector<std::string> texts = {
       // softmax over the query dim
