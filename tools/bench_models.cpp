@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -19,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "bench_util.h"
 #include "nn/json.h"

@@ -1,12 +1,12 @@
 // Depthwise convolutions on the CPU (see conv_depthwise.h).
 #include "ops/conv_depthwise.h"
 
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
+#include "ops/vec_avx512.h"
 #include "tensor/thread_pool.h"
 
 namespace sinter::conv {
@@ -56,9 +56,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void depthwise_nchw
 // AVX-512, one output row of one image, in blocks of up to 8 pixels: each 16 channels of a block accumulate in
 // one register per pixel (independent chains, so the FMA latency overlaps, and one weight load serves the
 // block). Blocks at the image's edges mask off the taps that fall outside it.
-__attribute__((target("avx512f"))) inline __mmask16 lanes(int64_t left) {
-  return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-}
+using vec::avx512::first_lanes;
 
 // Pixels [ow, ow + P) of row (n, oh); Edge: some of their taps may lie outside the image.
 template <int P, bool Edge>
@@ -67,7 +65,7 @@ __attribute__((target("avx512f"))) void depthwise_block_avx512(const float* x, c
                                                                 int64_t ow) {
   float* yr = y + ((n * g.OH + oh) * g.OW + ow) * g.C;
   for (int64_t c0 = 0; c0 < g.C; c0 += 16) {
-    const __mmask16 m = lanes(g.C - c0);
+    const __mmask16 m = first_lanes(g.C - c0);
     const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
     __m512 acc[P];
 #pragma GCC unroll 8

@@ -1,16 +1,14 @@
 // Direct convolutions of few input channels (see conv_direct.h).
 #include "ops/conv_direct.h"
 
-#include <immintrin.h>
 
+#include "ops/vec_avx512.h"
 #include "tensor/thread_pool.h"
 
 namespace sinter::conv {
 namespace {
 
-__attribute__((target("avx512f"))) inline __mmask16 lanes(int64_t left) {
-  return left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-}
+using vec::avx512::first_lanes;
 
 // Pixels [ow, ow + P) of output row (n, oh), output channels [o0, o0 + 16 * OC): one accumulator per pixel and
 // 16 channels (independent chains); per tap and input channel OC weight loads and P broadcast input values,
@@ -24,7 +22,7 @@ __attribute__((target("avx512f"))) void few_block(const float* x, const int64_t*
   __m512 acc[P][OC];
 #pragma GCC unroll 4
   for (int j = 0; j < OC; ++j) {
-    m[j] = lanes(g.O - o0 - 16 * j);
+    m[j] = first_lanes(g.O - o0 - 16 * j);
     const __m512 b = bias ? _mm512_maskz_loadu_ps(m[j], bias + o0 + 16 * j) : _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[p][j] = b;

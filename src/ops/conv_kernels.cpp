@@ -399,6 +399,12 @@ bool implicit_applies(const Geo& g, const Tensor& out) {
          blas::sgemm_suits(g.N * g.OH * g.OW, g.O, g.kh * g.kw * g.C);
 }
 
+// A one-group conv's weight [O, C, kh, kw] as [kh, kw, C, O] in float32 (no copy where it is laid out so).
+Tensor taps_first_weight(const Tensor& weight, const Geo& g) {
+  std::vector<int64_t> ws = strides_of(weight);
+  return contiguous_as(strided_view(weight, {g.kh, g.kw, g.Cg, g.Og}, {ws[2], ws[3], ws[1], ws[0]}), kFloat32);
+}
+
 // The implicit GEMM from float32 channels-last X into float32 channels-last Y (the weight reordered to
 // [kh, kw, C, O], the GEMM's B).
 void run_implicit(const Tensor& X, const Tensor& weight, const Tensor& B, const Geo& g, const Tensor& Y,
@@ -406,12 +412,15 @@ void run_implicit(const Tensor& X, const Tensor& weight, const Tensor& B, const 
   // A channels-last weight ([O][kh][kw][C] in memory) is the GEMM's B as it is, read transposed; others are
   // reordered to [kh, kw, C, O] first.
   const bool direct = weight.dtype() == kFloat32 && weight.is_contiguous(MemoryFormat::kChannelsLast);
-  std::vector<int64_t> ws = strides_of(weight);
-  Tensor wt = direct ? weight
-                     : contiguous_as(strided_view(weight, {g.kh, g.kw, g.Cg, g.Og}, {ws[2], ws[3], ws[1], ws[0]}),
-                                     kFloat32);
+  Tensor wt = direct ? weight : taps_first_weight(weight, g);
   conv_nhwc_implicit(X.data_ptr<float>(), wt.data_ptr<float>(), B.defined() ? B.data_ptr<float>() : nullptr,
                      Y.data_ptr<float>(), g, direct, tile_done, ctx);
+}
+
+// A depthwise conv's weight [O, 1, kh, kw] as the channels-last kernels read it: [kh, kw, O], in `dtype`.
+Tensor depthwise_weight(const Tensor& weight, const Geo& g, DType dtype) {
+  std::vector<int64_t> ws = strides_of(weight);
+  return contiguous_as(strided_view(weight, {g.kh, g.kw, g.O}, {ws[2], ws[3], ws[0]}), dtype);
 }
 
 // The direct kernel of few input channels (conv_direct.h), where it applies: float32 input, weight and
@@ -423,8 +432,8 @@ bool run_few_channels(const Tensor& input, const Tensor& weight, const Tensor& B
       layout_of(Y) != MemoryFormat::kChannelsLast || g.G != 1 || g.C > conv::kFewChannels ||
       !conv::few_channels_available())
     return false;
-  std::vector<int64_t> ws = strides_of(weight), xs = strides_of(input);
-  Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.C, g.O}, {ws[2], ws[3], ws[1], ws[0]}), kFloat32);
+  std::vector<int64_t> xs = strides_of(input);
+  Tensor wt = taps_first_weight(weight, g);
   return conv::conv_few_channels(input.data_ptr<float>(), xs.data(), wt.data_ptr<float>(),
                                  B.defined() ? B.data_ptr<float>() : nullptr, Y.data_ptr<float>(), g, tile_done, ctx);
 }
@@ -460,7 +469,7 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
             strided_view(weight, {g.G, g.kh, g.Og, g.Cg, g.kw}, {g.Og * ws[0], ws[2], ws[0], ws[1], ws[3]}), cd);
         conv_nchw(xp, contiguous_as(weight, cd).data_ptr<T>(), wk.data_ptr<T>(), bp, yp, g);
       } else if (g.Cg == 1 && g.Og == 1) {
-        Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.O}, {ws[2], ws[3], ws[0]}), cd);
+        Tensor wt = depthwise_weight(weight, g, cd);
         if constexpr (std::is_same_v<T, float>) {
           if (depthwise_nhwc_simd(xp, wt.data_ptr<T>(), bp, yp, g)) return;
         }
@@ -488,8 +497,7 @@ bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tenso
   if (!depthwise && !implicit_applies(g, out)) return false;
   Tensor X = contiguous_as(input, kFloat32, MemoryFormat::kChannelsLast);
   if (depthwise) {
-    std::vector<int64_t> ws = strides_of(weight);
-    Tensor wt = contiguous_as(strided_view(weight, {g.kh, g.kw, g.O}, {ws[2], ws[3], ws[0]}), kFloat32);
+    Tensor wt = depthwise_weight(weight, g, kFloat32);
     return depthwise_nhwc_simd(X.data_ptr<float>(), wt.data_ptr<float>(), B.defined() ? B.data_ptr<float>() : nullptr,
                                out.data_ptr<float>(), g, tile_done, ctx);
   }

@@ -1,11 +1,10 @@
 // Thin float32 products (see gemm_thin.h).
 #include "ops/gemm_thin.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <utility>
 
+#include "ops/vec_avx512.h"
 #include "tensor/thread_pool.h"
 
 namespace sinter::blas {
@@ -23,14 +22,9 @@ struct Thin {
   int64_t ldc;
 };
 
-// The output from its accumulator: the 16 lanes summed (through memory: g++ 12 warns on the reduction intrinsic's
-// undefined upper half), scaled, plus beta * the old value.
-__attribute__((target("avx512f"))) inline float finish(const Thin& t, __m512 acc, const float* out) {
-  alignas(64) float lane[16];
-  _mm512_store_ps(lane, acc);
-  float sum = 0.0f;
-  for (float x : lane) sum += x;
-  const float v = t.alpha * sum;
+// The output from its accumulator: the 16 lanes summed, scaled, plus beta * the old value.
+SINTER_AVX512_INLINE float finish(const Thin& t, __m512 acc, const float* out) {
+  const float v = t.alpha * _mm512_reduce_add_ps(acc);
   return t.beta == 0.0f ? v : v + t.beta * *out;
 }
 
@@ -44,7 +38,7 @@ __attribute__((target("avx512f"))) void thin_block(const Thin& t, int64_t j) {
 #pragma GCC unroll 4
     for (int q = 0; q < J; ++q) acc[i][q] = _mm512_setzero_ps();
   for (int64_t p = 0; p < t.k; p += 16) {
-    const __mmask16 m = t.k - p >= 16 ? __mmask16(0xffff) : __mmask16((1u << (t.k - p)) - 1);
+    const __mmask16 m = vec::avx512::first_lanes(t.k - p);
     __m512 av[M];
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) av[i] = _mm512_maskz_loadu_ps(m, t.a + i * t.lda + p);

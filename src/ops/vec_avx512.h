@@ -1,6 +1,6 @@
-// The AVX-512F building blocks shared by vec_math.cpp (pointwise maps) and vec_rows.cpp (row kernels): the
-// target macros, exp, and tail masks. Internal to those two files: every function here carries the avx512f
-// target itself, and runs only after vec::available().
+// The AVX-512F building blocks shared by vec_math.cpp (pointwise maps), vec_rows.cpp (row kernels) and the
+// AVX-512 conv and thin-GEMM kernels: the target macros, exp, and tail masks. Internal to src/ops: every function
+// here carries the avx512f target itself, and runs only after the caller checked the CPU for AVX-512F.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -112,6 +112,8 @@ SINTER_AVX512_INLINE __m512 exp_row_v(const ExpRow& e, __m512 x) {
 }
 
 SINTER_AVX512_INLINE __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+// The first min(n, 16) lanes: a full vector, or the tail of a loop in steps of 16.
+SINTER_AVX512_INLINE __mmask16 first_lanes(int64_t n) { return n >= 16 ? __mmask16(0xffff) : tail_mask(n); }
 
 }  // namespace sinter::vec::avx512
 #endif
