@@ -11,6 +11,7 @@
 #include "sinter/nn.h"
 #include "sinter/ops.h"
 #include "sinter/optim.h"
+#include "sinter/precision.h"
 #include "sinter/symint.h"
 #include "sinter/tensor.h"
 #include "sinter/threads.h"

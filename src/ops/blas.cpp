@@ -6,7 +6,10 @@
 
 #include <cblas.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <mutex>
 #include <type_traits>
@@ -14,8 +17,42 @@
 
 #include "ops/gemm_thin.h"
 #include "ops/sgemm.h"
+#include "sinter/cuda.h"
+#include "sinter/precision.h"
 #include "support/check.h"
 #include "tensor/thread_pool.h"
+
+namespace sinter {
+namespace {
+
+enum class Precision : int { kHighest, kHigh, kMedium };
+std::atomic<Precision>& matmul_precision() {
+  static std::atomic<Precision> precision{Precision::kHighest};
+  return precision;
+}
+
+}  // namespace
+
+void set_float32_matmul_precision(std::string_view precision) {
+  Precision p = precision == "highest" ? Precision::kHighest
+                : precision == "high"  ? Precision::kHigh
+                : precision == "medium"
+                    ? Precision::kMedium
+                    : throw Error(fmt::format("set_float32_matmul_precision: '{}' is not one of highest, high, medium",
+                                              precision));
+  matmul_precision() = p;
+  cuda::set_matmul_allow_tf32(p != Precision::kHighest);
+}
+
+std::string get_float32_matmul_precision() {
+  switch (matmul_precision().load()) {
+    case Precision::kMedium: return "medium";
+    case Precision::kHigh: return "high";
+    default: return cuda::matmul_allow_tf32() ? "high" : "highest";  // as torch, after allow_tf32 = true
+  }
+}
+
+}  // namespace sinter
 
 namespace sinter::blas {
 namespace {
@@ -77,9 +114,10 @@ void call_gemv(CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double
   cblas_dgemv(CblasRowMajor, t, rows, cols, alpha, a, lda, x, incx, beta, y, incy);
 }
 
+// bf16: a float32 product sinter's GEMM takes rounds its operands to bfloat16 (matmul_bf16()).
 template <class T>
 void serial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
-            int64_t ldb, T beta, T* c, int64_t ldc) {
+            int64_t ldb, T beta, T* c, int64_t ldc, bool bf16 = false) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {  // C = beta * C; BLAS implementations differ on k == 0, so do it here
     for (int64_t i = 0; i < m; ++i)
@@ -93,6 +131,7 @@ void serial(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T*
       g.a = a, g.a_rs = ta ? 1 : lda, g.a_cs = ta ? lda : 1;
       g.b = b, g.b_rs = tb ? 1 : ldb, g.b_cs = tb ? ldb : 1;
       g.c = c, g.c_rs = ldc;
+      g.bf16 = bf16;
       sgemm_tiled(g);
       return;
     }
@@ -178,6 +217,7 @@ void gemm_float(const Gemm<T>& g) {
   SINTER_INTERNAL_ASSERT(
       layout(g.m, g.k, g.a_rs, g.a_cs, ta, lda) && layout(g.k, g.n, g.b_rs, g.b_cs, tb, ldb),
       "gemm operand is not BLAS-compatible");
+  const bool bf16 = std::is_same_v<T, float> && matmul_bf16();
   if constexpr (std::is_same_v<T, float>) {
     // A few rows against a linear layer's weight (K contiguous in both): dot products, no packing.
     if (g.batch == 1 && thin_suits(g.m, g.k, g.a_cs, g.b_rs) &&
@@ -187,7 +227,7 @@ void gemm_float(const Gemm<T>& g) {
     // One float32 product: sinter's own GEMM cuts it over the pool itself (serial() hands it over).
     if (g.batch == 1 && sgemm_suits(g.m, g.n, g.k)) {
       serial<T>(ta, tb, g.m, g.n, g.k, g.alpha, g.a + (g.a_off ? g.a_off[0] : 0), lda,
-                g.b + (g.b_off ? g.b_off[0] : 0), ldb, g.beta, g.c, g.c_rs);
+                g.b + (g.b_off ? g.b_off[0] : 0), ldb, g.beta, g.c, g.c_rs, bf16);
       return;
     }
   }
@@ -212,12 +252,14 @@ void gemm_float(const Gemm<T>& g) {
         b += c0 * g.b_cs;
         c += c0;
       }
-      serial<T>(ta, tb, m, n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, g.c_rs);
+      serial<T>(ta, tb, m, n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, g.c_rs, bf16);
     }
   });
 }
 
 }  // namespace
+
+bool matmul_bf16() { return matmul_precision() == Precision::kMedium && sgemm_bf16_available(); }
 
 bool prefers_threaded_gemm(int64_t batch, int64_t m, int64_t n, int64_t k) {
   double flops = 2.0 * static_cast<double>(m) * n * k;

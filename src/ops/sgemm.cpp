@@ -113,6 +113,18 @@ void pack_b(const TiledGemm& g, int64_t k0, int64_t kc, int64_t j0, int nr, floa
   }
 }
 
+// The k steps a packed block of kc steps stores (bfloat16 pairs: rounded up to even), and the floats that
+// `values` packed operand values take (two bfloat16 to a float's space).
+int64_t packed_steps(bool bf16, int64_t kc) { return bf16 ? (kc + 1) / 2 * 2 : kc; }
+int64_t packed_floats(bool bf16, int64_t values) { return bf16 ? values / 2 : values; }
+
+// pack_b, rounded to bfloat16 pairs through `tmp` (kc x nr floats) for a bfloat16 product.
+void pack_b_panel(const TiledGemm& g, int64_t k0, int64_t kc, int64_t j0, int nr, float* out, float* tmp) {
+  if (!g.bf16) return pack_b(g, k0, kc, j0, nr, out);
+  pack_b(g, k0, kc, j0, nr, tmp);
+  to_bf16_pairs(tmp, kc, nr, out);
+}
+
 // MR row streams read in step and written in order (the row count known to the compiler).
 template <int MR>
 void pack_rows_fixed(const float* const* rows, int64_t kc, float* __restrict out) {
@@ -160,6 +172,13 @@ void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, floa
     for (int64_t i = 0; i < rows; ++i) dst[i] = src[i * g.a_rs];
     for (int64_t i = rows; i < mr; ++i) dst[i] = 0.0f;
   }
+}
+
+// pack_a, rounded to bfloat16 pairs through `tmp` (kc x mr floats) for a bfloat16 product.
+void pack_a_panel(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, float* out, float* tmp) {
+  if (!g.bf16) return pack_a(g, i0, mr, k0, kc, out);
+  pack_a(g, i0, mr, k0, kc, tmp);
+  to_bf16_pairs(tmp, kc, mr, out);
 }
 
 struct Plan {
@@ -251,7 +270,7 @@ int64_t pick_kc(const TiledGemm& g, const Micro& u, bool one_strip) {
 // The plan for g under cfg: the model's, with whatever cfg fixes.
 Plan resolve(const TiledGemm& g, const Micro& u, int threads, const SgemmConfig& cfg) {
   bool one_strip = g.n <= u.nr || cfg.strips_per_tile == 1;
-  int64_t kc = cfg.kc > 0 ? cfg.kc : g.k_block > 0 ? g.k_block : pick_kc(g, u, one_strip);
+  int64_t kc = g.packed_b ? g.packed_b->kc : cfg.kc > 0 ? cfg.kc : g.k_block > 0 ? g.k_block : pick_kc(g, u, one_strip);
   Plan p = plan(g, u, threads, kc);
   if (cfg.mc > 0) {
     p.mc = ceil_div(cfg.mc, u.mr) * u.mr;
@@ -262,6 +281,7 @@ Plan resolve(const TiledGemm& g, const Micro& u, int threads, const SgemmConfig&
     p.strip_tiles = ceil_div(p.strips, p.strips_per_tile);
   }
   if (cfg.shared_b >= 0) p.shared_b = cfg.shared_b > 0 && p.row_tiles > 1;
+  if (g.packed_b) p.shared_b = true;  // packed ahead: every tile reads it
   p.a_outer = cfg.a_outer >= 0 ? cfg.a_outer > 0 : p.strips_per_tile > 1;
   // Operands read in place (no packing). A row-major A panel is read in place whenever it is used once per
   // block or stays in L1 while the tile's B strips pass (A panels outer): packing it only copied it. On the
@@ -279,8 +299,13 @@ Plan resolve(const TiledGemm& g, const Micro& u, int threads, const SgemmConfig&
 // The micro-kernel for g: cfg's, else the first in order of preference whose padding of C to whole micro-tiles
 // is within 2% of the least any of them needs (a 64-column product would waste a third of 8x48's work).
 const Micro& pick_micro(const TiledGemm& g, const SgemmConfig& cfg) {
-  const std::vector<Micro>& all = micros();
-  SINTER_INTERNAL_ASSERT(!all.empty(), "sgemm_tiled: no micro-kernel for this CPU");
+  const std::vector<Micro>& all = g.bf16 ? micros_bf16() : micros();
+  SINTER_INTERNAL_ASSERT(!all.empty(), "sgemm_tiled: no {}micro-kernel for this CPU", g.bf16 ? "bfloat16 " : "");
+  if (g.packed_b) {
+    SINTER_INTERNAL_ASSERT(g.packed_b->k == g.k && g.packed_b->n == g.n && g.packed_b->bf16 == g.bf16,
+                           "sgemm_tiled: B was packed for another product");
+    return all[g.packed_b->micro];
+  }
   SINTER_INTERNAL_ASSERT(cfg.micro < static_cast<int>(all.size()), "sgemm: no micro-kernel {}", cfg.micro);
   if (cfg.micro >= 0) return all[cfg.micro];
   auto padding = [&](const Micro& u) {
@@ -296,6 +321,7 @@ const Micro& pick_micro(const TiledGemm& g, const SgemmConfig& cfg) {
 }  // namespace
 
 bool sgemm_available() { return micro().fn != nullptr; }
+bool sgemm_bf16_available() { return !micros_bf16().empty(); }
 
 void pack_rows(const float* const* rows, int mr, int64_t len, float* out) {
   bool dense = true;
@@ -319,7 +345,10 @@ std::string sgemm_plan(const TiledGemm& g, int threads, const SgemmConfig& cfg) 
   Plan p = resolve(g, u, threads, cfg);
   return fmt::format("{} micro-tiles, KC {}, {} tiles of {} rows x {} columns, B {}{}{}", u.name, p.kc, p.tasks(),
                      p.mc, p.strips_per_tile * u.nr,
-                     p.direct_b ? "read in place" : p.shared_b ? "packed once and shared" : "packed per tile",
+                     p.direct_b   ? "read in place"
+                     : g.packed_b ? "packed ahead"
+                     : p.shared_b ? "packed once and shared"
+                                  : "packed per tile",
                      p.direct_a ? ", A read in place" : "", p.a_outer ? ", A panels outer" : "");
 }
 
@@ -340,22 +369,45 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
   const Plan p = resolve(g, u, threads, cfg);
   const int mr = u.mr, nr = u.nr;
   const int64_t KC = p.kc;
-  // Shared B: block kb starts at k0 * np, strip s of it at s * kc * nr. Per worker: one block of A (mc x KC),
-  // and without shared B one of B (KC x the tile's columns), reused for every k block.
-  const int64_t np = p.strips * nr, shared_size = p.shared_b ? g.k * np + 16 : 0;
-  const int64_t a_size = p.mc * KC, b_size = p.shared_b ? 0 : KC * p.strips_per_tile * nr;
-  const int64_t slot = a_size + b_size + 16;
-  Tensor scratch = empty({shared_size + workers(p.tasks(), threads) * slot}, TensorOptions{});
+  // Packed operands in floats (bfloat16 pairs take half): shared B's block kb starts at kb * KS * np, strip s of
+  // it at s * steps(kc) * nr. Per worker: one block of A (mc x KC), without shared B one of B (KC x the tile's
+  // columns), reused for every k block, and for bfloat16 a float32 panel that is rounded into them.
+  const bool bh = g.bf16;
+  auto steps = [bh](int64_t kc) { return packed_steps(bh, kc); };
+  auto floats = [bh](int64_t values) { return packed_floats(bh, values); };
+  const int64_t KS = steps(KC), np = p.strips * nr, row_panels = ceil_div(g.m, mr), mp = row_panels * mr;
+  const bool pack_shared = p.shared_b && !g.packed_b;
+  const int64_t shared_size = pack_shared ? floats(p.kblocks * KS * np) + 16 : 0;
+  // A bfloat16 product rounds A once into panels every column tile reads (block kb's panel R at
+  // kb * KS * mp + R * steps(kc) * mr), where a float32 one reads A in place.
+  const bool share_a = bh && p.strip_tiles > 1;
+  const int64_t shared_a_size = share_a ? floats(p.kblocks * KS * mp) + 16 : 0;
+  const int64_t a_size = ceil_div(floats(p.mc * KS), 16) * 16, b_size = p.shared_b ? 0 : floats(KS * p.strips_per_tile * nr);
+  const int64_t tmp_size = bh ? KS * std::max(mr, nr) : 0;
+  const int64_t slot = a_size + b_size + tmp_size + 16;
+  // One pass packs the shared operands first: B's strips, then A's panels.
+  const int64_t b_panels = pack_shared ? p.kblocks * p.strips : 0, a_panels = share_a ? p.kblocks * row_panels : 0;
+  Tensor scratch = empty({shared_size + shared_a_size + workers(std::max(p.tasks(), b_panels + a_panels), threads) * slot},
+                         TensorOptions{});
   auto aligned = [](float* q) {
     return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(q) + 63) & ~uintptr_t{63});
   };
-  float* shared_b = aligned(scratch.data_ptr<float>());
-  float* base = scratch.data_ptr<float>() + shared_size;
-  if (p.shared_b)
-    parallel_for_dynamic(p.kblocks * p.strips, threads, [&](int64_t t, int64_t) {
-      int64_t kb = t / p.strips, s = t % p.strips;
+  float* own_b = aligned(scratch.data_ptr<float>());
+  float* own_a = aligned(scratch.data_ptr<float>() + shared_size);
+  const float* shared_b = g.packed_b ? g.packed_b->data : own_b;
+  float* base = scratch.data_ptr<float>() + shared_size + shared_a_size;
+  if (b_panels + a_panels > 0)
+    parallel_for_dynamic(b_panels + a_panels, threads, [&](int64_t t, int64_t worker) {
+      float* tmp = aligned(base + worker * slot) + a_size + b_size;
+      if (t < b_panels) {
+        int64_t kb = t / p.strips, s = t % p.strips;
+        int64_t k0 = kb * KC, kc = std::min(KC, g.k - k0);
+        pack_b_panel(g, k0, kc, s * nr, nr, own_b + floats(kb * KS * np + s * steps(kc) * nr), tmp);
+        return;
+      }
+      int64_t kb = (t - b_panels) / row_panels, r = (t - b_panels) % row_panels;
       int64_t k0 = kb * KC, kc = std::min(KC, g.k - k0);
-      pack_b(g, k0, kc, s * nr, nr, shared_b + k0 * np + s * kc * nr);
+      pack_a_panel(g, r * mr, mr, k0, kc, own_a + floats(kb * KS * mp + r * steps(kc) * mr), tmp);
     });
 
   std::unique_ptr<std::atomic<int64_t>[]> unfinished;  // per row tile, its strip tiles not yet done
@@ -368,6 +420,7 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
     int64_t s0 = (t / p.row_tiles) * p.strips_per_tile, s1 = std::min(p.strips, s0 + p.strips_per_tile);
     float* ap = aligned(base + worker * slot);
     float* bp = ap + a_size;
+    float* tmp = bp + b_size;
     alignas(64) float edge[16 * 64];
     int64_t panels = ceil_div(i1 - i0, mr);
     const bool locate = g.locate_a != nullptr && u.direct != nullptr;
@@ -388,25 +441,31 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
           if (whole) in_place = g.locate_a(g.pack_ctx, i0 + r * mr, mr, k0, kc, &located_rs[r]);
           located[r] = in_place;
         }
-        if (in_place == nullptr && (!p.direct_a || !whole)) pack_a(g, i0 + r * mr, mr, k0, kc, ap + r * kc * mr);
+        if (in_place == nullptr && !share_a && (!p.direct_a || !whole))
+          pack_a_panel(g, i0 + r * mr, mr, k0, kc, ap + floats(r * steps(kc) * mr), tmp);
       }
       if (!p.shared_b)
         for (int64_t s = s0; s < s1; ++s)
-          if (!p.direct_b || g.n - s * nr < nr) pack_b(g, k0, kc, s * nr, nr, bp + (s - s0) * kc * nr);
+          if (!p.direct_b || g.n - s * nr < nr)
+            pack_b_panel(g, k0, kc, s * nr, nr, bp + floats((s - s0) * steps(kc) * nr), tmp);
       auto tile = [&](int64_t s, int64_t r) {
         int64_t i = i0 + r * mr, j = s * nr, rows = std::min<int64_t>(mr, i1 - i), cols = std::min<int64_t>(nr, g.n - j);
         bool la = locate && located[r] != nullptr, da = la || (p.direct_a && rows == mr), db = p.direct_b && cols == nr;
-        const float* as = la ? located[r] : da ? g.a + i * g.a_rs + k0 : ap + r * kc * mr;
-        const float* bs = db ? g.b + k0 * g.b_rs + j
-                             : p.shared_b ? shared_b + k0 * np + s * kc * nr : bp + (s - s0) * kc * nr;
+        const float* as = la        ? located[r]
+                          : da      ? g.a + i * g.a_rs + k0
+                          : share_a ? own_a + floats(kb * KS * mp + (i0 / mr + r) * steps(kc) * mr)
+                                    : ap + floats(r * steps(kc) * mr);
+        const float* bs = db           ? g.b + k0 * g.b_rs + j
+                          : p.shared_b ? shared_b + floats(kb * KS * np + s * steps(kc) * nr)
+                                       : bp + floats((s - s0) * steps(kc) * nr);
         MicroFn fn = da || db ? u.direct : u.fn;
         int64_t a_rs = la ? located_rs[r] : da ? g.a_rs : 1, a_ps = da ? 1 : mr, b_ps = db ? g.b_rs : nr;
         float* c = g.c + i * g.c_rs + j;
         if (rows == mr && cols == nr) {
-          fn(kc, as, a_rs, a_ps, bs, b_ps, c, g.c_rs, accumulate);
+          fn(steps(kc), as, a_rs, a_ps, bs, b_ps, c, g.c_rs, accumulate);
           return;
         }
-        fn(kc, as, a_rs, a_ps, bs, b_ps, edge, nr, false);
+        fn(steps(kc), as, a_rs, a_ps, bs, b_ps, edge, nr, false);
         for (int64_t x = 0; x < rows; ++x)
           for (int64_t y = 0; y < cols; ++y)
             c[x * g.c_rs + y] = (accumulate ? c[x * g.c_rs + y] : 0.0f) + edge[x * nr + y];
@@ -428,6 +487,30 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
     // acquire makes the other tasks' stores to those rows visible).
     if (unfinished[t % p.row_tiles].fetch_sub(1, std::memory_order_acq_rel) == 1) g.tile_done(g.ctx, i0, i1, 0, g.n);
   });
+}
+
+
+std::shared_ptr<const PackedB> sgemm_pack_b(const TiledGemm& g) {
+  SINTER_INTERNAL_ASSERT(g.packed_b == nullptr && g.k > 0 && g.n > 0, "sgemm_pack_b: nothing to pack");
+  const Micro& u = pick_micro(g, {});
+  const std::vector<Micro>& all = g.bf16 ? micros_bf16() : micros();
+  auto out = std::make_shared<PackedB>();
+  out->k = g.k, out->n = g.n, out->bf16 = g.bf16;
+  out->micro = static_cast<int>(&u - all.data());
+  out->kc = pick_kc(g, u, g.n <= u.nr);
+  const int nr = u.nr;
+  const int64_t kc_max = out->kc, ks = packed_steps(g.bf16, kc_max), strips = ceil_div(g.n, nr);
+  const int64_t kblocks = ceil_div(g.k, kc_max), np = strips * nr;
+  out->storage.resize(static_cast<size_t>(packed_floats(g.bf16, kblocks * ks * np) + 16));
+  float* data = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(out->storage.data()) + 63) & ~uintptr_t{63});
+  out->data = data;
+  parallel_for_dynamic(kblocks * strips, get_num_threads(), [&](int64_t t, int64_t) {
+    int64_t kb = t / strips, s = t % strips, k0 = kb * kc_max, kc = std::min(kc_max, g.k - k0);
+    std::vector<float> tmp(g.bf16 ? static_cast<size_t>(ks * nr) : 0);
+    pack_b_panel(g, k0, kc, s * nr, nr, data + packed_floats(g.bf16, kb * ks * np + s * packed_steps(g.bf16, kc) * nr),
+                 tmp.data());
+  });
+  return out;
 }
 
 }  // namespace sinter::blas

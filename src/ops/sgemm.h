@@ -5,6 +5,7 @@
 // with the pool's next kernel, which cost compiled graphs 10-30% on the 16-core host.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ using PackAFn = void (*)(const void* ctx, int64_t i0, int rows, int mr, int64_t 
 // row are input pixels a fixed stride apart with their channels contiguous.
 using LocateAFn = const float* (*)(const void* ctx, int64_t i0, int mr, int64_t k0, int64_t kc, int64_t* row_stride);
 
+struct PackedB;
+
 struct TiledGemm {
   int64_t m = 0, n = 0, k = 0;
   const float* a = nullptr;  // element (i, p) at a[i * a_rs + p * a_cs]: any strides
@@ -40,7 +43,25 @@ struct TiledGemm {
   void* ctx = nullptr;
   bool whole_rows = false;   // every callback spans all n columns (for callbacks that reduce over a row): it runs
                              // once per row tile, after the last of that row's tiles is done
+  // Products of A and B rounded to bfloat16, summed in float32 (AVX512-BF16 dot products; requires
+  // sgemm_bf16_available()). A and B are still given as float32 and rounded while packed.
+  bool bf16 = false;
+  // B packed ahead by sgemm_pack_b (for the same k, n and bf16); b, b_rs, b_cs are then unused.
+  const PackedB* packed_b = nullptr;
 };
+
+// B packed once in the panels sgemm_tiled's micro-kernels read (for every block of kc k steps and strip of nr
+// columns, kc runs of nr values, or kc / 2 runs of nr pairs for bfloat16): a constant weight packed when first
+// used, so that later products neither copy nor transpose it.
+struct PackedB {
+  int64_t k = 0, n = 0, kc = 0;
+  int micro = 0;  // index into micros() or micros_bf16()
+  bool bf16 = false;
+  std::vector<float> storage;
+  const float* data = nullptr;  // 64-byte aligned, inside storage
+};
+// Packs g's B (b, b_rs, b_cs, k, n; bf16) for products of about g.m rows.
+std::shared_ptr<const PackedB> sgemm_pack_b(const TiledGemm& g);
 
 // For PackAFn implementations: interleaves `mr` rows of `len` values (row i at rows[i], null for a row of
 // zeros) into out[p * mr + i].
@@ -61,6 +82,8 @@ std::vector<std::string> sgemm_micro_kernels();
 
 // Whether this CPU has one of the micro-kernels (AVX-512F, or AVX2 with FMA). Without, callers use OpenBLAS.
 bool sgemm_available();
+// Whether this CPU has the bfloat16 micro-kernels (AVX512-BF16).
+bool sgemm_bf16_available();
 // Runs on the pool (or inline inside a parallel region). Requires sgemm_available().
 void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg = {});
 // Whether sgemm_tiled is the better choice for this product: a micro-kernel exists and the product is not so

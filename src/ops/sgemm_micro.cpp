@@ -1,6 +1,9 @@
 // The micro-kernels of sinter's float32 GEMM (sgemm_micro.h says what they compute).
 #include "ops/sgemm_micro.h"
 
+#include "ops/loops.h"
+#include "ops/vec_avx512.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define SINTER_SGEMM_X86 1
@@ -80,6 +83,54 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* __r
       _mm256_storeu_ps(q, accumulate ? _mm256_add_ps(_mm256_loadu_ps(q), acc[i][j]) : acc[i][j]);
     }
 }
+
+// bfloat16 products (AVX512-BF16): each 32-bit word of a and b holds the k steps 2q and 2q + 1 of one row of A or
+// one column of B; one dot-product instruction multiplies both pairs and adds them into a float32 lane.
+template <int MR, int NV>
+__attribute__((target("avx512f,avx512bf16"))) void micro_bf16(int64_t kc, const float* __restrict a, int64_t,
+                                                              int64_t, const float* __restrict b, int64_t,
+                                                              float* __restrict c, int64_t ldc, bool accumulate) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < kc; q += 2) {
+    __m512bh bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) bv[j] = (__m512bh)_mm512_load_ps(b + 16 * j);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      __m512bh ai = (__m512bh)_mm512_set1_ps(a[i]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], ai, bv[j]);
+    }
+    a += MR;
+    b += 16 * NV;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      float* q = c + i * ldc + 16 * j;
+      _mm512_storeu_ps(q, accumulate ? _mm512_add_ps(_mm512_loadu_ps(q), acc[i][j]) : acc[i][j]);
+    }
+}
+
+__attribute__((target("avx512f"))) void pairs_avx512(const float* src, int64_t kc, int64_t w, float* dst) {
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+  for (int64_t q = 0; q < kc; q += 2) {
+    const float* r0 = src + q * w;
+    const float* r1 = q + 1 < kc ? r0 + w : nullptr;
+    int64_t j = 0;
+    for (; j + 16 <= w; j += 16) {
+      __m512i lo = vec::avx512::bf16_bits(_mm512_loadu_ps(r0 + j));
+      __m512i hi = r1 ? _mm512_slli_epi32(vec::avx512::bf16_bits(_mm512_loadu_ps(r1 + j)), 16) : _mm512_setzero_si512();
+      _mm512_storeu_si512(out + (q / 2) * w + j, _mm512_or_si512(lo, hi));
+    }
+    for (; j < w; ++j) out[(q / 2) * w + j] = bf16_pair(r0[j], r1 ? r1[j] : 0.0f);
+  }
+}
 #endif
 
 // The micro-kernels this CPU can run, in order of preference (measured on the 16-core Xeon host with
@@ -102,7 +153,39 @@ std::vector<Micro> list_micros() {
   return out;
 }
 
+std::vector<Micro> list_micros_bf16() {
+  std::vector<Micro> out;
+#ifdef SINTER_SGEMM_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")) {
+    out.push_back({8, 48, "bf16 8x48", micro_bf16<8, 3>});
+    out.push_back({6, 64, "bf16 6x64", micro_bf16<6, 4>});
+    out.push_back({14, 32, "bf16 14x32", micro_bf16<14, 2>});
+  }
+#endif
+  return out;
+}
+
 }  // namespace
+
+uint32_t bf16_pair(float lo, float hi) {
+  return loops::f32_to_bf16(lo) | static_cast<uint32_t>(loops::f32_to_bf16(hi)) << 16;
+}
+
+void to_bf16_pairs(const float* src, int64_t kc, int64_t w, float* dst) {
+#ifdef SINTER_SGEMM_X86
+  if (__builtin_cpu_supports("avx512f")) return pairs_avx512(src, kc, w, dst);
+#endif
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+  for (int64_t q = 0; q < kc; q += 2)
+    for (int64_t j = 0; j < w; ++j)
+      out[(q / 2) * w + j] = bf16_pair(src[q * w + j], q + 1 < kc ? src[(q + 1) * w + j] : 0.0f);
+}
+
+const std::vector<Micro>& micros_bf16() {
+  static const std::vector<Micro> m = list_micros_bf16();  // a property of the CPU, fixed for the process
+  return m;
+}
 
 const std::vector<Micro>& micros() {
   static const std::vector<Micro> m = list_micros();  // a property of the CPU, fixed for the process

@@ -21,6 +21,18 @@ namespace sinter::vec::avx512 {
 
 SINTER_AVX512_INLINE __m512 splat(float v) { return _mm512_set1_ps(v); }
 
+// 16 floats rounded to bfloat16 exactly as loops::f32_to_bf16 (to nearest even, NaN kept quiet): each lane's
+// 16 bits in its low half.
+SINTER_AVX512_INLINE __m512i bf16_bits(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i hi = _mm512_srli_epi32(x, 16);
+  const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+}
+
 // exp(x) for x in [-104, 89] or NaN (callers clamp). x = n ln2 + r with n = round(x log2e), |r| <= ln2/2:
 // the rounding is the 1.5 * 2^23 trick inside one FMA (one uop, where vroundscaleps is two on Intel cores),
 // ln2 in two pieces so that r is exact to about 2^-24 relative (x - n * ln2_hi is exact under FMA). exp(r) is

@@ -158,14 +158,7 @@ SINTER_AVX512_INLINE __m512 load_bf16(const uint16_t* p) {
 }
 // 16 floats -> bfloat16, rounded exactly as loops::f32_to_bf16: to nearest even, NaN kept quiet.
 SINTER_AVX512_INLINE void store_bf16(uint16_t* p, __m512 v) {
-  const __m512i x = _mm512_castps_si512(v);
-  const __m512i hi = _mm512_srli_epi32(x, 16);
-  const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb), 16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
-                                                _mm512_set1_epi32(0x7f800000));
-  const __m512i r = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(bf16_bits(v)));
 }
 
 // The same over bfloat16 arrays, converted in registers. The last n % 16 go through a 16-element copy

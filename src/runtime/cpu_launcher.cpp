@@ -147,6 +147,12 @@ void CpuLauncher::run_gemm(RunState& r, int k) const {
   g.a = a.data_ptr<float>(), g.a_rs = a.stride(0).hint(), g.a_cs = a.stride(1).hint();
   g.b = b.data_ptr<float>(), g.b_rs = b.stride(0).hint(), g.b_cs = b.stride(1).hint();
   g.c = c.data_ptr<float>(), g.c_rs = nn;
+  g.bf16 = blas::matmul_bf16();
+  std::shared_ptr<const blas::PackedB> packed;  // a weight frozen into the graph is packed once
+  if (parts_->program->buffers[n.tensor_args[1].buffer].kind == inductor::BufferKind::kConstant) {
+    packed = packed_weight(k, g);
+    g.packed_b = packed.get();
+  }
   if (e < 0) {
     blas::sgemm_tiled(g);
     return;
@@ -159,6 +165,13 @@ void CpuLauncher::run_gemm(RunState& r, int k) const {
   g.tile_done = g.whole_rows ? TileEpilogue::rows : TileEpilogue::flat;
   blas::sgemm_tiled(g);
   call.check();
+}
+
+std::shared_ptr<const blas::PackedB> CpuLauncher::packed_weight(int k, const blas::TiledGemm& g) const {
+  std::lock_guard<std::mutex> lock(packed_mutex_);
+  std::shared_ptr<const blas::PackedB>& p = packed_[{k, g.bf16}];
+  if (!p || p->k != g.k || p->n != g.n) p = blas::sgemm_pack_b(g);
+  return p;
 }
 
 // A conv2d as one implicit GEMM, its epilogue run on each finished tile of output pixels x channels. False where

@@ -4,10 +4,18 @@
 // iterations [begin, end), its args the buffers in the kernel plan's order, the symbol values and an error flag
 // (see codegen/cpp/cpp_codegen.h).
 #pragma once
+#include <map>
 #include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "runtime/executor.h"
+
+namespace sinter::blas {
+struct PackedB;
+struct TiledGemm;
+}  // namespace sinter::blas
 
 namespace sinter::runtime {
 
@@ -29,10 +37,14 @@ class CpuLauncher final : public Launcher {
   struct Call;  // one launch's arguments
   void run_gemm(RunState& r, int k) const;
   bool run_conv(RunState& r, int k) const;
+  // GEMM kernel k's B, a constant of the graph, packed for g when first used (float32 and bfloat16 apart).
+  std::shared_ptr<const blas::PackedB> packed_weight(int k, const blas::TiledGemm& g) const;
 
   std::shared_ptr<const CompiledGraphParts> parts_;
   std::vector<KernelFn> fns_;
   std::shared_ptr<const void> code_;
+  mutable std::mutex packed_mutex_;
+  mutable std::map<std::pair<int, bool>, std::shared_ptr<const blas::PackedB>> packed_;
 };
 
 }  // namespace sinter::runtime

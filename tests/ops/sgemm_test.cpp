@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "ops/loops.h"
 #include "sinter/sinter.h"
 #include "tensor/thread_pool.h"
 
@@ -23,8 +24,10 @@ struct Seen {
   bool rows_ok = true;
 };
 
+// bf16: a bfloat16 product, checked against float64 over the operands rounded to bfloat16 (and required to differ
+// from the float32 product's reference). packed: B packed ahead, for products of 64 rows whatever m is.
 void check_product(int64_t m, int64_t n, int64_t k, bool a_t, bool b_t, bool whole_rows,
-                   const blas::SgemmConfig& cfg = {}) {
+                   const blas::SgemmConfig& cfg = {}, bool bf16 = false, bool packed = false) {
   std::mt19937 rng(static_cast<uint32_t>(m * 131 + n * 7 + k));
   std::normal_distribution<float> dist;
   std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
@@ -49,22 +52,36 @@ void check_product(int64_t m, int64_t n, int64_t k, bool a_t, bool b_t, bool who
     for (int64_t i = i0; i < i1; ++i)
       for (int64_t j = j0; j < j1; ++j) ++s->count[static_cast<size_t>(i * s->n + j)];
   };
+  g.bf16 = bf16;
+  std::shared_ptr<const blas::PackedB> ahead;
+  if (packed) {
+    blas::TiledGemm for_pack = g;
+    for_pack.m = 64;
+    ahead = blas::sgemm_pack_b(for_pack);
+    g.packed_b = ahead.get();
+  }
   blas::sgemm_tiled(g, cfg);
-  double worst = 0;
+  auto round = [bf16](float v) { return bf16 ? loops::bf16_to_f32(loops::f32_to_bf16(v)) : v; };
+  double worst = 0, worst_unrounded = 0;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      double ref = 0, scale = 0;
+      double ref = 0, scale = 0, unrounded = 0;
       for (int64_t p = 0; p < k; ++p) {
-        double x = a[static_cast<size_t>(a_t ? p * m + i : i * k + p)];
-        double y = b[static_cast<size_t>(b_t ? j * k + p : p * n + j)];
-        ref += x * y;
-        scale += std::abs(x * y);
+        float x = a[static_cast<size_t>(a_t ? p * m + i : i * k + p)];
+        float y = b[static_cast<size_t>(b_t ? j * k + p : p * n + j)];
+        ref += static_cast<double>(round(x)) * round(y);
+        unrounded += static_cast<double>(x) * y;
+        scale += std::abs(static_cast<double>(x) * y);
       }
-      double err = std::abs(c[static_cast<size_t>(i * ldc + j)] - ref) / std::max(scale, 1e-30);
+      double out = c[static_cast<size_t>(i * ldc + j)];
+      double err = std::abs(out - ref) / std::max(scale, 1e-30);
       worst = std::max(worst, std::isnan(err) ? 1.0 : err);
+      worst_unrounded = std::max(worst_unrounded, std::abs(out - unrounded) / std::max(scale, 1e-30));
     }
   EXPECT_LT(worst, 1e-5) << m << "x" << n << "x" << k << " a_t " << a_t << " b_t " << b_t << " plan "
                          << blas::sgemm_plan(g, get_num_threads(), cfg);
+  if (bf16 && m * n * k >= 64)
+    EXPECT_GT(worst_unrounded, 1e-5) << "a bfloat16 product came out as the float32 one: " << m << "x" << n << "x" << k;
   for (int x : seen.count) ASSERT_EQ(x, 1) << "a tile callback missed or repeated an element of C";
   EXPECT_TRUE(seen.rows_ok) << "whole_rows asked, a tile did not span every column";
 }
@@ -99,6 +116,37 @@ TEST(Sgemm, EveryConfigurationMatches) {
           check_product(45, 150, 290, false, shared == 1, false, cfg);
           check_product(15, 17, 64, true, false, a_outer, cfg);
         }
+  set_num_threads(0);
+}
+
+// A weight packed once (for products of 64 rows) serves products of any row count, alone or with B shared.
+TEST(Sgemm, PackedAheadMatches) {
+  if (!blas::sgemm_available()) GTEST_SKIP() << "no AVX2/AVX-512 micro-kernel on this CPU";
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    for (int64_t m : {1, 7, 64, 131})
+      for (int64_t n : {15, 17, 65, 200})
+        for (int64_t k : {1, 7, 300, 1100}) check_product(m, n, k, false, (m + k) % 2 == 1, m == 7, {}, false, true);
+  }
+  set_num_threads(0);
+}
+
+// bfloat16 products (AVX512-BF16): operands rounded to nearest even, products summed in float32; with B packed
+// per tile, shared, or ahead, and with A rounded once for all column tiles.
+TEST(Sgemm, BFloat16ProductsRoundOperandsAndSumInFloat32) {
+  if (!blas::sgemm_bf16_available()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    for (int64_t m : {1, 5, 13, 64, 131})
+      for (int64_t n : {15, 17, 65, 200})
+        for (int64_t k : {1, 7, 256, 301})
+          check_product(m, n, k, (m + n) % 3 == 0, (n + k) % 2 == 1, m == 13, {}, true, (m + k) % 2 == 0);
+    for (int shared : {0, 1}) {
+      blas::SgemmConfig cfg;
+      cfg.shared_b = shared, cfg.mc = 20, cfg.strips_per_tile = 2, cfg.kc = 63;  // odd depth: a half-empty pair
+      check_product(45, 150, 290, false, shared == 1, false, cfg, true);
+    }
+  }
   set_num_threads(0);
 }
 
