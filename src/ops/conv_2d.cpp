@@ -179,12 +179,13 @@ Conv2dCall conv2d_call(OpId op, const Args& args, const Tensor& out) {
           as_4d(out, c.batched, one_d), c.p};
 }
 
-bool conv2d_tiled(OpId op, const Args& args, const Tensor& out, blas::TileFn tile_done, void* ctx) {
+bool conv2d_tiled(OpId op, const Args& args, const Tensor& out, blas::TileFn tile_done, void* ctx,
+                  const WeightPacker& packer) {
   if (op != OpId::conv2d && op != OpId::conv2d_padding) return false;
   ConvArgs c = conv_args(op, args);
   if (!c.batched) return false;
   Tensor bias = args[2].is_none() ? Tensor() : args[2].tensor();
-  return conv2d_forward_tiled(args[0].tensor(), args[1].tensor(), bias, c.p, out, tile_done, ctx);
+  return conv2d_forward_tiled(args[0].tensor(), args[1].tensor(), bias, c.p, out, tile_done, ctx, packer);
 }
 
 namespace {

@@ -317,8 +317,9 @@ struct TileChain {  // the bias, then the caller's callback, on each finished ti
 };
 
 // wt: the weight as [kh * kw * C, O] (row-major), or, with `transposed`, as [O, kh * kw * C].
+// Under set_float32_matmul_precision("medium") (and AVX512-BF16) the products of deep convs are bfloat16's.
 void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, float* y, const Geo& g, bool transposed,
-                        blas::TileFn tile_done = nullptr, void* ctx = nullptr) {
+                        blas::TileFn tile_done, void* ctx, const WeightPacker& packer) {
   ImplicitConv c{x, &g, bias, y};
   TileChain chain{&c, tile_done, ctx};
   blas::TiledGemm gm;
@@ -334,6 +335,10 @@ void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, floa
   }
   gm.b = wt, gm.b_rs = transposed ? 1 : g.O, gm.b_cs = transposed ? gm.k : 1;
   gm.c = y, gm.c_rs = g.O;
+  // bfloat16 where the product is deep enough to gain: it rounds A (the im2col) every call, where float32 reads
+  // most of it in place, and shallow convs of mobile networks came out no faster (dev VM, 2026-12-07).
+  gm.bf16 = blas::matmul_bf16() && gm.k >= 256;
+  if (packer.pack) gm.packed_b = packer.pack(packer.ctx, gm);
   if (bias || tile_done) {
     gm.ctx = &chain;
     gm.tile_done = [](void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
@@ -408,13 +413,13 @@ Tensor taps_first_weight(const Tensor& weight, const Geo& g) {
 // The implicit GEMM from float32 channels-last X into float32 channels-last Y (the weight reordered to
 // [kh, kw, C, O], the GEMM's B).
 void run_implicit(const Tensor& X, const Tensor& weight, const Tensor& B, const Geo& g, const Tensor& Y,
-                  blas::TileFn tile_done, void* ctx) {
+                  blas::TileFn tile_done, void* ctx, const WeightPacker& packer = {}) {
   // A channels-last weight ([O][kh][kw][C] in memory) is the GEMM's B as it is, read transposed; others are
   // reordered to [kh, kw, C, O] first.
   const bool direct = weight.dtype() == kFloat32 && weight.is_contiguous(MemoryFormat::kChannelsLast);
   Tensor wt = direct ? weight : taps_first_weight(weight, g);
   conv_nhwc_implicit(X.data_ptr<float>(), wt.data_ptr<float>(), B.defined() ? B.data_ptr<float>() : nullptr,
-                     Y.data_ptr<float>(), g, direct, tile_done, ctx);
+                     Y.data_ptr<float>(), g, direct, tile_done, ctx, packer);
 }
 
 // A depthwise conv's weight [O, 1, kh, kw] as the channels-last kernels read it: [kh, kw, O], in `dtype`.
@@ -486,7 +491,7 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
 }
 
 bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
-                          const Tensor& out, blas::TileFn tile_done, void* ctx) {
+                          const Tensor& out, blas::TileFn tile_done, void* ctx, const WeightPacker& packer) {
   if (out.numel().hint() == 0 || out.dim() != 4 || input.dtype() != kFloat32 || weight.dtype() != kFloat32 ||
       (bias.defined() && bias.dtype() != kFloat32) || !out.is_contiguous(MemoryFormat::kChannelsLast))
     return false;
@@ -501,7 +506,7 @@ bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tenso
     return depthwise_nhwc_simd(X.data_ptr<float>(), wt.data_ptr<float>(), B.defined() ? B.data_ptr<float>() : nullptr,
                                out.data_ptr<float>(), g, tile_done, ctx);
   }
-  run_implicit(X, weight, B, g, out, tile_done, ctx);
+  run_implicit(X, weight, B, g, out, tile_done, ctx, packer);
   return true;
 }
 

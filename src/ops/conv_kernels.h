@@ -17,6 +17,14 @@ struct Conv2dParams {
   int64_t groups = 1;
 };
 
+// Where a caller keeps conv weights packed once (the CPU launcher, for weights that are constants of a graph):
+// given the implicit GEMM (B the weight as the conv reads it), returns B packed for it, or null to have it
+// packed per call.
+struct WeightPacker {
+  const blas::PackedB* (*pack)(void* ctx, const blas::TiledGemm& g) = nullptr;
+  void* ctx = nullptr;
+};
+
 // out = conv2d(input, weight) + bias. input [N, C, H, W], weight [O, C/groups, kh, kw], bias [O] or
 // undefined, out [N, O, OH, OW] dense (contiguous or channels-last: the kernel computes in out's layout).
 // Floating dtypes.
@@ -29,11 +37,12 @@ void conv2d_forward(const Tensor& input, const Tensor& weight, const Tensor& bia
 // (channels-last order) x channels [o0, o1), bias included, while it is still in cache. Returns false, having
 // done nothing, when none of those holds.
 bool conv2d_forward_tiled(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dParams& p,
-                          const Tensor& out, blas::TileFn tile_done, void* ctx);
+                          const Tensor& out, blas::TileFn tile_done, void* ctx, const WeightPacker& packer = {});
 // conv2d / conv2d.padding with the op's own arguments (checked as the op checks them) into `out` (the op's
 // output sizes and layout), through conv2d_forward_tiled. Returns false, having done nothing, when it does not
 // apply.
-bool conv2d_tiled(OpId op, const Args& args, const Tensor& out, blas::TileFn tile_done, void* ctx);
+bool conv2d_tiled(OpId op, const Args& args, const Tensor& out, blas::TileFn tile_done, void* ctx,
+                  const WeightPacker& packer = {});
 
 // conv1d / conv1d.padding / conv2d / conv2d.padding with the op's own arguments (checked as the op checks them)
 // as one conv2d over 4-D views: input and out [N, C, H, W] (a batch of one for an unbatched input, a height of 1

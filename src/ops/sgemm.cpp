@@ -497,7 +497,7 @@ std::shared_ptr<const PackedB> sgemm_pack_b(const TiledGemm& g) {
   auto out = std::make_shared<PackedB>();
   out->k = g.k, out->n = g.n, out->bf16 = g.bf16;
   out->micro = static_cast<int>(&u - all.data());
-  out->kc = pick_kc(g, u, g.n <= u.nr);
+  out->kc = g.k_block > 0 ? g.k_block : pick_kc(g, u, g.n <= u.nr);
   const int nr = u.nr;
   const int64_t kc_max = out->kc, ks = packed_steps(g.bf16, kc_max), strips = ceil_div(g.n, nr);
   const int64_t kblocks = ceil_div(g.k, kc_max), np = strips * nr;

@@ -60,7 +60,7 @@ struct PackedB {
   std::vector<float> storage;
   const float* data = nullptr;  // 64-byte aligned, inside storage
 };
-// Packs g's B (b, b_rs, b_cs, k, n; bf16) for products of about g.m rows.
+// Packs g's B (b, b_rs, b_cs, k, n, k_block; bf16) for products of about g.m rows.
 std::shared_ptr<const PackedB> sgemm_pack_b(const TiledGemm& g);
 
 // For PackAFn implementations: interleaves `mr` rows of `len` values (row i at rows[i], null for a row of

@@ -129,6 +129,9 @@ void CpuLauncher::run_gemm(RunState& r, int k) const {
   const Tensor& c = r.bufs[n.outs[0]];
   int64_t m = a.size(0).hint(), kk = a.size(1).hint(), nn = b.size(1).hint();
   const int e = kernel.epilogue;
+  const bool constant_b = parts_->program->buffers[n.tensor_args[1].buffer].kind == inductor::BufferKind::kConstant;
+  if (constant_b && b.stride(0).hint() != 1 && blas::thin_suits(m, kk, a.stride(1).hint(), 1))
+    b = transposed_weight(k, b);
   // The choice eager's GEMM makes too, so both round alike: a thin product's dot products, OpenBLAS below
   // sinter's GEMM's sizes.
   if (blas::thin_suits(m, kk, a.stride(1).hint(), b.stride(0).hint()) || !blas::sgemm_suits(m, nn, kk)) {
@@ -149,7 +152,7 @@ void CpuLauncher::run_gemm(RunState& r, int k) const {
   g.c = c.data_ptr<float>(), g.c_rs = nn;
   g.bf16 = blas::matmul_bf16();
   std::shared_ptr<const blas::PackedB> packed;  // a weight frozen into the graph is packed once
-  if (parts_->program->buffers[n.tensor_args[1].buffer].kind == inductor::BufferKind::kConstant) {
+  if (constant_b) {
     packed = packed_weight(k, g);
     g.packed_b = packed.get();
   }
@@ -174,6 +177,14 @@ std::shared_ptr<const blas::PackedB> CpuLauncher::packed_weight(int k, const bla
   return p;
 }
 
+Tensor CpuLauncher::transposed_weight(int k, const Tensor& b) const {
+  std::lock_guard<std::mutex> lock(packed_mutex_);
+  Tensor& t = transposed_[k];
+  if (!t.defined() || t.size(0).hint() != b.size(1).hint() || t.size(1).hint() != b.size(0).hint())
+    t = b.t().contiguous();
+  return t.t();
+}
+
 // A conv2d as one implicit GEMM, its epilogue run on each finished tile of output pixels x channels. False where
 // the implicit GEMM does not apply at run time (no micro-kernel on this CPU): the executor then runs the eager
 // conv into the buffer and the epilogue over it.
@@ -183,10 +194,24 @@ bool CpuLauncher::run_conv(RunState& r, int k) const {
   Args args = bind_extern_args(r, n);
   const Tensor& out = r.bufs[n.outs[0]];
   const int e = kernel.epilogue;
-  if (e < 0) return conv2d_tiled(n.op, args, out, nullptr, nullptr);
+  // A weight frozen into the graph is packed once, as a GEMM's.
+  struct Weight {
+    const CpuLauncher* launcher;
+    int k;
+    std::shared_ptr<const blas::PackedB> keep;
+  } weight{this, k, nullptr};
+  WeightPacker packer;
+  if (parts_->program->buffers[n.tensor_args[1].buffer].kind == inductor::BufferKind::kConstant)
+    packer = {[](void* ctx, const blas::TiledGemm& g) -> const blas::PackedB* {
+                auto* w = static_cast<Weight*>(ctx);
+                w->keep = w->launcher->packed_weight(w->k, g);
+                return w->keep.get();
+              },
+              &weight};
+  if (e < 0) return conv2d_tiled(n.op, args, out, nullptr, nullptr, packer);
   Call call(r, parts_->plan.kernels[e]);
   TileEpilogue ep{fns_[e], &call.args, out.size(1).hint()};  // channels: the row stride of [pixels, O]
-  if (!conv2d_tiled(n.op, args, out, TileEpilogue::flat, &ep)) return false;
+  if (!conv2d_tiled(n.op, args, out, TileEpilogue::flat, &ep, packer)) return false;
   call.check();
   return true;
 }

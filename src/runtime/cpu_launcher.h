@@ -37,14 +37,19 @@ class CpuLauncher final : public Launcher {
   struct Call;  // one launch's arguments
   void run_gemm(RunState& r, int k) const;
   bool run_conv(RunState& r, int k) const;
-  // GEMM kernel k's B, a constant of the graph, packed for g when first used (float32 and bfloat16 apart).
+  // Kernel k's B (a GEMM's or a conv's weight), a constant of the graph, packed for g when first used (float32
+  // and bfloat16 apart).
   std::shared_ptr<const blas::PackedB> packed_weight(int k, const blas::TiledGemm& g) const;
+  // GEMM kernel k's B, a constant of the graph stored [K, N], as a [K, N] view of an [N, K] copy made when first
+  // used: the layout thin products (a few rows of A) read as dot products.
+  Tensor transposed_weight(int k, const Tensor& b) const;
 
   std::shared_ptr<const CompiledGraphParts> parts_;
   std::vector<KernelFn> fns_;
   std::shared_ptr<const void> code_;
   mutable std::mutex packed_mutex_;
   mutable std::map<std::pair<int, bool>, std::shared_ptr<const blas::PackedB>> packed_;
+  mutable std::map<int, Tensor> transposed_;
 };
 
 }  // namespace sinter::runtime

@@ -37,6 +37,44 @@ TEST(PackedWeights, FrozenWeightsMatchEagerOnEveryCallAndSize) {
   }
 }
 
+// A few rows against a weight stored [K, N] (its [N, K] copy is made once for the dot products of thin
+// products) and against one stored [N, K].
+TEST(PackedWeights, ThinProductsAgainstFrozenWeightsOfEitherLayout) {
+  Tensor w_kn = randn({300, 97}), w_nk = randn({97, 300});
+  auto heads = [&](const Tensor& x) { return std::vector<Tensor>{matmul(x, w_kn), nn::functional::linear(x, w_nk)}; };
+  auto fast = compile(heads, {.dynamic = Dynamic::kAlways, .freeze = true});
+  for (int64_t m : {1, 3, 8, 3, 12}) {
+    Tensor x = randn({m, 300});
+    std::vector<Tensor> want = heads(x), got = fast(x);
+    EXPECT_CLOSE(got[0], want[0], 1e-5) << m << " rows";
+    EXPECT_CLOSE(got[1], want[1], 1e-5) << m << " rows";
+  }
+}
+
+// Conv weights frozen into the graph are packed once too; at "medium" the compiled implicit GEMMs of deep convs
+// (here the 3x3 one, 288 deep) are bfloat16's (eager's conv of a contiguous input may stay in float32: medium
+// allows bfloat16, it does not require it).
+TEST(PackedWeights, FrozenConvWeightsMatchEagerAtEveryPrecision) {
+  PrecisionScope scope;
+  Tensor w1 = randn({32, 32, 3, 3}), b1 = randn({32}), w2 = randn({64, 32, 1, 1});
+  auto net = [&](const Tensor& x) {
+    return std::vector<Tensor>{conv2d(relu(conv2d(x, w1, b1, {1}, {1})), w2)};
+  };
+  auto fast = compile(net, {.freeze = true});
+  Tensor x = randn({2, 32, 12, 12});
+  Tensor full = fast(x)[0];
+  EXPECT_CLOSE(full, net(x)[0], 1e-5);
+  set_float32_matmul_precision("medium");
+  Tensor medium = fast(x)[0];
+  EXPECT_CLOSE(medium, net(x)[0], 2e-2);
+  if (blas::sgemm_bf16_available()) EXPECT_FALSE(testing::close(medium, full, 1e-5)) << "medium computed in float32";
+  set_float32_matmul_precision("highest");
+  for (int64_t n : {1, 2}) {
+    Tensor y = randn({n, 32, 12, 12});
+    EXPECT_CLOSE(fast(y)[0], net(y)[0], 1e-5) << "batch " << n;
+  }
+}
+
 TEST(MatmulPrecision, NamesAreTorchsAndHighAllowsTf32) {
   PrecisionScope scope;
   EXPECT_EQ(get_float32_matmul_precision(), "highest");
