@@ -22,6 +22,7 @@
 
 #include "bench_util.h"
 #include "nn/json.h"
+#include "ops/sgemm.h"
 #include "sinter/onnx.h"
 #include "sinter/sinter.h"
 #include "support/check.h"
@@ -230,14 +231,22 @@ ModelRow bench_model(LinePeer& peer, const std::string& dir, const ModelEntry& m
       }
       row.engines.push_back(r);
     }
+    // The same compiled function at set_float32_matmul_precision("medium"): bfloat16 GEMMs (AVX512-BF16 only),
+    // against OpenVINO's default precision.
+    std::vector<Tensor> outs_bf16;
+    if (blas::sgemm_bf16_available()) row.engines.push_back(EngineResult{"sinter-bf16"});
     // Calls per round from one warm-up round: about 150 ms (quick: 50 ms) of each engine per round.
     auto run_engine = [&](EngineResult& r, int n) {
-      if (r.engine == "sinter") {
+      if (r.engine == "sinter" || r.engine == "sinter-bf16") {
+        const bool bf16 = r.engine == "sinter-bf16";
+        const std::string was = get_float32_matmul_precision();
+        set_float32_matmul_precision(bf16 ? "medium" : "highest");
         for (int i = 0; i < n; ++i) {
           auto start = std::chrono::steady_clock::now();
-          outs = fast(inputs);
+          (bf16 ? outs_bf16 : outs) = fast(inputs);
           r.times.push_back(ms_since(start));
         }
+        set_float32_matmul_precision(was);
         return;
       }
       nn::Json j = peer.request(fmt::format(R"({{"op": "time", "engine": "{}", "n": {}}})", r.engine, n));
@@ -268,8 +277,8 @@ ModelRow bench_model(LinePeer& peer, const std::string& dir, const ModelEntry& m
       peer.request(fmt::format(R"({{"op": "save", "engine": "ort", "dir": "{}"}})", ref));
       for (EngineResult& r : row.engines) {
         if (!r.error.empty() || r.engine == "ort") continue;
-        if (r.engine == "sinter") {
-          std::tie(r.max_abs_err, r.rel_err) = output_difference(outs, ref);
+        if (r.engine == "sinter" || r.engine == "sinter-bf16") {
+          std::tie(r.max_abs_err, r.rel_err) = output_difference(r.engine == "sinter" ? outs : outs_bf16, ref);
           continue;
         }
         const std::string d = in_dir + "/" + r.engine;
@@ -300,24 +309,27 @@ const EngineResult* find_engine(const ModelRow& r, const std::string& name) {
   return nullptr;
 }
 
-// ms of `peer` over sinter's (above 1: sinter is faster); NaN where either is missing.
-double ratio(const ModelRow& r, const std::string& peer) {
-  const EngineResult *s = find_engine(r, "sinter"), *p = find_engine(r, peer);
+// ms of `peer` over `of`'s (sinter's unless named; above 1: sinter is faster); NaN where either is missing.
+double ratio(const ModelRow& r, const std::string& peer, const std::string& of = "sinter") {
+  const EngineResult *s = find_engine(r, of), *p = find_engine(r, peer);
   return s && p ? p->ms / s->ms : NAN;
 }
 
-double geomean(const std::vector<ModelRow>& rows, const std::string& peer) {
+double geomean(const std::vector<ModelRow>& rows, const std::string& peer, const std::string& of = "sinter") {
   double sum = 0;
   int n = 0;
   for (const ModelRow& r : rows)
-    if (double x = ratio(r, peer); std::isfinite(x) && x > 0) sum += std::log(x), ++n;
+    if (double x = ratio(r, peer, of); std::isfinite(x) && x > 0) sum += std::log(x), ++n;
   return n ? std::exp(sum / n) : NAN;
 }
 
 void print_table(const std::vector<ModelRow>& rows) {
-  fmt::print("\n{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} {:>9}\n",
-             "model", "batch", "sinter ms", "ort ms", "ov32 ms", "ovdef ms", "ort/s", "ov32/s", "ovdef/s", "cold s",
-             "tier s", "warm s", "ort new s", "MB s", "MB ort", "err s", "err ovdef");
+  const char* line = "{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} "
+                     "{:>9} {:>8} {:>9} {:>9}\n";
+  fmt::print("\n");
+  fmt::print(fmt::runtime(line), "model", "batch", "sinter ms", "ort ms", "ov32 ms", "ovdef ms", "ort/s", "ov32/s",
+             "ovdef/s", "cold s", "tier s", "warm s", "ort new s", "MB s", "MB ort", "err s", "err ovdef", "bf16 ms",
+             "ovdef/bf", "err bf16");
   for (const ModelRow& r : rows) {
     if (!r.error.empty()) {
       fmt::print("{:<22} {:>5} failed: {}\n", r.model, r.batch, r.error.substr(0, 300));
@@ -325,22 +337,24 @@ void print_table(const std::vector<ModelRow>& rows) {
     }
     auto ms = [&](const char* e) { return num(find_engine(r, e) ? find_engine(r, e)->ms : NAN); };
     const EngineResult *s = find_engine(r, "sinter"), *o = find_engine(r, "ort"), *d = find_engine(r, "ov-default");
-    fmt::print("{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>8} {:>7} {:>7} {:>9} {:>9}\n",
-               r.model, r.batch, ms("sinter"), ms("ort"), ms("ov-f32"), ms("ov-default"),
+    const EngineResult* bf = find_engine(r, "sinter-bf16");
+    fmt::print(fmt::runtime(line), r.model, r.batch, ms("sinter"), ms("ort"), ms("ov-f32"), ms("ov-default"),
                num(ratio(r, "ort"), "{:.2f}x"), num(ratio(r, "ov-f32"), "{:.2f}x"), num(ratio(r, "ov-default"), "{:.2f}x"),
                num(r.sinter_cold_s), num(r.sinter_tiered_s), num(r.sinter_warm_s), num(o->create_s), num(s->peak_mb, "{:.0f}"),
-               num(o->peak_mb, "{:.0f}"), num(s->rel_err, "{:.1e}"), num(d->rel_err, "{:.1e}"));
+               num(o->peak_mb, "{:.0f}"), num(s->rel_err, "{:.1e}"), num(d->rel_err, "{:.1e}"), ms("sinter-bf16"),
+               num(ratio(r, "ov-default", "sinter-bf16"), "{:.2f}x"), num(bf ? bf->rel_err : NAN, "{:.1e}"));
     for (const EngineResult& e : r.engines)
       if (!e.error.empty()) fmt::print("    {} failed: {}\n", e.engine, e.error.substr(0, 300));
   }
-  fmt::print("\ngeometric mean of peer ms / sinter ms: ort {}, ov-f32 {}, ov-default {}\n",
+  fmt::print("\ngeometric mean of peer ms / sinter ms: ort {}, ov-f32 {}, ov-default {}; ov-default / sinter-bf16 {}\n",
              num(geomean(rows, "ort"), "{:.2f}x"), num(geomean(rows, "ov-f32"), "{:.2f}x"),
-             num(geomean(rows, "ov-default"), "{:.2f}x"));
+             num(geomean(rows, "ov-default"), "{:.2f}x"), num(geomean(rows, "ov-default", "sinter-bf16"), "{:.2f}x"));
   fmt::print("ms: median per call over alternating rounds. X/s: X's ms over sinter's (above 1: sinter faster). cold s "
              "/ warm s: sinter's\nload + compile + first call in a fresh process on an empty cache / on that cache; tier s: "
              "the cold one\nwith CompileOptions::tiered (the first call on aot_eager while the inductor compiles); ort "
              "new s: ONNX Runtime's\nsession creation. MB: peak resident memory added by loading and the first calls. "
-             "err: max |diff| / max |ort|.\n");
+             "err: max |diff| / max |ort|.\nbf16: the same compiled model at set_float32_matmul_precision(\"medium\") "
+             "(bfloat16 GEMMs on AVX512-BF16), against OpenVINO's default precision (bfloat16 inside where the CPU has it).\n");
 }
 
 std::string row_json(const ModelRow& r) {
@@ -413,6 +427,7 @@ int bench_models(const BenchOptions& opt) {
     env.add_measured("geomean_ort_over_sinter", geomean(rows, "ort"));
     env.add_measured("geomean_ov_f32_over_sinter", geomean(rows, "ov-f32"));
     env.add_measured("geomean_ov_default_over_sinter", geomean(rows, "ov-default"));
+    env.add_measured("geomean_ov_default_over_sinter_bf16", geomean(rows, "ov-default", "sinter-bf16"));
     env.add_raw("results", json_array(items));
     write_file(opt.json, env.str());
     fmt::print("wrote {}\n", opt.json);
