@@ -288,7 +288,7 @@ Plan resolve(const TiledGemm& g, const Micro& u, int threads, const SgemmConfig&
   // host's sweep that was 5-17% faster on every multi-threaded shape (sgemm_probe's "in place" column).
   // B is read in place on one thread only (attention's and batched products' small blocks, used by one tile),
   // where packing was up to half the time. cfg.direct = 1 allows both anywhere, 0 neither.
-  bool direct = u.direct && cfg.direct != 0;
+  bool direct = u.direct && cfg.direct != 0 && !g.bf16;  // bfloat16 operands are rounded copies, never in place
   bool anywhere = cfg.direct > 0;
   p.direct_a = direct && !g.pack_a && g.alpha == 1.0f && g.a_cs == 1 &&
                (anywhere || threads == 1 || p.a_outer || p.strips_per_tile == 1);
@@ -378,15 +378,20 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
   const int64_t KS = steps(KC), np = p.strips * nr, row_panels = ceil_div(g.m, mr), mp = row_panels * mr;
   const bool pack_shared = p.shared_b && !g.packed_b;
   const int64_t shared_size = pack_shared ? floats(p.kblocks * KS * np) + 16 : 0;
-  // A bfloat16 product rounds A once into panels every column tile reads (block kb's panel R at
-  // kb * KS * mp + R * steps(kc) * mr), where a float32 one reads A in place.
-  const bool share_a = bh && p.strip_tiles > 1;
-  const int64_t shared_a_size = share_a ? floats(p.kblocks * KS * mp) + 16 : 0;
+  // A bfloat16 product rounds A once: a row-major A into a bfloat16 copy of its rows (a_words words each, padded
+  // with zero rows to whole panels) that the micro-kernels' direct form reads in place; any other A into panels
+  // that every column tile reads (block kb's panel R at kb * KS * mp + R * steps(kc) * mr), where more than one does.
+  const bool flat_a = bh && u.direct && !g.pack_a && g.a_cs == 1 && g.alpha == 1.0f && KC % 2 == 0;
+  const int64_t a_words = (g.k + 1) / 2;
+  const bool share_a = bh && !flat_a && p.strip_tiles > 1;
+  const int64_t shared_a_size = share_a ? floats(p.kblocks * KS * mp) + 16 : flat_a ? mp * a_words + 16 : 0;
   const int64_t a_size = ceil_div(floats(p.mc * KS), 16) * 16, b_size = p.shared_b ? 0 : floats(KS * p.strips_per_tile * nr);
   const int64_t tmp_size = bh ? KS * std::max(mr, nr) : 0;
   const int64_t slot = a_size + b_size + tmp_size + 16;
   // One pass packs the shared operands first: B's strips, then A's panels.
-  const int64_t b_panels = pack_shared ? p.kblocks * p.strips : 0, a_panels = share_a ? p.kblocks * row_panels : 0;
+  constexpr int64_t kFlatPanels = 8;  // row panels per task of rounding a flat A
+  const int64_t b_panels = pack_shared ? p.kblocks * p.strips : 0;
+  const int64_t a_panels = share_a ? p.kblocks * row_panels : flat_a ? ceil_div(row_panels, kFlatPanels) : 0;
   Tensor scratch = empty({shared_size + shared_a_size + workers(std::max(p.tasks(), b_panels + a_panels), threads) * slot},
                          TensorOptions{});
   auto aligned = [](float* q) {
@@ -403,6 +408,19 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
         int64_t kb = t / p.strips, s = t % p.strips;
         int64_t k0 = kb * KC, kc = std::min(KC, g.k - k0);
         pack_b_panel(g, k0, kc, s * nr, nr, own_b + floats(kb * KS * np + s * steps(kc) * nr), tmp);
+        return;
+      }
+      if (flat_a) {
+        const int64_t i0 = (t - b_panels) * kFlatPanels * mr, i1 = std::min(mp, i0 + kFlatPanels * mr);
+        for (int64_t i = i0; i < i1; ++i) {
+          uint16_t* row = reinterpret_cast<uint16_t*>(own_a + i * a_words);
+          if (i >= g.m) {
+            std::memset(row, 0, static_cast<size_t>(a_words) * 4);
+            continue;
+          }
+          to_bf16_row(g.a + i * g.a_rs, g.k, row);
+          if (g.k % 2 == 1) row[g.k] = 0;
+        }
         return;
       }
       int64_t kb = (t - b_panels) / row_panels, r = (t - b_panels) % row_panels;
@@ -423,7 +441,7 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
     float* tmp = bp + b_size;
     alignas(64) float edge[16 * 64];
     int64_t panels = ceil_div(i1 - i0, mr);
-    const bool locate = g.locate_a != nullptr && u.direct != nullptr;
+    const bool locate = g.locate_a != nullptr && u.direct != nullptr && !bh;
     std::vector<const float*> located(locate ? static_cast<size_t>(panels) : 0);
     std::vector<int64_t> located_rs(located.size());
     if (g.beta != 0.0f && g.beta != 1.0f)
@@ -441,7 +459,7 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
           if (whole) in_place = g.locate_a(g.pack_ctx, i0 + r * mr, mr, k0, kc, &located_rs[r]);
           located[r] = in_place;
         }
-        if (in_place == nullptr && !share_a && (!p.direct_a || !whole))
+        if (in_place == nullptr && !share_a && !flat_a && (!p.direct_a || !whole))
           pack_a_panel(g, i0 + r * mr, mr, k0, kc, ap + floats(r * steps(kc) * mr), tmp);
       }
       if (!p.shared_b)
@@ -453,13 +471,15 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
         bool la = locate && located[r] != nullptr, da = la || (p.direct_a && rows == mr), db = p.direct_b && cols == nr;
         const float* as = la        ? located[r]
                           : da      ? g.a + i * g.a_rs + k0
+                          : flat_a  ? own_a + i * a_words + k0 / 2
                           : share_a ? own_a + floats(kb * KS * mp + (i0 / mr + r) * steps(kc) * mr)
                                     : ap + floats(r * steps(kc) * mr);
         const float* bs = db           ? g.b + k0 * g.b_rs + j
                           : p.shared_b ? shared_b + floats(kb * KS * np + s * steps(kc) * nr)
                                        : bp + floats((s - s0) * steps(kc) * nr);
-        MicroFn fn = da || db ? u.direct : u.fn;
-        int64_t a_rs = la ? located_rs[r] : da ? g.a_rs : 1, a_ps = da ? 1 : mr, b_ps = db ? g.b_rs : nr;
+        MicroFn fn = da || db || flat_a ? u.direct : u.fn;
+        int64_t a_rs = la ? located_rs[r] : da ? g.a_rs : flat_a ? a_words : 1, a_ps = da || flat_a ? 1 : mr;
+        int64_t b_ps = db ? g.b_rs : nr;
         float* c = g.c + i * g.c_rs + j;
         if (rows == mr && cols == nr) {
           fn(steps(kc), as, a_rs, a_ps, bs, b_ps, c, g.c_rs, accumulate);

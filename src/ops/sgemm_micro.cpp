@@ -85,11 +85,13 @@ __attribute__((target("avx2,fma"))) void micro_avx2(int64_t kc, const float* __r
 }
 
 // bfloat16 products (AVX512-BF16): each 32-bit word of a and b holds the k steps 2q and 2q + 1 of one row of A or
-// one column of B; one dot-product instruction multiplies both pairs and adds them into a float32 lane.
-template <int MR, int NV>
-__attribute__((target("avx512f,avx512bf16"))) void micro_bf16(int64_t kc, const float* __restrict a, int64_t,
-                                                              int64_t, const float* __restrict b, int64_t,
+// one column of B; one dot-product instruction multiplies both pairs and adds them into a float32 lane. B is
+// always packed; STRIDED reads A's word (i, q) at a[i * a_rs + q * a_ps] (a bfloat16 copy of a row-major A).
+template <int MR, int NV, bool STRIDED>
+__attribute__((target("avx512f,avx512bf16"))) void micro_bf16(int64_t kc, const float* __restrict a, int64_t a_rs,
+                                                              int64_t a_ps, const float* __restrict b, int64_t,
                                                               float* __restrict c, int64_t ldc, bool accumulate) {
+  const int64_t ars = STRIDED ? a_rs : 1, aps = STRIDED ? a_ps : MR;
   __m512 acc[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -101,11 +103,11 @@ __attribute__((target("avx512f,avx512bf16"))) void micro_bf16(int64_t kc, const 
     for (int j = 0; j < NV; ++j) bv[j] = (__m512bh)_mm512_load_ps(b + 16 * j);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      __m512bh ai = (__m512bh)_mm512_set1_ps(a[i]);
+      __m512bh ai = (__m512bh)_mm512_set1_ps(a[i * ars]);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], ai, bv[j]);
     }
-    a += MR;
+    a += aps;
     b += 16 * NV;
   }
 #pragma GCC unroll 16
@@ -115,6 +117,14 @@ __attribute__((target("avx512f,avx512bf16"))) void micro_bf16(int64_t kc, const 
       float* q = c + i * ldc + 16 * j;
       _mm512_storeu_ps(q, accumulate ? _mm512_add_ps(_mm512_loadu_ps(q), acc[i][j]) : acc[i][j]);
     }
+}
+
+__attribute__((target("avx512f"))) void row_avx512(const float* src, int64_t n, uint16_t* dst) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j),
+                        _mm512_cvtepi32_epi16(vec::avx512::bf16_bits(_mm512_loadu_ps(src + j))));
+  for (; j < n; ++j) dst[j] = loops::f32_to_bf16(src[j]);
 }
 
 __attribute__((target("avx512f"))) void pairs_avx512(const float* src, int64_t kc, int64_t w, float* dst) {
@@ -158,9 +168,9 @@ std::vector<Micro> list_micros_bf16() {
 #ifdef SINTER_SGEMM_X86
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")) {
-    out.push_back({8, 48, "bf16 8x48", micro_bf16<8, 3>});
-    out.push_back({6, 64, "bf16 6x64", micro_bf16<6, 4>});
-    out.push_back({14, 32, "bf16 14x32", micro_bf16<14, 2>});
+    out.push_back({8, 48, "bf16 8x48", micro_bf16<8, 3, false>, micro_bf16<8, 3, true>});
+    out.push_back({6, 64, "bf16 6x64", micro_bf16<6, 4, false>, micro_bf16<6, 4, true>});
+    out.push_back({14, 32, "bf16 14x32", micro_bf16<14, 2, false>, micro_bf16<14, 2, true>});
   }
 #endif
   return out;
@@ -180,6 +190,13 @@ void to_bf16_pairs(const float* src, int64_t kc, int64_t w, float* dst) {
   for (int64_t q = 0; q < kc; q += 2)
     for (int64_t j = 0; j < w; ++j)
       out[(q / 2) * w + j] = bf16_pair(src[q * w + j], q + 1 < kc ? src[(q + 1) * w + j] : 0.0f);
+}
+
+void to_bf16_row(const float* src, int64_t n, uint16_t* dst) {
+#ifdef SINTER_SGEMM_X86
+  if (__builtin_cpu_supports("avx512f")) return row_avx512(src, n, dst);
+#endif
+  for (int64_t j = 0; j < n; ++j) dst[j] = loops::f32_to_bf16(src[j]);
 }
 
 const std::vector<Micro>& micros_bf16() {

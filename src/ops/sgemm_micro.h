@@ -23,11 +23,14 @@ struct Micro {
 // The micro-kernels this CPU runs, in order of preference (empty without AVX2 or AVX-512F); fixed per process.
 const std::vector<Micro>& micros();
 // The bfloat16 micro-kernels (AVX512-BF16; empty without it): A and B are products' operands rounded to bfloat16,
-// packed as pairs of k steps per 32-bit word (to_bf16_pairs), kc (even) counting k steps; C is float32.
+// packed as pairs of k steps per 32-bit word (to_bf16_pairs), kc (even) counting k steps; C is float32. Their
+// direct form reads A's words where they lie (a bfloat16 copy of a row-major A, to_bf16_row) and B packed.
 const std::vector<Micro>& micros_bf16();
 // Rounds the kc x w floats at src (row q at src + q * w) to bfloat16 and stores them as ceil(kc / 2) rows of w
 // words, word (q, j) holding rows 2q (low half) and 2q + 1 (high half, zero past kc) of column j.
 void to_bf16_pairs(const float* src, int64_t kc, int64_t w, float* dst);
+// n floats rounded to bfloat16, in order (pairs of them are the words the direct bfloat16 form reads).
+void to_bf16_row(const float* src, int64_t n, uint16_t* dst);
 // Two floats rounded to bfloat16 (to nearest even) in one word, `lo` in the low half.
 uint32_t bf16_pair(float lo, float hi);
 // The first of micros(), or an empty Micro (fn null) when there is none.
