@@ -231,10 +231,10 @@ ModelRow bench_model(LinePeer& peer, const std::string& dir, const ModelEntry& m
       }
       row.engines.push_back(r);
     }
-    // The same compiled function at set_float32_matmul_precision("medium"): bfloat16 GEMMs (AVX512-BF16 only),
+    // The same compiled function at set_float32_matmul_precision("medium"): bfloat16 GEMMs (where they pay),
     // against OpenVINO's default precision.
     std::vector<Tensor> outs_bf16;
-    if (blas::sgemm_bf16_available()) row.engines.push_back(EngineResult{"sinter-bf16"});
+    if (blas::sgemm_bf16_pays()) row.engines.push_back(EngineResult{"sinter-bf16"});
     // Calls per round from one warm-up round: about 150 ms (quick: 50 ms) of each engine per round.
     auto run_engine = [&](EngineResult& r, int n) {
       if (r.engine == "sinter" || r.engine == "sinter-bf16") {

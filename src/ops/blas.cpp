@@ -259,7 +259,7 @@ void gemm_float(const Gemm<T>& g) {
 
 }  // namespace
 
-bool matmul_bf16() { return matmul_precision() == Precision::kMedium && sgemm_bf16_available(); }
+bool matmul_bf16() { return matmul_precision() == Precision::kMedium && sgemm_bf16_pays(); }
 
 bool prefers_threaded_gemm(int64_t batch, int64_t m, int64_t n, int64_t k) {
   double flops = 2.0 * static_cast<double>(m) * n * k;

@@ -36,7 +36,8 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool& trans
 bool prefers_threaded_gemm(int64_t batch, int64_t m, int64_t n, int64_t k);
 
 // Whether float32 products round their operands to bfloat16 (set_float32_matmul_precision("medium") on a CPU
-// with AVX512-BF16): gemm() and the compiled GEMMs ask it on every call.
+// whose AVX512-BF16 dot products beat its float32 FMAs, sgemm_bf16_pays): gemm() and the compiled GEMMs ask it
+// on every call.
 bool matmul_bf16();
 
 // Parallel over the pool. float and double call sgemm/dgemm; int64 runs a plain blocked loop (any strides).

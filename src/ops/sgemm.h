@@ -84,6 +84,9 @@ std::vector<std::string> sgemm_micro_kernels();
 bool sgemm_available();
 // Whether this CPU has the bfloat16 micro-kernels (AVX512-BF16).
 bool sgemm_bf16_available();
+// Whether they run faster than float32's here (timed once per process): where they do not, products that may
+// use bfloat16 (set_float32_matmul_precision("medium")) stay in float32.
+bool sgemm_bf16_pays();
 // Runs on the pool (or inline inside a parallel region). Requires sgemm_available().
 void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg = {});
 // Whether sgemm_tiled is the better choice for this product: a micro-kernel exists and the product is not so

@@ -67,7 +67,7 @@ TEST(PackedWeights, FrozenConvWeightsMatchEagerAtEveryPrecision) {
   set_float32_matmul_precision("medium");
   Tensor medium = fast(x)[0];
   EXPECT_CLOSE(medium, net(x)[0], 2e-2);
-  if (blas::sgemm_bf16_available()) EXPECT_FALSE(testing::close(medium, full, 1e-5)) << "medium computed in float32";
+  if (blas::sgemm_bf16_pays()) EXPECT_FALSE(testing::close(medium, full, 1e-5)) << "medium computed in float32";
   set_float32_matmul_precision("highest");
   for (int64_t n : {1, 2}) {
     Tensor y = randn({n, 32, 12, 12});
@@ -100,10 +100,10 @@ TEST(MatmulPrecision, MediumRoundsOperandsToBFloat16EagerAndCompiled) {
   Tensor a = randn({64, 300}), b = randn({300, 130});
   Tensor want = mm(rounded(a), rounded(b));
   set_float32_matmul_precision("medium");
-  if (!blas::sgemm_bf16_available()) {  // medium allows bfloat16, it does not require it
-    EXPECT_TENSOR_EQ(mm(a, b), mm(a, b));
+  if (!blas::sgemm_bf16_pays()) {  // medium allows bfloat16, it does not require it
     EXPECT_CLOSE(fast(x)[0], full[0], 1e-5);
-    GTEST_SKIP() << "no AVX512-BF16 on this CPU: float32 products at every precision";
+    GTEST_SKIP() << "bfloat16 products are not faster on this CPU (or it has no AVX512-BF16): float32 at every "
+                    "precision";
   }
   Tensor got = mm(a, b);
   EXPECT_CLOSE(got, want, 1e-5);
