@@ -13,6 +13,26 @@ namespace sinter::blas {
 namespace {
 
 #ifdef SINTER_SGEMM_X86
+// The AVX-512 micro-kernels' accumulators: zeroed, and added into (or stored as) C at the end.
+template <int MR, int NV>
+__attribute__((target("avx512f"), always_inline)) inline void zero_tile(__m512 (&acc)[MR][NV]) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+}
+template <int MR, int NV>
+__attribute__((target("avx512f"), always_inline)) inline void store_tile(const __m512 (&acc)[MR][NV], float* c,
+                                                                          int64_t ldc, bool accumulate) {
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      float* q = c + i * ldc + 16 * j;
+      _mm512_storeu_ps(q, accumulate ? _mm512_add_ps(_mm512_loadu_ps(q), acc[i][j]) : acc[i][j]);
+    }
+}
+
 // PF: touch C's lines first, so that the stores at the end do not wait for them. STRIDED: the direct form.
 template <int MR, int NV, bool PF, bool STRIDED>
 __attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __restrict a, int64_t a_rs,
@@ -23,10 +43,7 @@ __attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __
     for (int i = 0; i < MR; ++i)
       for (int j = 0; j < NV; ++j) _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 16 * j), _MM_HINT_T0);
   __m512 acc[MR][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+  zero_tile<MR, NV>(acc);
   for (int64_t p = 0; p < kc; ++p) {
     __m512 bv[NV];
 #pragma GCC unroll 4
@@ -40,13 +57,7 @@ __attribute__((target("avx512f"))) void micro_avx512(int64_t kc, const float* __
     a += aps;
     b += bps;
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      float* q = c + i * ldc + 16 * j;
-      _mm512_storeu_ps(q, accumulate ? _mm512_add_ps(_mm512_loadu_ps(q), acc[i][j]) : acc[i][j]);
-    }
+  store_tile<MR, NV>(acc, c, ldc, accumulate);
 }
 
 template <int MR, int NV, bool PF, bool STRIDED>
@@ -93,10 +104,7 @@ __attribute__((target("avx512f,avx512bf16"))) void micro_bf16(int64_t kc, const 
                                                               float* __restrict c, int64_t ldc, bool accumulate) {
   const int64_t ars = STRIDED ? a_rs : 1, aps = STRIDED ? a_ps : MR;
   __m512 acc[MR][NV];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+  zero_tile<MR, NV>(acc);
   for (int64_t q = 0; q < kc; q += 2) {
     __m512bh bv[NV];
 #pragma GCC unroll 4
@@ -110,13 +118,7 @@ __attribute__((target("avx512f,avx512bf16"))) void micro_bf16(int64_t kc, const 
     a += aps;
     b += 16 * NV;
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-      float* q = c + i * ldc + 16 * j;
-      _mm512_storeu_ps(q, accumulate ? _mm512_add_ps(_mm512_loadu_ps(q), acc[i][j]) : acc[i][j]);
-    }
+  store_tile<MR, NV>(acc, c, ldc, accumulate);
 }
 
 __attribute__((target("avx512f"))) void row_avx512(const float* src, int64_t n, uint16_t* dst) {
