@@ -217,7 +217,8 @@ void gemm_float(const Gemm<T>& g) {
   SINTER_INTERNAL_ASSERT(
       layout(g.m, g.k, g.a_rs, g.a_cs, ta, lda) && layout(g.k, g.n, g.b_rs, g.b_cs, tb, ldb),
       "gemm operand is not BLAS-compatible");
-  const bool bf16 = std::is_same_v<T, float> && matmul_bf16();
+  const bool exact_bf16 = g.bf16_values && g.alpha == T(1) && sgemm_bf16_pays();
+  const bool bf16 = std::is_same_v<T, float> && (matmul_bf16() || exact_bf16);
   if constexpr (std::is_same_v<T, float>) {
     // A few rows against a linear layer's weight (K contiguous in both): dot products, no packing.
     if (g.batch == 1 && thin_suits(g.m, g.k, g.a_cs, g.b_rs) &&

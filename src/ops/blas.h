@@ -22,6 +22,9 @@ struct Gemm {
   T* c = nullptr;
   int64_t c_bs = 0, c_rs = 0;
   T alpha = 1, beta = 0;
+  // float: the operands hold bfloat16 values (a bfloat16 product computed in float32), so bfloat16 products are
+  // exact and are taken wherever they pay (sgemm_bf16_pays) and alpha is 1, whatever the matmul precision.
+  bool bf16_values = false;
 };
 
 // Whether a rows x cols operand with these strides can be handed to BLAS without a copy (one of the two

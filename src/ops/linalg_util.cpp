@@ -108,8 +108,10 @@ T scalar_as(const Scalar& s) {
     return static_cast<T>(s.to_double());
 }
 
+// bf16_values: a and b hold bfloat16 values (converted from a bfloat16 product's operands).
 template <class T>
-void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& alpha, const Scalar& beta) {
+void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& alpha, const Scalar& beta,
+              bool bf16_values = false) {
   int64_t r = c.dim(), nb = r - 2;
   std::vector<int64_t> batch = c.sizes().hints();
   batch.resize(nb);
@@ -120,6 +122,7 @@ void run_gemm(const Tensor& a, const Tensor& b, const Tensor& c, const Scalar& a
   g.b = b.data_ptr<T>(), g.b_rs = b.strides()[r - 2].hint(), g.b_cs = b.strides()[r - 1].hint();
   g.c = c.data_ptr<T>(), g.c_rs = n, g.c_bs = m * n;
   g.alpha = scalar_as<T>(alpha), g.beta = scalar_as<T>(beta);
+  if constexpr (std::is_same_v<T, float>) g.bf16_values = bf16_values;
 
   // Fold the batch into the rows of one big GEMM when b is shared by every item and a's batch dims chain onto
   // its rows ([B, T, K] @ [K, N] is one [B*T, K] @ [K, N]): one call, one packing of b, better blocking.
@@ -184,7 +187,7 @@ void matmul_into(const Tensor& a, const Tensor& b, const Tensor& out, const Scal
                         : empty_from_meta(dense_meta(out.sizes(), cd, kCPU));
   switch (cd) {
     case DType::kFloat32:
-      run_gemm<float>(A, B, C, alpha, beta);
+      run_gemm<float>(A, B, C, alpha, beta, a.dtype() == kBFloat16 && b.dtype() == kBFloat16);
       break;
     case DType::kFloat64:
       run_gemm<double>(A, B, C, alpha, beta);

@@ -117,5 +117,18 @@ TEST(MatmulPrecision, MediumRoundsOperandsToBFloat16EagerAndCompiled) {
   EXPECT_CLOSE(fast(x)[0], full[0], 1e-5);
 }
 
+// Products of bfloat16 tensors (autocast's on the CPU) take the bfloat16 micro-kernels at every precision: their
+// operands are bfloat16 values already, so only the float32 sums' order differs from a float32 product's.
+TEST(MatmulPrecision, BFloat16TensorsMatchTheirFloat64ProductRounded) {
+  Tensor a = randn({2, 70, 300}).to(kBFloat16), b = randn({300, 130}).to(kBFloat16);
+  Tensor c = randn({3, 40, 64}).to(kBFloat16), d = randn({3, 64, 90}).to(kBFloat16);
+  for (auto [x, y] : {std::pair{a, b}, std::pair{c, d}}) {
+    Tensor want = matmul(x.to(kFloat64), y.to(kFloat64)), got = matmul(x, y);
+    ASSERT_EQ(got.dtype(), kBFloat16);
+    double err = (got.to(kFloat64) - want).abs().max().item<double>() / want.abs().max().item<double>();
+    EXPECT_LT(err, 8e-3) << "bfloat16 output rounding is 2^-8 relative at most";
+  }
+}
+
 }  // namespace
 }  // namespace sinter
