@@ -6,9 +6,6 @@
 #include <fmt/ranges.h>
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +24,7 @@
 #include "sinter/ops.h"
 #include "support/cache_files.h"
 #include "support/check.h"
+#include "support/mapped_file.h"
 #include "support/log.h"
 #include "support/sha256.h"
 #include "symbolic/shape_env.h"
@@ -106,24 +104,8 @@ std::string digest(std::string_view data) {
 
 // The digest of a file, read through a private mapping (no copy into the heap).
 std::string file_digest(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  SINTER_CHECK(fd >= 0, "aot: cannot read {}", path);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(fmt::format("aot: {} is not a regular file", path));
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return digest({});
-  }
-  void* at = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  SINTER_CHECK(at != MAP_FAILED, "aot: cannot map {}", path);
-  std::string d = digest(std::string_view(static_cast<const char*>(at), size));
-  ::munmap(at, size);
-  return d;
+  support::MappedFile file(path, "aot", /*no_links=*/true);
+  return digest(file.bytes());
 }
 
 std::vector<std::string> list_dir(const std::string& dir) {

@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include "frontends/onnx/importer.h"
 #include "frontends/onnx/schema.h"
 #include "support/check.h"
+#include "support/mapped_file.h"
 
 namespace sinter::onnx {
 namespace fs = std::filesystem;
@@ -181,12 +181,11 @@ Model load(const std::string& path) {
   SINTER_CHECK(!ec, "onnx::load: cannot size '{}': {}", path, ec.message());
   // Protobuf messages are limited to 2 GiB; bigger models keep their weights in external data files.
   SINTER_CHECK(size < (uint64_t{1} << 31), "onnx::load: '{}' is {} bytes, more than a protobuf can hold", path, size);
-  std::string bytes(size, '\0');
-  std::ifstream in(path, std::ios::binary);
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  SINTER_CHECK(in.gcount() == static_cast<std::streamsize>(size), "onnx::load: short read of '{}'", path);
+  // Mapped rather than read: a fresh process's first call saves the copy and the page faults of a heap buffer
+  // as large as the model.
+  support::MappedFile file(path, "onnx::load");
   std::string dir = fs::path(path).parent_path().string();
-  return load_from_bytes(bytes, dir.empty() ? "." : dir);
+  return load_from_bytes(file.bytes(), dir.empty() ? "." : dir);
 }
 
 // ---- Model ----
