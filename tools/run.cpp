@@ -234,6 +234,7 @@ int run_command(const std::vector<std::string>& args) {
       else if (a == "--rtol") o.rtol = parse_double_option(a, value_of(i), 0);
       else if (a == "--atol") o.atol = parse_double_option(a, value_of(i), 0);
       else if (a == "--no-freeze") o.freeze = false;
+      else if (a == "--matmul-precision") set_float32_matmul_precision(value_of(i));
       else if (!a.empty() && a[0] != '-' && o.model.empty()) o.model = a;
       else throw Error(fmt::format("run: unknown option {} (sinter run --help lists them)", a));
     }

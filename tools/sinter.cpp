@@ -25,9 +25,10 @@ namespace sinter::tools {
 
 const char* const kRunUsage =
     "  run MODEL.onnx|DIR [--backend B] [--mode M] [--device D] [--inputs DIR] [--expected DIR] [--bench N]\n"
-    "      [--rtol R] [--atol A] [--no-freeze]\n"
+    "      [--rtol R] [--atol A] [--no-freeze] [--matmul-precision highest|high|medium]\n"
     "                                         run an ONNX model (backend inductor unless --backend, as compile(),\n"
-    "                                         its initializers frozen into constants unless --no-freeze);\n"
+    "                                         its initializers frozen into constants unless --no-freeze; float32\n"
+    "                                         products as set_float32_matmul_precision says, medium: bfloat16);\n"
     "                                         compare with DIR/output_K.pb (every output must have one); time N\n"
     "                                         calls eager vs compiled (N >= 1); DIR: an artifact of `sinter\n"
     "                                         compile`, loaded and run without compiling\n";

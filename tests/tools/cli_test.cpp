@@ -97,6 +97,14 @@ TEST_F(CliRun, ExpectedFolderWithMoreOutputsThanTheModelIsAnError) {
   EXPECT_NE(r.output.find("has output_1.pb but the model has only 1 outputs"), std::string::npos) << r.output;
 }
 
+TEST_F(CliRun, MatmulPrecisionIsTorchsSetting) {
+  Result ok = sinter_cli(run_args({"--matmul-precision", "medium", "--expected", (dir_ / "expected").string()}));
+  EXPECT_EQ(ok.rc, 0) << ok.output;
+  Result bad = sinter_cli(run_args({"--matmul-precision", "low"}));
+  EXPECT_EQ(bad.rc, 1) << bad.output;
+  EXPECT_NE(bad.output.find("'low' is not one of highest, high, medium"), std::string::npos) << bad.output;
+}
+
 TEST_F(CliRun, MissingInputsFolderIsAnError) {
   Result r = sinter_cli({"run", model_, "--inputs", (dir_ / "nope").string()});
   EXPECT_EQ(r.rc, 1) << r.output;
