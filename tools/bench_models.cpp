@@ -354,7 +354,8 @@ void print_table(const std::vector<ModelRow>& rows) {
              "the cold one\nwith CompileOptions::tiered (the first call on aot_eager while the inductor compiles); ort "
              "new s: ONNX Runtime's\nsession creation. MB: peak resident memory added by loading and the first calls. "
              "err: max |diff| / max |ort|.\nbf16: the same compiled model at set_float32_matmul_precision(\"medium\") "
-             "(bfloat16 GEMMs on AVX512-BF16), against OpenVINO's default precision (bfloat16 inside where the CPU has it).\n");
+             "(bfloat16 GEMMs where they pay), against\nOpenVINO's default precision (bfloat16 inside where the CPU "
+             "has it).\n");
 }
 
 std::string row_json(const ModelRow& r) {

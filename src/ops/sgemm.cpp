@@ -417,15 +417,16 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
   const int64_t a_words = (g.k + 1) / 2;
   const bool share_a = bh && !flat_a && p.strip_tiles > 1;
   const int64_t shared_a_size = share_a ? floats(p.kblocks * KS * mp) + 16 : flat_a ? mp * a_words + 16 : 0;
-  const int64_t a_size = ceil_div(floats(p.mc * KS), 16) * 16, b_size = p.shared_b ? 0 : floats(KS * p.strips_per_tile * nr);
+  const int64_t a_size = ceil_div(floats(p.mc * KS), 16) * 16;
+  const int64_t b_size = p.shared_b ? 0 : floats(KS * p.strips_per_tile * nr);
   const int64_t tmp_size = bh ? KS * std::max(mr, nr) : 0;
   const int64_t slot = a_size + b_size + tmp_size + 16;
   // One pass packs the shared operands first: B's strips, then A's panels.
   constexpr int64_t kFlatPanels = 8;  // row panels per task of rounding a flat A
   const int64_t b_panels = pack_shared ? p.kblocks * p.strips : 0;
   const int64_t a_panels = share_a ? p.kblocks * row_panels : flat_a ? ceil_div(row_panels, kFlatPanels) : 0;
-  Tensor scratch = empty({shared_size + shared_a_size + workers(std::max(p.tasks(), b_panels + a_panels), threads) * slot},
-                         TensorOptions{});
+  const int64_t slots = workers(std::max(p.tasks(), b_panels + a_panels), threads);
+  Tensor scratch = empty({shared_size + shared_a_size + slots * slot}, TensorOptions{});
   auto aligned = [](float* q) {
     return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(q) + 63) & ~uintptr_t{63});
   };
