@@ -40,6 +40,9 @@ namespace {
 #endif
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// q rounded up to a 64-byte boundary (buffers carry 16 floats of slack for it).
+float* align64(float* q) { return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(q) + 63) & ~uintptr_t{63}); }
+
 
 bool has_avx2() {
 #ifdef SINTER_SGEMM_X86
@@ -124,6 +127,15 @@ void pack_b_panel(const TiledGemm& g, int64_t k0, int64_t kc, int64_t j0, int nr
   if (!g.bf16) return pack_b(g, k0, kc, j0, nr, out);
   pack_b(g, k0, kc, j0, nr, tmp);
   to_bf16_pairs(tmp, kc, nr, out);
+}
+
+// Panel t of all of B packed in blocks of kc_max k steps and strips of nr columns (block t / strips, strip
+// t % strips), at its place in `out`: block kb at kb * steps(kc_max) * np, its strip s at s * steps(kc) * nr.
+void pack_b_whole(const TiledGemm& g, int64_t t, int64_t kc_max, int nr, float* out, float* tmp) {
+  const int64_t strips = ceil_div(g.n, nr), kb = t / strips, s = t % strips;
+  const int64_t k0 = kb * kc_max, kc = std::min(kc_max, g.k - k0);
+  const int64_t at = kb * packed_steps(g.bf16, kc_max) * strips * nr + s * packed_steps(g.bf16, kc) * nr;
+  pack_b_panel(g, k0, kc, s * nr, nr, out + packed_floats(g.bf16, at), tmp);
 }
 
 // MR row streams read in step and written in order (the row count known to the compiler).
@@ -330,15 +342,15 @@ bool sgemm_bf16_available() { return !micros_bf16().empty(); }
 // per cycle against two float32 FMAs would gain nothing from them.
 bool sgemm_bf16_pays() {
   static const bool pays = [] {
-    if (micros_bf16().empty() || micros().empty()) return false;
-    const Micro *f = nullptr, *h = nullptr;
-    for (const Micro& u : micros())
-      if (!f && u.mr == micros_bf16()[0].mr && u.nr == micros_bf16()[0].nr) f = &u;
-    h = &micros_bf16()[0];
-    if (!f) return false;
+    if (micros_bf16().empty()) return false;
+    const Micro* h = &micros_bf16()[0];
+    auto same = std::find_if(micros().begin(), micros().end(),
+                             [&](const Micro& u) { return u.mr == h->mr && u.nr == h->nr; });
+    if (same == micros().end()) return false;
+    const Micro* f = &*same;
     constexpr int64_t kc = 256;
     std::vector<float> buf(static_cast<size_t>(kc * (h->mr + h->nr) + h->mr * h->nr + 32), 0.001f);
-    float* a = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+    float* a = align64(buf.data());
     float* b = a + kc * h->mr;
     float* c = b + kc * h->nr;
     auto best = [&](const Micro& u) {
@@ -427,22 +439,14 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
   const int64_t a_panels = share_a ? p.kblocks * row_panels : flat_a ? ceil_div(row_panels, kFlatPanels) : 0;
   const int64_t slots = workers(std::max(p.tasks(), b_panels + a_panels), threads);
   Tensor scratch = empty({shared_size + shared_a_size + slots * slot}, TensorOptions{});
-  auto aligned = [](float* q) {
-    return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(q) + 63) & ~uintptr_t{63});
-  };
-  float* own_b = aligned(scratch.data_ptr<float>());
-  float* own_a = aligned(scratch.data_ptr<float>() + shared_size);
+  float* own_b = align64(scratch.data_ptr<float>());
+  float* own_a = align64(scratch.data_ptr<float>() + shared_size);
   const float* shared_b = g.packed_b ? g.packed_b->data : own_b;
   float* base = scratch.data_ptr<float>() + shared_size + shared_a_size;
   if (b_panels + a_panels > 0)
     parallel_for_dynamic(b_panels + a_panels, threads, [&](int64_t t, int64_t worker) {
-      float* tmp = aligned(base + worker * slot) + a_size + b_size;
-      if (t < b_panels) {
-        int64_t kb = t / p.strips, s = t % p.strips;
-        int64_t k0 = kb * KC, kc = std::min(KC, g.k - k0);
-        pack_b_panel(g, k0, kc, s * nr, nr, own_b + floats(kb * KS * np + s * steps(kc) * nr), tmp);
-        return;
-      }
+      float* tmp = align64(base + worker * slot) + a_size + b_size;
+      if (t < b_panels) return pack_b_whole(g, t, KC, nr, own_b, tmp);
       if (flat_a) {
         const int64_t i0 = (t - b_panels) * kFlatPanels * mr, i1 = std::min(mp, i0 + kFlatPanels * mr);
         for (int64_t i = i0; i < i1; ++i) {
@@ -469,7 +473,7 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
   parallel_for_dynamic(p.tasks(), threads, [&](int64_t t, int64_t worker) {
     int64_t i0 = (t % p.row_tiles) * p.mc, i1 = std::min(g.m, i0 + p.mc);
     int64_t s0 = (t / p.row_tiles) * p.strips_per_tile, s1 = std::min(p.strips, s0 + p.strips_per_tile);
-    float* ap = aligned(base + worker * slot);
+    float* ap = align64(base + worker * slot);
     float* bp = ap + a_size;
     float* tmp = bp + b_size;
     alignas(64) float edge[16 * 64];
@@ -542,7 +546,6 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
   });
 }
 
-
 std::shared_ptr<const PackedB> sgemm_pack_b(const TiledGemm& g) {
   SINTER_INTERNAL_ASSERT(g.packed_b == nullptr && g.k > 0 && g.n > 0, "sgemm_pack_b: nothing to pack");
   const Micro& u = pick_micro(g, {});
@@ -552,16 +555,13 @@ std::shared_ptr<const PackedB> sgemm_pack_b(const TiledGemm& g) {
   out->micro = static_cast<int>(&u - all.data());
   out->kc = g.k_block > 0 ? g.k_block : pick_kc(g, u, g.n <= u.nr);
   const int nr = u.nr;
-  const int64_t kc_max = out->kc, ks = packed_steps(g.bf16, kc_max), strips = ceil_div(g.n, nr);
-  const int64_t kblocks = ceil_div(g.k, kc_max), np = strips * nr;
-  out->storage.resize(static_cast<size_t>(packed_floats(g.bf16, kblocks * ks * np) + 16));
-  float* data = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(out->storage.data()) + 63) & ~uintptr_t{63});
+  const int64_t ks = packed_steps(g.bf16, out->kc), strips = ceil_div(g.n, nr), kblocks = ceil_div(g.k, out->kc);
+  out->storage.resize(static_cast<size_t>(packed_floats(g.bf16, kblocks * ks * strips * nr) + 16));
+  float* data = align64(out->storage.data());
   out->data = data;
   parallel_for_dynamic(kblocks * strips, get_num_threads(), [&](int64_t t, int64_t) {
-    int64_t kb = t / strips, s = t % strips, k0 = kb * kc_max, kc = std::min(kc_max, g.k - k0);
     std::vector<float> tmp(g.bf16 ? static_cast<size_t>(ks * nr) : 0);
-    pack_b_panel(g, k0, kc, s * nr, nr, data + packed_floats(g.bf16, kb * ks * np + s * packed_steps(g.bf16, kc) * nr),
-                 tmp.data());
+    pack_b_whole(g, t, out->kc, nr, data, tmp.data());
   });
   return out;
 }

@@ -129,7 +129,7 @@ void CpuLauncher::run_gemm(RunState& r, int k) const {
   const Tensor& c = r.bufs[n.outs[0]];
   int64_t m = a.size(0).hint(), kk = a.size(1).hint(), nn = b.size(1).hint();
   const int e = kernel.epilogue;
-  const bool constant_b = parts_->program->buffers[n.tensor_args[1].buffer].kind == inductor::BufferKind::kConstant;
+  const bool constant_b = constant_operand(n, 1);
   if (constant_b && b.stride(0).hint() != 1 && blas::thin_suits(m, kk, a.stride(1).hint(), 1))
     b = transposed_weight(k, b);
   // The choice eager's GEMM makes too, so both round alike: a thin product's dot products, OpenBLAS below
@@ -170,6 +170,10 @@ void CpuLauncher::run_gemm(RunState& r, int k) const {
   call.check();
 }
 
+bool CpuLauncher::constant_operand(const LoopNode& n, int i) const {
+  return parts_->program->buffers[n.tensor_args[i].buffer].kind == inductor::BufferKind::kConstant;
+}
+
 std::shared_ptr<const blas::PackedB> CpuLauncher::packed_weight(int k, const blas::TiledGemm& g) const {
   std::lock_guard<std::mutex> lock(packed_mutex_);
   std::shared_ptr<const blas::PackedB>& p = packed_[{k, g.bf16}];
@@ -201,7 +205,7 @@ bool CpuLauncher::run_conv(RunState& r, int k) const {
     std::shared_ptr<const blas::PackedB> keep;
   } weight{this, k, nullptr};
   WeightPacker packer;
-  if (parts_->program->buffers[n.tensor_args[1].buffer].kind == inductor::BufferKind::kConstant)
+  if (constant_operand(n, 1))
     packer = {[](void* ctx, const blas::TiledGemm& g) -> const blas::PackedB* {
                 auto* w = static_cast<Weight*>(ctx);
                 w->keep = w->launcher->packed_weight(w->k, g);

@@ -37,6 +37,8 @@ class CpuLauncher final : public Launcher {
   struct Call;  // one launch's arguments
   void run_gemm(RunState& r, int k) const;
   bool run_conv(RunState& r, int k) const;
+  // Whether extern n's i-th tensor argument is a view of a constant of the graph (a frozen weight).
+  bool constant_operand(const inductor::LoopNode& n, int i) const;
   // Kernel k's B (a GEMM's or a conv's weight), a constant of the graph, packed for g when first used (float32
   // and bfloat16 apart).
   std::shared_ptr<const blas::PackedB> packed_weight(int k, const blas::TiledGemm& g) const;
