@@ -53,19 +53,24 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void depthwise_nchw
 
 // float32 depthwise on channels-last data with the CPU's vector units (the library is built for baseline x86-64,
 // whose 4-wide SSE the generic loop gets). FMA rounds each tap once (the generic loop twice).
-// AVX-512, one output row of one image, in blocks of up to 8 pixels: each 16 channels of a block accumulate in
-// one register per pixel (independent chains, so the FMA latency overlaps, and one weight load serves the
-// block). Blocks at the image's edges mask off the taps that fall outside it.
 using vec::avx512::first_lanes;
 
-// Pixels [ow, ow + P) of row (n, oh); Edge: some of their taps may lie outside the image.
-template <int P, bool Edge>
+// AVX-512, one output row of one image. Its interior columns (every tap inside the image) go in blocks of up to
+// 8 pixels: each 16 channels of a block accumulate in one register per pixel (independent chains, so the FMA
+// latency overlaps, and one weight load serves the block). The few columns at the row's ends, whose taps run
+// off the image, go a pixel at a time over the taps that lie inside, 64 channels at once.
+
+// Pixels [ow, ow + P) of row (n, oh), all of whose taps lie inside the image.
+template <int P>
 __attribute__((target("avx512f"))) void depthwise_block_avx512(const float* x, const float* wt, const float* bias,
                                                                 float* y, const Geo& g, int64_t n, int64_t oh,
                                                                 int64_t ow) {
-  float* yr = y + ((n * g.OH + oh) * g.OW + ow) * g.C;
-  for (int64_t c0 = 0; c0 < g.C; c0 += 16) {
-    const __mmask16 m = first_lanes(g.C - c0);
+  // The geometry in locals, and each tap's pixels addressed from one pointer: left to g's fields, the compiler
+  // reloaded them and recomputed every pixel's column per tap, and the integer work outweighed the FMAs.
+  const int64_t C = g.C, kw = g.kw, step = g.sw * C, col0 = ow * g.sw - g.pw;
+  float* yr = y + ((n * g.OH + oh) * g.OW + ow) * C;
+  for (int64_t c0 = 0; c0 < C; c0 += 16) {
+    const __mmask16 m = first_lanes(C - c0);
     const __m512 b = bias ? _mm512_maskz_loadu_ps(m, bias + c0) : _mm512_setzero_ps();
     __m512 acc[P];
 #pragma GCC unroll 8
@@ -73,40 +78,59 @@ __attribute__((target("avx512f"))) void depthwise_block_avx512(const float* x, c
     for (int64_t ki = 0; ki < g.kh; ++ki) {
       const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
       if (ih < 0 || ih >= g.H) continue;
-      const float* xr = x + (n * g.H + ih) * g.W * g.C + c0;
-      for (int64_t kj = 0; kj < g.kw; ++kj) {
-        const __m512 w = _mm512_maskz_loadu_ps(m, wt + (ki * g.kw + kj) * g.C + c0);
+      const float* xr = x + ((n * g.H + ih) * g.W + col0) * C + c0;
+      const float* wr = wt + ki * kw * C + c0;
+      for (int64_t kj = 0; kj < kw; ++kj) {
+        const __m512 w = _mm512_maskz_loadu_ps(m, wr + kj * C);
+        const float* xp = xr + kj * g.dw * C;
 #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) {
-          const int64_t iw = (ow + p) * g.sw - g.pw + kj * g.dw;
-          const bool inside = !Edge || (iw >= 0 && iw < g.W);
-          const __m512 v = _mm512_maskz_loadu_ps(inside ? m : __mmask16(0), xr + (inside ? iw : 0) * g.C);
-          acc[p] = _mm512_fmadd_ps(w, v, acc[p]);
-        }
+        for (int p = 0; p < P; ++p) acc[p] = _mm512_fmadd_ps(w, _mm512_maskz_loadu_ps(m, xp + p * step), acc[p]);
       }
     }
 #pragma GCC unroll 8
-    for (int p = 0; p < P; ++p) _mm512_mask_storeu_ps(yr + p * g.C + c0, m, acc[p]);
+    for (int p = 0; p < P; ++p) _mm512_mask_storeu_ps(yr + p * C + c0, m, acc[p]);
   }
 }
 
-template <int P>
-__attribute__((target("avx512f"))) void depthwise_span_avx512(const float* x, const float* wt, const float* bias,
-                                                               float* y, const Geo& g, int64_t n, int64_t oh,
-                                                               int64_t ow, int64_t lo, int64_t hi) {
-  if (ow >= lo && ow + P <= hi)
-    depthwise_block_avx512<P, false>(x, wt, bias, y, g, n, oh, ow);
-  else
-    depthwise_block_avx512<P, true>(x, wt, bias, y, g, n, oh, ow);
+// Pixel ow of row (n, oh), over the taps inside the image; four registers of 16 channels accumulate at once.
+__attribute__((target("avx512f"))) void depthwise_pixel_avx512(const float* x, const float* wt, const float* bias,
+                                                                float* y, const Geo& g, int64_t n, int64_t oh,
+                                                                int64_t ow) {
+  const int64_t C = g.C, col = ow * g.sw - g.pw;
+  int64_t kj_lo = 0, kj_hi = g.kw;
+  while (kj_lo < kj_hi && col + kj_lo * g.dw < 0) ++kj_lo;
+  while (kj_hi > kj_lo && col + (kj_hi - 1) * g.dw >= g.W) --kj_hi;
+  float* yp = y + ((n * g.OH + oh) * g.OW + ow) * C;
+  for (int64_t c0 = 0; c0 < C; c0 += 64) {
+    __mmask16 m[4];
+    __m512 acc[4];
+    for (int q = 0; q < 4; ++q) {
+      m[q] = c0 + 16 * q < C ? first_lanes(C - c0 - 16 * q) : __mmask16(0);
+      acc[q] = bias ? _mm512_maskz_loadu_ps(m[q], bias + c0 + 16 * q) : _mm512_setzero_ps();
+    }
+    for (int64_t ki = 0; ki < g.kh; ++ki) {
+      const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+      if (ih < 0 || ih >= g.H) continue;
+      const float* xr = x + ((n * g.H + ih) * g.W + col) * C + c0;
+      const float* wr = wt + ki * g.kw * C + c0;
+      for (int64_t kj = kj_lo; kj < kj_hi; ++kj)
+        for (int q = 0; q < 4; ++q)  // masked-off lanes never touch memory, so no load runs past the row's end
+          acc[q] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m[q], wr + kj * C + 16 * q),
+                                   _mm512_maskz_loadu_ps(m[q], xr + kj * g.dw * C + 16 * q), acc[q]);
+    }
+    for (int q = 0; q < 4; ++q) _mm512_mask_storeu_ps(yp + c0 + 16 * q, m[q], acc[q]);
+  }
 }
 
 void depthwise_row_avx512(const float* x, const float* wt, const float* bias, float* y, const Geo& g, int64_t t) {
   const int64_t n = t / g.OH, oh = t % g.OH;
   int64_t lo, hi;
   interior_columns(g, lo, hi);
-  for_each_column_block(g.OW, [&](auto block, int64_t ow) {
-    depthwise_span_avx512<decltype(block)::value>(x, wt, bias, y, g, n, oh, ow, lo, hi);
+  for (int64_t ow = 0; ow < lo; ++ow) depthwise_pixel_avx512(x, wt, bias, y, g, n, oh, ow);
+  for_each_column_block(hi - lo, [&](auto block, int64_t i) {
+    depthwise_block_avx512<decltype(block)::value>(x, wt, bias, y, g, n, oh, lo + i);
   });
+  for (int64_t ow = hi; ow < g.OW; ++ow) depthwise_pixel_avx512(x, wt, bias, y, g, n, oh, ow);
 }
 
 // AVX2 + FMA, one output row, a pixel at a time, 8 channels per register.

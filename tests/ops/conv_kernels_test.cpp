@@ -76,8 +76,9 @@ std::vector<Case> cases() {
       {{1, 32, 12, 14}, {8, 32, 3, 3}, {1, 1, 2, 2, 2, 2, 2, 2}},
       {{1, 32, 8, 9}, {4, 32, 4, 2}, {1, 1, 1, 0, 2, 1, 1, 1}},
       {{1, 32, 7, 9}, {64, 32, 3, 3}, {1, 1, 1, 1, 1, 1}},  // 64 outputs: a wider micro-tile
-      // Depthwise (one channel per group): channels-last pixels go in blocks of 8, 4, 2 and 1, those at the
-      // edges with the taps outside masked off; 24 and 40 channels end in a partial vector.
+      // Depthwise (one channel per group): channels-last interior pixels go in blocks of 8, 4, 2 and 1, those
+      // at the edges one at a time over the taps inside, 64 channels at once; 24, 40 and 100 channels end in a
+      // partial vector (100: a second group of 64 with one full vector and a tail).
       {{2, 24, 13, 13}, {24, 1, 3, 3}, {1, 1, 1, 1, 1, 1, 1, 1, 24}},
       {{1, 32, 9, 21}, {32, 1, 3, 3}, {2, 2, 1, 1, 1, 1, 1, 1, 32}},
       {{1, 16, 10, 19}, {16, 1, 5, 5}, {1, 1, 4, 4, 4, 4, 2, 2, 16}},  // dilation 2
@@ -85,6 +86,7 @@ std::vector<Case> cases() {
       {{1, 40, 7, 7}, {40, 1, 7, 7}, {1, 1, 3, 3, 3, 3, 1, 1, 40}},  // a kernel as large as the image
       {{1, 16, 6, 11}, {16, 1, 3, 3}, {1, 1, 0, 0, 0, 0, 1, 1, 16}},  // no padding: all pixels inside
       {{1, 16, 8, 10}, {16, 1, 4, 4}, {1, 1, 1, 1, 2, 2, 1, 1, 16}},  // even kernel, "same" padding
+      {{2, 100, 9, 11}, {100, 1, 5, 5}, {2, 2, 2, 2, 2, 2, 1, 1, 100}},  // 5x5, stride 2, 100 channels
   };
 }
 
