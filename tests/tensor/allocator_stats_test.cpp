@@ -29,5 +29,22 @@ TEST(AllocatorStats, ReusedCachedBlockIsCountedAgain) {
   EXPECT_GE(cpu_memory_stats().allocated - base, 4u * (1 << 20));
 }
 
+// A freed block goes to the next request that fits it, the most recently freed first (the one likeliest still in
+// cache), also a request up to a third smaller than it; a block more than 1.5 times the request stays cached.
+TEST(AllocatorStats, TheMostRecentlyFreedFittingBlockComesBackFirst) {
+  Tensor a = empty({1 << 20}), b = empty({(1 << 20) + (1 << 18)}), c = empty({1 << 22});
+  const void* pa = a.data_ptr();
+  const void* pb = b.data_ptr();
+  const void* pc = c.data_ptr();
+  c = Tensor();  // 16 MiB: too large for the requests below
+  a = Tensor();
+  b = Tensor();  // freed last, 1.25 times the requests below
+  Tensor first = empty({1 << 20}), second = empty({1 << 20});
+  EXPECT_EQ(first.data_ptr(), pb);
+  EXPECT_EQ(second.data_ptr(), pa);
+  Tensor third = empty({1 << 20});
+  EXPECT_NE(third.data_ptr(), pc);
+}
+
 }  // namespace
 }  // namespace sinter
