@@ -272,7 +272,7 @@ struct ImplicitConv {
 void pack_im2col(const void* ctx, int64_t i0, int rows, int mr, int64_t k0, int64_t kc, float* out) {
   const ImplicitConv& c = *static_cast<const ImplicitConv*>(ctx);
   const Geo& g = *c.g;
-  constexpr int kMaxRows = 16;
+  constexpr int kMaxRows = 32;
   SINTER_INTERNAL_ASSERT(mr <= kMaxRows, "conv im2col packing: {} rows per micro-tile", mr);
   int64_t n[kMaxRows], oh[kMaxRows], ow[kMaxRows];
   for (int i = 0; i < rows; ++i) {
@@ -345,11 +345,7 @@ void conv_nhwc_implicit(const float* x, const float* wt, const float* bias, floa
     gm.tile_done = [](void* ctx, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
       const TileChain& t = *static_cast<const TileChain*>(ctx);
       const ImplicitConv& cv = *t.conv;
-      if (cv.bias)
-        for (int64_t i = i0; i < i1; ++i) {
-          float* row = cv.y + i * cv.g->O;
-          for (int64_t j = j0; j < j1; ++j) row[j] += cv.bias[j];
-        }
+      if (cv.bias) blas::add_to_rows(cv.y + i0 * cv.g->O + j0, cv.g->O, i1 - i0, cv.bias + j0, j1 - j0);
       if (t.next) t.next(t.next_ctx, i0, i1, j0, j1);
     };
   }

@@ -148,12 +148,28 @@ void pack_rows_fixed(const float* const* rows, int64_t kc, float* __restrict out
     for (int i = 0; i < MR; ++i) out[i] = row[i][p];
 }
 
+// c[rows x cols] (row stride c_rs) = (accumulate ? c : 0) + t (row stride t_rs): a partial micro-tile's part of
+// C, vectorised for the CPU (the library itself is built for baseline x86-64).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void copy_tile(const float* t, int64_t t_rs,
+                                                                             int64_t rows, int64_t cols, float* c,
+                                                                             int64_t c_rs, bool accumulate) {
+  for (int64_t x = 0; x < rows; ++x) {
+    const float* __restrict src = t + x * t_rs;
+    float* __restrict dst = c + x * c_rs;
+    if (accumulate)
+      for (int64_t y = 0; y < cols; ++y) dst[y] += src[y];
+    else
+      for (int64_t y = 0; y < cols; ++y) dst[y] = src[y];
+  }
+}
+
 // pack_rows_fixed for the micro-kernels' row counts; false for another count.
 bool pack_rows_known(const float* const* rows, int mr, int64_t kc, float* out) {
   switch (mr) {
     case 6: pack_rows_fixed<6>(rows, kc, out); return true;
     case 8: pack_rows_fixed<8>(rows, kc, out); return true;
     case 14: pack_rows_fixed<14>(rows, kc, out); return true;
+    case 28: pack_rows_fixed<28>(rows, kc, out); return true;
     default: return false;
   }
 }
@@ -174,8 +190,8 @@ void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, floa
     }
     return;
   }
-  if (g.a_cs == 1 && rows == mr && mr <= 16) {
-    const float* r[16];
+  if (g.a_cs == 1 && rows == mr && mr <= 32) {
+    const float* r[32];
     for (int i = 0; i < mr; ++i) r[i] = g.a + (i0 + i) * g.a_rs + k0;
     if (pack_rows_known(r, mr, kc, out)) return;
   }
@@ -310,7 +326,8 @@ Plan resolve(const TiledGemm& g, const Micro& u, int threads, const SgemmConfig&
 }
 
 // The micro-kernel for g: cfg's, else the first in order of preference whose padding of C to whole micro-tiles
-// is within 2% of the least any of them needs (a 64-column product would waste a third of 8x48's work).
+// is within 2% of the least any of them needs (a 64-column product would waste a third of 8x48's work), among
+// those meant for a product of g's width.
 const Micro& pick_micro(const TiledGemm& g, const SgemmConfig& cfg) {
   const std::vector<Micro>& all = g.bf16 ? micros_bf16() : micros();
   SINTER_INTERNAL_ASSERT(!all.empty(), "sgemm_tiled: no {}micro-kernel for this CPU", g.bf16 ? "bfloat16 " : "");
@@ -324,10 +341,13 @@ const Micro& pick_micro(const TiledGemm& g, const SgemmConfig& cfg) {
   auto padding = [&](const Micro& u) {
     return static_cast<double>(ceil_div(g.m, u.mr) * u.mr) * static_cast<double>(ceil_div(g.n, u.nr) * u.nr);
   };
+  // A narrow kernel (max_n) also wants rows enough: a 64x16x1024 product ran 1.4x slower on 28x16 than on 8x48.
+  auto fits = [&](const Micro& u) { return u.max_n == 0 || (g.n <= u.max_n && g.m >= 8 * u.mr); };
   double least = padding(all[0]);
-  for (const Micro& u : all) least = std::min(least, padding(u));
   for (const Micro& u : all)
-    if (padding(u) <= 1.02 * least) return u;
+    if (fits(u)) least = std::min(least, padding(u));
+  for (const Micro& u : all)
+    if (fits(u) && padding(u) <= 1.02 * least) return u;
   return all[0];
 }
 
@@ -365,6 +385,14 @@ bool sgemm_bf16_pays() {
     return best(*f) >= 1.4 * best(*h);
   }();
   return pays;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void add_to_rows(float* c, int64_t c_rs, int64_t rows,
+                                                                               const float* v, int64_t cols) {
+  for (int64_t x = 0; x < rows; ++x) {
+    float* __restrict dst = c + x * c_rs;
+    for (int64_t y = 0; y < cols; ++y) dst[y] += v[y];
+  }
 }
 
 void pack_rows(const float* const* rows, int mr, int64_t len, float* out) {
@@ -523,9 +551,7 @@ void sgemm_tiled(const TiledGemm& g, const SgemmConfig& cfg) {
           return;
         }
         fn(steps(kc), as, a_rs, a_ps, bs, b_ps, edge, nr, false);
-        for (int64_t x = 0; x < rows; ++x)
-          for (int64_t y = 0; y < cols; ++y)
-            c[x * g.c_rs + y] = (accumulate ? c[x * g.c_rs + y] : 0.0f) + edge[x * nr + y];
+        copy_tile(edge, nr, rows, cols, c, g.c_rs, accumulate);
       };
       if (p.a_outer) {  // an A panel stays in L1 while the tile's B strips stream past it
         for (int64_t r = 0; r < panels; ++r)

@@ -18,6 +18,7 @@ struct Micro {
   const char* name = "";
   MicroFn fn = nullptr;
   MicroFn direct = nullptr;  // null: operands are always packed
+  int max_n = 0;             // nonzero: picked only for products at most this many columns wide
 };
 
 // The micro-kernels this CPU runs, in order of preference (empty without AVX2 or AVX-512F); fixed per process.

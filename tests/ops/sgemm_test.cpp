@@ -93,6 +93,8 @@ TEST(Sgemm, MatchesFloat64OnEveryEdge) {
     for (int64_t m : {1, 5, 6, 7, 13, 64, 131})
       for (int64_t n : {1, 15, 16, 17, 64, 65, 200})
         for (int64_t k : {1, 7, 256, 300}) check_product(m, n, k, false, false, (m + n) % 2 == 0);
+    // Tall and at most 16 wide: the one-register-wide micro-kernel where the CPU has it.
+    for (int64_t n : {9, 16}) check_product(300, n, 70, false, n == 9, false);
     for (bool a_t : {false, true})
       for (bool b_t : {false, true}) check_product(70, 130, 270, a_t, b_t, a_t);
   }
