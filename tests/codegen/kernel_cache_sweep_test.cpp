@@ -1,4 +1,4 @@
-// The first use of a cache root in a process sweeps every shard for build directories that a killed compile
+// The first compile into a cache root in a process (not a hit) sweeps every shard for build directories that a killed compile
 // left behind ("<key>.tmp-<pid>-*") and entries moved aside ("<key>.discarded-<pid>-<n>"): those of a process
 // that is gone go once 5 minutes old, any go once an hour old; a live process's and fresh ones stay. A cache
 // directory that is refused is reported once on stderr without any log setting.
@@ -68,7 +68,7 @@ TEST_F(KernelCacheSweep, LeftoversOfGoneProcessesAreRemovedOnFirstUse) {
     ASSERT_TRUE(write_new_file(shard + "/" + c.name + "/kernel.cpp", "int x;\n").empty());
     make_old(shard + "/" + c.name, c.age);
   }
-  // Any compile opens the cache; its own entry lands in another shard.
+  // Any compile that misses sweeps the cache; its own entry lands in another shard.
   CompiledObject obj = compile_and_load({"extern \"C\" int sn_sweep_value() { return 3; }\n"}, "sweep");
   ASSERT_NE(obj.library, nullptr);
   for (const Leftover& c : cases)

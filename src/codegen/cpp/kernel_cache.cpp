@@ -221,8 +221,9 @@ void remove_stale_leftovers(const std::string& shard) {
   }
 }
 
-// The first time this process uses a cache root, every shard's leftovers are swept (a killed compile otherwise
-// leaves its build directory for good when no entry of its shard is ever built again).
+// The first time this process builds into a cache root, every shard's leftovers are swept (a killed compile
+// otherwise leaves its build directory for good when no entry of its shard is ever built again). Not on a hit:
+// with a few thousand entries, stat-ing each took a warm process start several milliseconds.
 void remove_stale_builds_once(const std::string& root) {
   static std::mutex mutex;
   static std::set<std::string> swept;
@@ -262,7 +263,6 @@ std::string usable_shard_dir(const std::string& key) {
     warn_cache_dir(root, why);
     return "";
   }
-  remove_stale_builds_once(root);
   std::string dir = root;
   for (const std::string& part : {fmt::format("v{}", kAbiVersion), key.substr(0, 2)}) {
     dir += "/" + part;
@@ -394,6 +394,8 @@ Loaded find_or_build(const Request& req) {
     out.from = CompiledObject::From::kDisk;
     return out;
   }
+  // A miss builds, which takes far longer than the sweep; a hit (a warm process start) never waits for it.
+  remove_stale_builds_once(make_absolute(kernel_cache_dir()));
   remove_stale_leftovers(shard);
   return build(req, shard, entry);
 }

@@ -130,6 +130,19 @@ void decode_tensors(const proto::Graph& g, detail::ModelData& d, bool top) {
   }
 }
 
+// The TensorProtos' raw_data views point into the bytes being loaded, which the model does not keep: every tensor
+// is a sinter Tensor by now, and no view may outlive those bytes.
+void forget_raw_data(proto::Graph& g) {
+  for (proto::TensorProto& t : g.initializers) t.raw_data = {};
+  for (proto::Node& n : g.nodes)
+    for (proto::Attribute& a : n.attributes) {
+      if (a.t) a.t->raw_data = {};
+      for (proto::TensorProto& t : a.tensors) t.raw_data = {};
+      if (a.g) forget_raw_data(*a.g);
+      for (auto& sub : a.graphs) forget_raw_data(*sub);
+    }
+}
+
 ValueInfo value_info(const proto::ValueInfo& v) {
   ValueInfo out;
   out.name = v.name;
@@ -166,6 +179,7 @@ Model load_from_bytes(std::string_view bytes, const std::string& base_dir) {
   if (!problems.ops.empty() || !problems.other.empty()) throw UnsupportedError(problems.str());
 
   decode_tensors(d->proto.graph, *d, true);
+  forget_raw_data(d->proto.graph);
   std::set<std::string> init_names;
   for (const proto::TensorProto& t : d->proto.graph.initializers) init_names.insert(t.name);
   for (const proto::ValueInfo& v : d->proto.graph.inputs)

@@ -156,7 +156,7 @@ void decode_tensor(Reader& r, TensorProto& t) {
       case 6: r.expect(w, kLen, f), r.bytes(), ++t.string_count; break;
       case 7: r.repeated(t.int64_data, w, kVarint, f, [](Reader& s) { return static_cast<int64_t>(s.varint()); }); break;
       case 8: r.expect(w, kLen, f), t.name = r.string(); break;
-      case 9: r.expect(w, kLen, f), t.raw_data = r.string(); break;
+      case 9: r.expect(w, kLen, f), t.raw_data = r.bytes(); break;
       case 10: r.repeated(t.double_data, w, kFixed64, f, [](Reader& s) { return as_double(s.fixed64()); }); break;
       case 11: r.repeated(t.uint64_data, w, kVarint, f, [](Reader& s) { return s.varint(); }); break;
       case 13: {

@@ -32,7 +32,9 @@ struct TensorProto {
   std::vector<int64_t> dims;
   int32_t data_type = 0;
   std::string name;
-  std::string raw_data;
+  // A view into the bytes decoded (never copied: a model's weights are most of it): valid only while they are.
+  // onnx::load_from_bytes turns every tensor into a sinter Tensor and then clears the views.
+  std::string_view raw_data;
   std::vector<float> float_data;
   std::vector<int32_t> int32_data;
   std::vector<int64_t> int64_data;
