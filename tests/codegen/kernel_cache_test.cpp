@@ -10,6 +10,7 @@
 #include <ctime>
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <thread>
 
@@ -392,7 +393,7 @@ TEST(Sha256, PiecewiseUpdatesEqualOneUpdate) {
 TEST(Toolchain, ResolvesACompilerAndExplicitCpuFlags) {
   const codegen::cpp::Toolchain& tc = codegen::cpp::host_toolchain();
   EXPECT_EQ(tc.compiler[0], '/');
-  EXPECT_FALSE(tc.version.empty());
+  EXPECT_FALSE(codegen::cpp::compiler_version(tc.compiler).empty());
   EXPECT_FALSE(tc.cpu_features.empty());
   EXPECT_FALSE(contains(tc.cpu_features, "native"));
   for (const std::string& f : tc.flags) EXPECT_FALSE(contains(f, "native")) << f;
@@ -405,7 +406,33 @@ TEST(Toolchain, ResolvesACompilerAndExplicitCpuFlags) {
   int w = codegen::cpp::vector_width_floats();
   EXPECT_TRUE(w == 4 || w == 8 || w == 16) << w;
   std::printf("[ measure  ] toolchain %s (%s), cpu %s, %d floats per vector\n", tc.compiler.c_str(),
-              tc.version.c_str(), tc.cpu_features.c_str(), w);
+              codegen::cpp::compiler_version(tc.compiler).c_str(), tc.cpu_features.c_str(), w);
+}
+
+// The compiler's version line (part of every key) is asked once per compiler file and then read from the cache
+// directory by later processes; a compiler replaced in place (new size or time) is asked again.
+TEST_F(KernelCache, CompilerVersionIsAskedOncePerCompilerFile) {
+  const std::string script = dir_ + "/fake-c++", log = dir_ + "/asked";
+  auto write_script = [&](const std::string& version) {
+    std::filesystem::remove(script);
+    std::ofstream(script) << "#!/bin/sh\necho asked >> " << log << "\necho '" << version << "'\necho second line\n";
+    std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  };
+  auto asked = [&] {
+    std::ifstream in(log);
+    return static_cast<int>(std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+  };
+  write_script("fake-c++ 1.0");
+  EXPECT_EQ(codegen::cpp::compiler_version(script), "fake-c++ 1.0");
+  EXPECT_EQ(codegen::cpp::compiler_version(script), "fake-c++ 1.0");
+  EXPECT_EQ(asked(), 1);
+  codegen::cpp::clear_memory_cache();  // as a new process: the line comes from the cache directory
+  EXPECT_EQ(codegen::cpp::compiler_version(script), "fake-c++ 1.0");
+  EXPECT_EQ(asked(), 1);
+  write_script("fake-c++ 2.00");  // another size: another compiler
+  codegen::cpp::clear_memory_cache();
+  EXPECT_EQ(codegen::cpp::compiler_version(script), "fake-c++ 2.00");
+  EXPECT_EQ(asked(), 2);
 }
 
 TEST_F(KernelCache, ClangAndGccBothWorkThroughSinterCxx) {

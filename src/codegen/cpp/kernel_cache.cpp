@@ -26,6 +26,7 @@
 #include "support/cache_files.h"
 #include "codegen/cpp/compiler_driver.h"
 #include "support/sha256.h"
+#include "support/subprocess.h"
 #include "sinter/error.h"
 #include "sinter/compile.h"
 #include "support/check.h"
@@ -433,6 +434,63 @@ std::string kernel_cache_dir() {
   return (xdg.empty() ? home_dir() + "/.cache" : xdg) + "/sinter";
 }
 
+namespace {
+
+std::string run_version(const std::string& compiler) {
+  support::ProcessOutput version = support::run_and_capture({compiler, "--version"});
+  SINTER_CHECK(support::exited_ok(version.status),
+               "sinter: the C++ compiler {} (chosen by SINTER_CXX, default g++) failed to run `--version` ({}): {}",
+               compiler, support::describe_wait_status(version.status), version.output.substr(0, 400));
+  return version.output.substr(0, version.output.find('\n'));
+}
+
+// The first line of `compiler --version` (part of every key). Running the compiler cost a warm process start 2-3
+// ms, so the line is also kept in the cache directory (v<abi>/compilers/), under the compiler file's identity on
+// disk: its path, device, inode, size and modification time, as ccache's default compiler check. A compiler
+// upgraded in place gets a new line; a wrapper script whose target changes does not (set SINTER_CXX to the
+// compiler itself, or clear the cache).
+struct VersionMemo {
+  std::mutex mutex;
+  std::map<std::string, std::string> known;  // identity -> version, for this process
+};
+VersionMemo& version_memo() {
+  static VersionMemo* m = new VersionMemo();  // never destroyed, like the registry
+  return *m;
+}
+
+}  // namespace
+
+std::string compiler_version(const std::string& compiler) {
+  struct stat st;
+  if (::stat(compiler.c_str(), &st) != 0) return run_version(compiler);  // fails with the compiler's own error
+  const std::string id = fmt::format("{}\n{} {} {} {}.{:09}", compiler, st.st_dev, st.st_ino, st.st_size,
+                                     st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  VersionMemo& memo = version_memo();
+  std::lock_guard<std::mutex> lock(memo.mutex);
+  if (auto it = memo.known.find(id); it != memo.known.end()) return it->second;
+  const std::string root = make_absolute(kernel_cache_dir());
+  const std::string dir = fmt::format("{}/v{}/compilers", root, kAbiVersion);
+  // Nothing is created below a root that is refused (a missing root is made private, as for the entries).
+  const bool usable = make_dirs(root).empty() && why_not_private(root, true, true).empty() &&
+                      make_dirs(dir).empty() && why_not_private(fmt::format("{}/v{}", root, kAbiVersion), true).empty() &&
+                      why_not_private(dir, true).empty();
+  const std::string path = dir + "/" + sha256_hex(id);
+  std::string stored, version;
+  if (usable && why_not_private(path, false).empty() && read_file(path, stored) && stored.rfind(id + "\n", 0) == 0) {
+    version = stored.substr(id.size() + 1);
+  } else {
+    version = run_version(compiler);
+    if (usable) {  // written aside and renamed, so a reader never sees half a file
+      static std::atomic<int> counter{0};
+      std::string tmp = fmt::format("{}.tmp-{}-{}", path, ::getpid(), counter++);
+      if (write_new_file(tmp, id + "\n" + version).empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
+        ::unlink(tmp.c_str());
+    }
+  }
+  memo.known.emplace(id, version);
+  return version;
+}
+
 std::string kernel_cache_key(const std::vector<std::string>& units, const CompileOptions& options) {
   const Toolchain& tc = host_toolchain();
   Sha256 h;
@@ -443,7 +501,7 @@ std::string kernel_cache_key(const std::vector<std::string>& units, const Compil
   };
   field(fmt::format("sinter-kernel abi={}", kAbiVersion));
   field(tc.compiler);
-  field(tc.version);
+  field(compiler_version(tc.compiler));
   field(tc.cpu_features);
   for (const std::string& f : tc.flags) field(f);
   field("extra");
@@ -558,9 +616,14 @@ KernelCacheStats kernel_cache_stats() {
 }
 
 void clear_memory_cache() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.loaded.clear();
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.loaded.clear();
+  }
+  VersionMemo& memo = version_memo();
+  std::lock_guard<std::mutex> lock(memo.mutex);
+  memo.known.clear();
 }
 
 }  // namespace sinter::codegen::cpp

@@ -68,6 +68,11 @@ std::string units_digest(const std::vector<std::string>& units);
 // The key compile_and_load would use (for tests and explain).
 std::string kernel_cache_key(const std::vector<std::string>& units, const CompileOptions& options = {});
 
+// The first line of `compiler --version`, part of every key: run once per compiler file (its path, device, inode,
+// size and modification time) and then read from the cache directory's v<abi>/compilers/ (or, where that is not
+// usable, run once per process). Throws sinter::Error when the compiler fails to run.
+std::string compiler_version(const std::string& compiler);
+
 // The cache root: SINTER_CACHE_DIR, else $XDG_CACHE_HOME/sinter, else ~/.cache/sinter (read on every call).
 std::string kernel_cache_dir();
 

@@ -8,7 +8,6 @@
 #include <memory>
 #include <mutex>
 
-#include "support/subprocess.h"
 #include "support/check.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -136,13 +135,8 @@ Toolchain resolve(const std::string& requested) {
                  "sinter: no C++ compiler found: looked for g++, clang++ and c++ in PATH. Install one (Debian/Ubuntu: "
                  "apt-get install g++) or set SINTER_CXX to the absolute path of a C++ compiler");
   }
-  support::ProcessOutput version = support::run_and_capture({compiler, "--version"});
-  SINTER_CHECK(support::exited_ok(version.status),
-               "sinter: the C++ compiler {} (chosen by SINTER_CXX, default g++) failed to run `--version` ({}): {}",
-               compiler, support::describe_wait_status(version.status), version.output.substr(0, 400));
   Toolchain tc;
   tc.compiler = compiler;
-  tc.version = version.output.substr(0, version.output.find('\n'));
   const CpuFeatures& cpu = host_cpu_features();
   tc.cpu_features = cpu.description;
   // -fno-semantic-interposition lets a kernel's helpers inline although -fPIC makes them exported. No contraction

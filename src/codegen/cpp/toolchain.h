@@ -9,7 +9,6 @@ namespace sinter::codegen::cpp {
 
 struct Toolchain {
   std::string compiler;            // absolute path, e.g. "/usr/bin/g++"
-  std::string version;             // first line of `compiler --version` (part of the cache key)
   std::string cpu_features;        // e.g. "x86-64-v4+avx512bf16" (a level, then features beyond it)
   std::vector<std::string> flags;  // compile+link flags: -O3 -fPIC -shared ... plus the -m flags of cpu_features
                                    // and -mprefer-vector-width=512 on AVX-512 hosts
