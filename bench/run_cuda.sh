@@ -8,7 +8,8 @@
 # PARTS: a comma list of build, tests, sanitizer, conformance, bench, train, profile (default: all but profile, in
 # that order; train: `sinter bench --suite train --device cuda` beside `bench/vs_torch.py --train --device cuda`;
 # profile: SINTER_LOGS=profile over the GPU workloads PROFILE names (default gpt_block,resnet_block), inference
-# and training step, each kernel timed to the device's completion, into OUTDIR/profile-cuda-HOST-DATE.txt).
+# and training step, each kernel timed to the device's completion, then bench/torch_profile.py's kernels of
+# torch.compile on the same definitions, into OUTDIR/profile-cuda-HOST-DATE.txt).
 # ONNX_DATA: the conformance data (default .cache/onnx-data, made by scripts/conformance_data.sh; on a machine
 # without network, a copy with the links followed: cp -rL .cache/onnx-data DIR). NO_PROBE=1 skips torch.compile's
 # cold/warm compile-time child processes. TORCH_MODES: a comma list of torch.compile modes for vs_torch.py (default
@@ -135,6 +136,9 @@ if has profile; then  # where each compiled graph's time goes, kernel by kernel
       echo "== SINTER_LOGS=profile,perf_hints sinter bench $suite --only $name" >> "$prof"
       SINTER_LOGS=profile,perf_hints timeout 120 "$BUILD/sinter" bench $suite --only "$name" >> "$prof" 2>&1
     done
+    # torch.compile's kernels for the same definitions (inference, then the compiled training step)
+    timeout 180 python3 bench/torch_profile.py --only "$name" >> "$prof" 2>&1
+    timeout 180 python3 bench/torch_profile.py --only "$name" --train >> "$prof" 2>&1
   done
   say "profile: $prof"
   grep -E "calls, .* ms per call" "$prof" | tee -a "$SUMMARY"
