@@ -322,9 +322,12 @@ KernelPlan Planner::plan() {
 
 // Whether lanes over consecutive rows give contiguous loads where lanes over the reduced dim would not: one
 // reduction stage, every load's index moving by 0 or 1 with the last outer dim, and some load that moves by 1 with
-// it but by another step along the reduced dim.
+// it but by another step along the reduced dim. Later stages may follow that compute one element per row from the
+// reduced values (a mean's cast back to float32): they run per lane after the block.
 bool Planner::plan_column_lanes() const {
-  if (!plan_.rows || plan_.outer.empty() || plan_.stages.size() != 1 || !plan_.stages[0].reduction) return false;
+  if (!plan_.rows || plan_.outer.empty() || plan_.stages.empty() || !plan_.stages[0].reduction) return false;
+  for (size_t i = 1; i < plan_.stages.size(); ++i)
+    if (plan_.stages[i].reduction || !plan_.stages[i].loops.empty()) return false;
   const StagePlan& st = plan_.stages[0];
   const int last = plan_.outer.back().var, inner = st.loops.back().var;
   const int nvars = std::max(last, inner) + 1;

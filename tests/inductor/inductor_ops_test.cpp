@@ -209,12 +209,19 @@ TEST(InductorOps, LargeShapesSplitAcrossThreads) {
   int before = get_num_threads();
   set_num_threads(4);
   Inputs in = {random({3001, 37}, kFloat32, 1), random({37, 3001}, kFloat32, 2).t(), random({37}, kFloat32, 3),
-               random({3001, 37}, kBFloat16, 4)};
+               random({3001, 37}, kBFloat16, 4),
+               random({3, 37, 29, 31}, kFloat32, 5).contiguous(MemoryFormat::kChannelsLast)};
   std::vector<Case> cases = {
       {"pointwise, odd rows", [](const Inputs& i) { return sigmoid(i[0]) * i[2] + 1; }},
       {"contiguous + transposed", [](const Inputs& i) { return i[0] * i[1] - tanh(i[1]); }},
       {"row softmax", [](const Inputs& i) { return softmax(i[0] + i[1], -1); }},
       {"column sums", [](const Inputs& i) { return sum(i[0] * i[1], DimList{0}); }},
+      // Column sums in lanes across rows, then a per-row stage on each lane's result in the same kernel (as
+      // ONNX's GlobalAveragePool imports before a linear: a float64 mean cast back, the GEMM's input).
+      {"channels-last spatial mean, cast back, into a linear",
+       [](const Inputs& i) {
+         return matmul(mean(relu(i[4]).to(kFloat64), DimList{2, 3}).to(kFloat32) * 2, i[0].narrow(0, 0, 37));
+       }},
       {"row amax of transposed", [](const Inputs& i) { return amax(i[1], DimList{1}); }},
       {"bf16 layer_norm", [](const Inputs& i) { return layer_norm(i[3], {37}); }},
       {"sum all", [](const Inputs& i) { return (i[0] * i[0]).sum(); }},

@@ -162,7 +162,8 @@ void KernelWriter::emit_reduction_stage(const StagePlan& st, std::string& out, c
 }
 
 // kLanes consecutive rows at once (KernelPlan::column_lanes): the reduced loops outside, the lanes inside, so each
-// load is contiguous across the lanes. The row variable of the last outer dim is redeclared per lane.
+// load is contiguous across the lanes. The row variable of the last outer dim is redeclared per lane, and the
+// kernel's later stages (one element per row) run per lane on the lane's reduced values.
 void KernelWriter::emit_column_block(const StagePlan& st, std::string& out, const std::string& ind) {
   const std::string row = var(k_.outer.back().var);
   out += fmt::format("{}const {} base_ = {};\n", ind, it_, row);
@@ -199,8 +200,16 @@ void KernelWriter::emit_column_block(const StagePlan& st, std::string& out, cons
     const char* t = inductor::ctype_name(n.body->type);
     std::string r = fmt::format("acc{}[j]", n.node);
     if (ln.reduce_op == inductor::ReduceOp::mean) r = fmt::format("{} / ({}){}", r, t, idx(st.elems));
-    store(n, r, out, ind + "  ");
+    const std::string name = fmt::format("r{}", n.node);
+    out += fmt::format("{}  const {} {} = {};\n", ind, t, name, r);
+    store(n, name, out, ind + "  ");
+    values_[n.node] = name;
   }
+  for (size_t i = 1; i < k_.stages.size(); ++i) {
+    stage_ = &k_.stages[i];
+    emit_pointwise_stage(k_.stages[i], out, ind + "  ");
+  }
+  stage_ = &st;
   out += ind + "}\n";
 }
 
@@ -299,7 +308,12 @@ std::string KernelWriter::write() {
                         idx(k_.outer.back().size));
     emit_column_block(st, body, ind + "    ");
     body += fmt::format("{}    o_ += {};\n{}  }} else {{\n", ind, kLanes, ind);
-    emit_reduction_stage(st, body, ind + "    ");
+    for (const StagePlan& s : k_.stages) {
+      stage_ = &s;
+      if (s.reduction) emit_reduction_stage(s, body, ind + "    ");
+      else emit_pointwise_stage(s, body, ind + "    ");
+    }
+    stage_ = &st;
     body += fmt::format("{}    ++o_;\n{}  }}\n", ind, ind);
     body += ind + "}\n";
   } else if (k_.rows) {
