@@ -17,12 +17,15 @@ template <int P, int OC, bool Edge>
 __attribute__((target("avx512f"))) void few_block(const float* x, const int64_t* xs, const float* wt,
                                                   const float* bias, float* y, const Geo& g, int64_t n, int64_t oh,
                                                   int64_t ow, int64_t o0) {
-  float* yr = y + ((n * g.OH + oh) * g.OW + ow) * g.O + o0;
+  // The geometry in locals and each tap's pixels addressed from one pointer (as in conv_depthwise.cpp): read
+  // through g on every tap, the index arithmetic outweighed the FMAs.
+  const int64_t C = g.C, O = g.O, W = g.W, kw = g.kw, sw = g.sw, step = sw * xs[3];
+  float* yr = y + ((n * g.OH + oh) * g.OW + ow) * O + o0;
   __mmask16 m[OC];
   __m512 acc[P][OC];
 #pragma GCC unroll 4
   for (int j = 0; j < OC; ++j) {
-    m[j] = first_lanes(g.O - o0 - 16 * j);
+    m[j] = first_lanes(O - o0 - 16 * j);
     const __m512 b = bias ? _mm512_maskz_loadu_ps(m[j], bias + o0 + 16 * j) : _mm512_setzero_ps();
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[p][j] = b;
@@ -30,18 +33,24 @@ __attribute__((target("avx512f"))) void few_block(const float* x, const int64_t*
   for (int64_t ki = 0; ki < g.kh; ++ki) {
     const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
     if (ih < 0 || ih >= g.H) continue;
-    for (int64_t kj = 0; kj < g.kw; ++kj) {
-      const int64_t iw0 = ow * g.sw - g.pw + kj * g.dw;
-      for (int64_t c = 0; c < g.C; ++c) {
-        const float* xr = x + n * xs[0] + c * xs[1] + ih * xs[2];
-        const float* wr = wt + ((ki * g.kw + kj) * g.C + c) * g.O + o0;
+    const float* xrow = x + n * xs[0] + ih * xs[2];
+    for (int64_t kj = 0; kj < kw; ++kj) {
+      const int64_t iw0 = ow * sw - g.pw + kj * g.dw;  // pixel 0's input column
+      const float* wr = wt + (ki * kw + kj) * C * O + o0;
+      for (int64_t c = 0; c < C; ++c, wr += O) {
+        const int64_t at = c * xs[1] + iw0 * xs[3];  // an index, not a pointer: it may lie before the row
         __m512 w[OC];
 #pragma GCC unroll 4
         for (int j = 0; j < OC; ++j) w[j] = _mm512_maskz_loadu_ps(m[j], wr + 16 * j);
 #pragma GCC unroll 8
         for (int p = 0; p < P; ++p) {
-          const int64_t iw = iw0 + p * g.sw;
-          const __m512 v = _mm512_set1_ps(!Edge || (iw >= 0 && iw < g.W) ? xr[iw * xs[3]] : 0.0f);
+          __m512 v;
+          if constexpr (Edge) {
+            const int64_t iw = iw0 + p * sw;
+            v = _mm512_set1_ps(iw >= 0 && iw < W ? xrow[at + p * step] : 0.0f);
+          } else {
+            v = _mm512_set1_ps(xrow[at + p * step]);
+          }
 #pragma GCC unroll 4
           for (int j = 0; j < OC; ++j) acc[p][j] = _mm512_fmadd_ps(w[j], v, acc[p][j]);
         }
