@@ -50,7 +50,12 @@ bool spin_until(F&& ready) {
   }
 }
 
-int hardware_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+// Read once: glibc answers hardware_concurrency() by reading /sys/devices/system/cpu/online, 5.7 us a call on the
+// dev VM, and cores_for() asked it on every GEMM and attention call.
+int hardware_threads() {
+  static const int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return n;
+}
 
 // The pool size from SINTER_NUM_THREADS (else OMP_NUM_THREADS), else the number of cores; a bad setting is
 // replaced with one message on stderr, never fatal.
@@ -293,7 +298,7 @@ int threads_per_core() {
 }
 
 int cores_for(int threads) {
-  int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / threads_per_core());
+  int cores = std::max(1, hardware_threads() / threads_per_core());
   return std::max(1, std::min(threads, cores));
 }
 bool in_parallel_region() { return tls_in_region; }
