@@ -5,11 +5,14 @@
 # cuda` (PyTorch eager and torch.compile on the same definitions, one ratio table). Usage:
 #   SINTER_COMMIT=<hash> bash bench/run_cuda.sh [OUTDIR] [PARTS]
 # OUTDIR (default bench/results) gets the two bench JSONs, the conformance JSON, summary.txt and logs.tar.gz.
-# PARTS: a comma list of build, tests, sanitizer, conformance, bench, train, profile (default: all but profile, in
+# PARTS: a comma list of build, tests, sanitizer, conformance, bench, train, profile, zoo, fuzz (default: the first six, in
 # that order; train: `sinter bench --suite train --device cuda` beside `bench/vs_torch.py --train --device cuda`;
 # profile: SINTER_LOGS=profile over the GPU workloads PROFILE names (default gpt_block,resnet_block), inference
 # and training step, each kernel timed to the device's completion, then bench/torch_profile.py's kernels of
-# torch.compile on the same definitions, into OUTDIR/profile-cuda-HOST-DATE.txt).
+# torch.compile on the same definitions, into OUTDIR/profile-cuda-HOST-DATE.txt; zoo: the CPU model zoo
+# `sinter bench --suite models` on all the host's cores against its python3's ONNX Runtime, MODELS the folder of
+# the exported models (default .cache/models), ZOO_ONLY and ZOO_BATCHES (default 2) passed on; fuzz: `sinter
+# fuzz` on one seed per core but one, FUZZ_SECONDS (default 240) each from FUZZ_SEED (default 801)).
 # ONNX_DATA: the conformance data (default .cache/onnx-data, made by scripts/conformance_data.sh; on a machine
 # without network, a copy with the links followed: cp -rL .cache/onnx-data DIR). NO_PROBE=1 skips torch.compile's
 # cold/warm compile-time child processes. TORCH_MODES: a comma list of torch.compile modes for vs_torch.py (default
@@ -142,6 +145,23 @@ if has profile; then  # where each compiled graph's time goes, kernel by kernel
   done
   say "profile: $prof"
   grep -E "calls, .* ms per call" "$prof" | tee -a "$SUMMARY"
+fi
+
+if has zoo; then  # the CPU model zoo on this host's cores against ONNX Runtime (python3's), same thread count
+  start=$(date +%s)
+  SINTER_BENCH_PYTHON=${SINTER_BENCH_PYTHON:-python3} timeout ${ZOO_TIMEOUT:-300} "$BUILD/sinter" bench --suite models \
+    --models "${MODELS:-.cache/models}" ${ZOO_ONLY:+--only $ZOO_ONLY} --batches "${ZOO_BATCHES:-2}" \
+    --json "$OUT_DIR/models-cpu-$HOST-host-$DATE.json" > "$LOGS/zoo.log" 2>&1
+  say "sinter bench --suite models (CPU, $(nproc) threads): rc=$? in $(( $(date +%s) - start )) s"
+  grep -A16 "^model " "$LOGS/zoo.log" | head -20 | tee -a "$SUMMARY"
+fi
+
+if has fuzz; then  # sinter fuzz on one seed per core for FUZZ_SECONDS each (scripts/fuzz_parallel.sh)
+  start=$(date +%s)
+  BUILD=$BUILD bash scripts/fuzz_parallel.sh "$OUT_DIR/fuzz" "${FUZZ_SEED:-801}" "$(( $(nproc) - 1 ))" \
+    "${FUZZ_SECONDS:-240}" > "$LOGS/fuzz.log" 2>&1
+  say "fuzz, $(( $(nproc) - 1 )) seeds from ${FUZZ_SEED:-801}: rc=$? in $(( $(date +%s) - start )) s"
+  tail -3 "$LOGS/fuzz.log" | tee -a "$SUMMARY"
 fi
 
 tar -czf "$OUT_DIR/logs.tar.gz" -C "$LOGS" .
