@@ -5,8 +5,8 @@
 # cuda` (PyTorch eager and torch.compile on the same definitions, one ratio table). Usage:
 #   SINTER_COMMIT=<hash> bash bench/run_cuda.sh [OUTDIR] [PARTS]
 # OUTDIR (default bench/results) gets the two bench JSONs, the conformance JSON, summary.txt and logs.tar.gz.
-# PARTS: a comma list of build, tests, sanitizer, conformance, bench, train, profile, zoo, fuzz (default: the first six, in
-# that order; train: `sinter bench --suite train --device cuda` beside `bench/vs_torch.py --train --device cuda`;
+# PARTS: a comma list of build, tests, sanitizer, conformance, bench, train, profile, zoo, fuzz (default: the first
+# six, in that order; train: `sinter bench --suite train --device cuda` beside `bench/vs_torch.py --train --device cuda`;
 # profile: SINTER_LOGS=profile over the GPU workloads PROFILE names (default gpt_block,resnet_block), inference
 # and training step, each kernel timed to the device's completion, then bench/torch_profile.py's kernels of
 # torch.compile on the same definitions, into OUTDIR/profile-cuda-HOST-DATE.txt; zoo: the CPU model zoo
