@@ -105,6 +105,12 @@ bool Scheduler::fits(const Kernel& k, const LoopNode& n, std::string& why, doubl
   for (SExpr l : loads) {
     int pk = producer_kernel_[l->buffer];
     if (pk != open_) continue;
+    if (p_.buffers[l->buffer].producer < 0) {
+      // Written in parts by several nodes (cat, stack, pad) of this kernel: whole only once the kernel is done.
+      // (A reduction over cat's rows fused into the row loop writing them read rows not yet written.)
+      why = fmt::format("it reads {}, which this kernel writes in parts", p_.buffers[l->buffer].name);
+      return false;
+    }
     const LoopNode& prod = p_.nodes[p_.buffers[l->buffer].producer];
     bool ok;
     if (prod.kind == LoopKind::kReduction || !k.rows) {
@@ -160,7 +166,8 @@ Schedule Scheduler::run() {
         k.outer.assign(n.domain.begin(), n.domain.begin() + n.num_outer);
       }
       k.nodes.push_back(n.id);
-      if (p_.buffers[n.out].producer == n.id) producer_kernel_[n.out] = open_;  // not a buffer of several writers
+      // A buffer written in parts (producer -1): the kernel of its last part so far, which readers must not join.
+      if (p_.buffers[n.out].producer == n.id || p_.buffers[n.out].producer < 0) producer_kernel_[n.out] = open_;
       decide(fmt::format("fuse loop node {} ({}) into {}: same outer domain, score {:.0f} bytes not re-read", n.id,
                          n.origin, k.name, score));
       continue;
@@ -178,7 +185,7 @@ Schedule Scheduler::run() {
     s_.kernels.push_back(std::move(k));
     open_ = static_cast<int>(s_.kernels.size()) - 1;
     open_size_ = size;
-    if (p_.buffers[n.out].producer == n.id) producer_kernel_[n.out] = open_;
+    if (p_.buffers[n.out].producer == n.id || p_.buffers[n.out].producer < 0) producer_kernel_[n.out] = open_;
   }
   close_kernel();
   move_next_to_readers();
