@@ -58,5 +58,31 @@ TEST(SpecialValues, NegativeZeroIsNotZero) {
   }
 }
 
+// sinter fuzz, seed 801 case 1768: where x equals a clamp bound the bound is taken, as in eager (and PyTorch's
+// vectorised clamp): clamp(-0.0, min=-0.0, max=0) is +0.0, and atan2 of it with itself is 0, not -pi. The bounds
+// are every special value against every x, as tensors and as numbers.
+TEST(SpecialValues, ClampTakesTheBoundWhereXEqualsIt) {
+  const int64_t n = static_cast<int64_t>(kSpecials.size());
+  std::vector<float> xs, bounds;
+  for (float x : kSpecials)
+    for (float b : kSpecials) xs.push_back(x), bounds.push_back(b);
+  Tensor x = from_vector(xs, {n * n}), b = from_vector(bounds, {n * n});
+  Tensor zeros = from_vector(std::vector<int32_t>(static_cast<size_t>(n * n), 0), {n * n});
+  auto f = [](const Tensor& x, const Tensor& b, const Tensor& z) -> std::vector<Tensor> {
+    Tensor c = clamp(x, x, z);
+    return {clamp(x * 1, b, {}), clamp(x * 1, {}, b), clamp(x * 1, b, b), c, atan2(c, c), clamp(x * 1, -0.0, 0.0)};
+  };
+  std::vector<Tensor> want = f(x, b, zeros), got = compile(f, {.backend = "inductor"})(x, b, zeros);
+  for (size_t k = 0; k < want.size(); ++k) {
+    std::vector<float> w = want[k].to_vector<float>(), g = got[k].to_vector<float>();
+    for (size_t i = 0; i < w.size(); ++i) {
+      EXPECT_EQ(std::isnan(g[i]), std::isnan(w[i])) << "output " << k << ", x = " << xs[i] << ", bound " << bounds[i];
+      if (std::isnan(w[i])) continue;
+      EXPECT_EQ(g[i], w[i]) << "output " << k << ", x = " << xs[i] << ", bound " << bounds[i];
+      EXPECT_EQ(std::signbit(g[i]), std::signbit(w[i])) << "output " << k << ", x = " << xs[i] << ", bound " << bounds[i];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sinter

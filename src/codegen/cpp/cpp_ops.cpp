@@ -186,13 +186,15 @@ std::string op_str(inductor::SOp op, CType t, const std::vector<std::string>& a,
       if (flt(t)) return fmt::format("(({0} {2} {1} || {0} != {0}) ? {0} : {1})", a[0], a[1], cmp);
       return fmt::format("({0} {2} {1} ? {0} : {1})", a[0], a[1], cmp);
     }
-    // A NaN bound gives NaN, as PyTorch's clamp (a NaN x stays NaN because both comparisons are false).
+    // As eager's clamp (max_nan, then min_nan): a NaN x or bound gives NaN, and where x equals the bound the
+    // bound is taken, as PyTorch's vectorised clamp does (clamp(-0.0, min=-0.0, max=0.0) is +0.0; taking x
+    // there gave -0.0, found by sinter fuzz through atan2).
     case SOp::clamp_lo:
-      return flt(t) ? fmt::format("(({0} < {1} || {1} != {1}) ? {1} : {0})", a[0], a[1])
-                    : fmt::format("({0} < {1} ? {1} : {0})", a[0], a[1]);
+      return flt(t) ? fmt::format("(({0} > {1} || {0} != {0}) ? {0} : {1})", a[0], a[1])
+                    : fmt::format("({0} > {1} ? {0} : {1})", a[0], a[1]);
     case SOp::clamp_hi:
-      return flt(t) ? fmt::format("(({0} > {1} || {1} != {1}) ? {1} : {0})", a[0], a[1])
-                    : fmt::format("({0} > {1} ? {1} : {0})", a[0], a[1]);
+      return flt(t) ? fmt::format("(({0} < {1} || {0} != {0}) ? {0} : {1})", a[0], a[1])
+                    : fmt::format("({0} < {1} ? {0} : {1})", a[0], a[1]);
     case SOp::eq: return fmt::format("{} == {}", a[0], a[1]);
     case SOp::ne: return fmt::format("{} != {}", a[0], a[1]);
     case SOp::lt: return fmt::format("{} < {}", a[0], a[1]);
