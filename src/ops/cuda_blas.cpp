@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ops/shape_util.h"
 #include "sinter/cuda.h"
 #include "sinter/error.h"
 #include "support/check.h"
@@ -33,6 +35,7 @@ constexpr int kGemmDefault = -1;
 struct Api {
   Status (*cublasCreate_v2)(Handle*) = nullptr;
   Status (*cublasSetStream_v2)(Handle, void*) = nullptr;
+  Status (*cublasSetWorkspace_v2)(Handle, void*, size_t) = nullptr;
   Status (*cublasGemmStridedBatchedEx)(Handle, int, int, int, int, int, const void*, const void*, int, int,
                                        long long, const void*, int, int, long long, const void*, void*, int, int,
                                        long long, int, int, int) = nullptr;
@@ -64,6 +67,7 @@ const Loaded& loaded() {
     Api& a = s->api;
     support::resolve_symbol(lib, "cublasCreate_v2", a.cublasCreate_v2, missing);
     support::resolve_symbol(lib, "cublasSetStream_v2", a.cublasSetStream_v2, missing);
+    support::resolve_symbol(lib, "cublasSetWorkspace_v2", a.cublasSetWorkspace_v2, missing);
     support::resolve_symbol(lib, "cublasGemmStridedBatchedEx", a.cublasGemmStridedBatchedEx, missing);
     support::resolve_symbol(lib, "cublasGetStatusString", a.cublasGetStatusString, missing);
     if (!missing.empty()) {
@@ -86,7 +90,19 @@ void check(Status status, const char* call, const std::string& what) {
 struct DeviceHandle {
   std::mutex mutex;
   Handle handle = nullptr;
+  Tensor workspace;  // the handle's own, kept as long as the handle (the process)
 };
+
+// The workspace each handle gets: NVIDIA recommends 32 MiB on Hopper (and 4 MiB before); without one set, cuBLAS
+// picks among fewer kernels. SINTER_CUBLAS_WORKSPACE_MB sets it (0: none, cuBLAS's own default).
+size_t workspace_bytes() {
+  static const size_t bytes = [] {
+    const char* v = std::getenv("SINTER_CUBLAS_WORKSPACE_MB");
+    long mb = v && *v ? std::strtol(v, nullptr, 10) : 32;
+    return static_cast<size_t>(std::clamp<long>(mb, 0, 1024)) << 20;
+  }();
+  return bytes;
+}
 
 DeviceHandle& handle_for(int device) {
   static std::mutex mutex;
@@ -98,6 +114,14 @@ DeviceHandle& handle_for(int device) {
     auto* fresh = new DeviceHandle();
     check(loaded().api.cublasCreate_v2(&fresh->handle), "cublasCreate", fmt::format("cuda:{}", device));
     check(loaded().api.cublasSetStream_v2(fresh->handle, nullptr), "cublasSetStream", "the default stream");
+    // Every GEMM through the handle runs in stream order on the default stream (a CUDA graph's replays too), so
+    // one workspace serves them all. Not allocated while capturing (it would come from the graph's pool).
+    if (workspace_bytes() > 0 && !capturing(device)) {
+      fresh->workspace = empty_from_meta(
+          dense_meta(SymIntList({static_cast<int64_t>(workspace_bytes())}), kUInt8, Device(DeviceType::kCUDA, device)));
+      check(loaded().api.cublasSetWorkspace_v2(fresh->handle, fresh->workspace.data_ptr(), workspace_bytes()),
+            "cublasSetWorkspace", fmt::format("cuda:{}, {} bytes", device, workspace_bytes()));
+    }
     h = fresh;
   }
   return *h;
