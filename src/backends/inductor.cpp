@@ -47,7 +47,7 @@ std::string schedule_text(const inductor::LoopProgram& program, const inductor::
 
 std::shared_ptr<runtime::CompiledGraphParts> plan_graph(const Graph& graph, const CompileContext& ctx,
                                                        const std::string& name, support::DebugDump& dump) {
-  dump.stage("captured", print_graph(graph));
+  if (dump.active()) dump.stage("captured", print_graph(graph));  // printing a graph costs: only when it is kept
   SINTER_LOG(kSchedule, "{}: {}", name, ctx.target.str());
   Graph g = graph.clone();
   passes::PassContext pass_ctx = passes::PassContext::from(ctx);
@@ -60,16 +60,18 @@ std::shared_ptr<runtime::CompiledGraphParts> plan_graph(const Graph& graph, cons
   }
   passes::run_inductor_passes(g, pass_ctx);
   dump.file("passes.txt", pass_log);
-  dump.stage("before-lowering", print_graph(g));
+  if (dump.active()) dump.stage("before-lowering", print_graph(g));
   auto parts = std::make_shared<runtime::CompiledGraphParts>();
   parts->program = std::make_shared<const inductor::LoopProgram>(inductor::lower(g, {.target = &ctx.target}));
   const inductor::LoopProgram& program = *parts->program;
-  dump.stage("loop-program", program.str());
+  if (dump.active()) dump.stage("loop-program", program.str());
   parts->schedule = inductor::schedule(program, ctx.target);
   parts->plan = inductor::plan_kernels(program, parts->schedule);
-  std::string text = schedule_text(program, parts->schedule) + "\nkernel plans:\n" + parts->plan.str(program);
-  dump.stage("schedule", text);
-  SINTER_LOG(kSchedule, "{} kernels:\n{}", name, text);
+  if (dump.active() || log_enabled(LogChannel::kSchedule)) {
+    std::string text = schedule_text(program, parts->schedule) + "\nkernel plans:\n" + parts->plan.str(program);
+    dump.stage("schedule", text);
+    SINTER_LOG(kSchedule, "{} kernels:\n{}", name, text);
+  }
   return parts;
 }
 
