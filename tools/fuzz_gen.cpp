@@ -655,7 +655,10 @@ bool Generator::draw_step(Step& s) {
       if (sa[v].back() != sa[0].back()) return false;
     }
     int64_t in = sa[0].back();
-    if (rng_.chance(0.6)) p_.modules.push_back({"Linear", {in, rng_.range(1, 5), rng_.below(2)}});
+    // Mostly narrow; sometimes 8 or more outputs, which compiled code runs on sinter's tiled GEMM (its weight
+    // packed once when the program is frozen).
+    if (rng_.chance(0.6))
+      p_.modules.push_back({"Linear", {in, rng_.chance(0.3) ? rng_.range(8, 24) : rng_.range(1, 5), rng_.below(2)}});
     else p_.modules.push_back({"LayerNorm", {in, rng_.below(2)}});
     const auto& m = p_.modules.back();
     if (m.kind == "Linear") ctx_.modules.push_back(std::make_shared<nn::Linear>(m.ints[0], m.ints[1], m.ints[2] != 0));
