@@ -428,17 +428,22 @@ bool Lowerer::lower_reduction(const Node& n) {
   return true;
 }
 
-// The rows of x[..., K] as one [M, K] matrix view, when its leading dims collapse.
+// The rows of x[..., K] as one [M, K] matrix view, when its leading dims collapse. Dims of size 1 are left out
+// first: their strides say nothing, and comparing across one let [2, 1, 3] rows with strides [1, 1, 0] (an
+// expanded view) pass as rows 1 apart (found by sinter fuzz, seed 2026120802 case 2920).
 bool Lowerer::rows_view(const std::vector<ExprPtr>& sizes, const std::vector<ExprPtr>& strides, ExprPtr& m,
                         ExprPtr& rs) const {
   size_t r = sizes.size();
   if (r < 2) return false;
   m = sym::make_const(1);
-  for (size_t d = 0; d + 1 < r; ++d) m = sym::make_mul(m, sizes[d]);
-  rs = strides[r - 2];
-  for (size_t d = 0; d + 2 < r; ++d)
-    if (!is_one(sizes[d]) && !same(strides[d], sym::make_mul(strides[d + 1], sizes[d + 1])))
-      return false;
+  std::vector<size_t> rows;  // the leading dims of other sizes than 1, outermost first
+  for (size_t d = 0; d + 1 < r; ++d) {
+    m = sym::make_mul(m, sizes[d]);
+    if (!is_one(sizes[d])) rows.push_back(d);
+  }
+  rs = rows.empty() ? strides[r - 2] : strides[rows.back()];
+  for (size_t i = 0; i + 1 < rows.size(); ++i)
+    if (!same(strides[rows[i]], sym::make_mul(strides[rows[i + 1]], sizes[rows[i + 1]]))) return false;
   return true;
 }
 
