@@ -2,6 +2,7 @@
 // exponents eager special-cases (pow(-0.0, -0.5) is -inf in eager and PyTorch, +inf through std::pow; found by
 // sinter fuzz), and -0.0 kept apart from 0.0 wherever constants are shared (one kernel's constants, the graph's
 // common subexpressions).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -76,10 +77,11 @@ TEST(SpecialValues, ClampTakesTheBoundWhereXEqualsIt) {
   for (size_t k = 0; k < want.size(); ++k) {
     std::vector<float> w = want[k].to_vector<float>(), g = got[k].to_vector<float>();
     for (size_t i = 0; i < w.size(); ++i) {
-      EXPECT_EQ(std::isnan(g[i]), std::isnan(w[i])) << "output " << k << ", x = " << xs[i] << ", bound " << bounds[i];
+      const std::string at = fmt::format("output {}, x = {}, bound {}", k, xs[i], bounds[i]);
+      EXPECT_EQ(std::isnan(g[i]), std::isnan(w[i])) << at;
       if (std::isnan(w[i])) continue;
-      EXPECT_EQ(g[i], w[i]) << "output " << k << ", x = " << xs[i] << ", bound " << bounds[i];
-      EXPECT_EQ(std::signbit(g[i]), std::signbit(w[i])) << "output " << k << ", x = " << xs[i] << ", bound " << bounds[i];
+      EXPECT_EQ(g[i], w[i]) << at;
+      EXPECT_EQ(std::signbit(g[i]), std::signbit(w[i])) << at;
     }
   }
 }
