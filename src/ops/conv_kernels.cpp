@@ -436,6 +436,11 @@ bool run_few_channels(const Tensor& input, const Tensor& weight, const Tensor& B
     return false;
   std::vector<int64_t> xs = strides_of(input);
   Tensor wt = taps_first_weight(weight, g);
+  // The kernel skips the taps that fall in the zero padding. With an infinite or NaN weight they are 0 * w = NaN,
+  // as in PyTorch and the im2col paths: such a weight takes those paths (found by sinter fuzz, seed 2026120804).
+  const float* w = wt.data_ptr<float>();
+  for (int64_t i = 0, n = wt.numel().hint(); i < n; ++i)
+    if (!std::isfinite(w[i])) return false;
   return conv::conv_few_channels(input.data_ptr<float>(), xs.data(), wt.data_ptr<float>(),
                                  B.defined() ? B.data_ptr<float>() : nullptr, Y.data_ptr<float>(), g, tile_done, ctx);
 }

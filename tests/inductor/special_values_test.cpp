@@ -86,5 +86,28 @@ TEST(SpecialValues, ClampTakesTheBoundWhereXEqualsIt) {
   }
 }
 
+// sinter fuzz, seed 2026120804 cases 3407 and 3798: a conv of few input channels whose weight holds inf, its
+// padding taps included: 0 * inf is NaN there, as in eager's NCHW kernels and PyTorch. The compiled (channels-last)
+// kernel skipped the padding and gave a number.
+TEST(SpecialValues, ConvPaddingTimesAnInfiniteWeightIsNaN) {
+  Tensor w = testing::random({3, 2, 3, 3}, kFloat32, 4);
+  std::vector<float> wv = w.to_vector<float>();
+  wv[0] = std::numeric_limits<float>::infinity();  // output channel 0, input channel 0, tap (0, 0)
+  w = from_vector(wv, {3, 2, 3, 3});
+  Tensor b = testing::random({3}, kFloat32, 5);
+  auto f = [&](const Tensor& x) { return conv2d(x, w, b, {1}, {1}); };
+  Tensor x = testing::random({2, 2, 4, 5}, kFloat32, 6);
+  Tensor want = f(x), got = compile(f, {.backend = "inductor", .freeze = true})(x);
+  EXPECT_TRUE(std::isnan(want.select(0, 0).select(0, 0).select(0, 0).select(0, 0).item<float>()));  // a padded tap
+  std::vector<float> wo = want.contiguous().to_vector<float>(), go = got.contiguous().to_vector<float>();
+  ASSERT_EQ(wo.size(), go.size());
+  for (size_t i = 0; i < wo.size(); ++i) {
+    EXPECT_EQ(std::isnan(go[i]), std::isnan(wo[i])) << i;
+    if (std::isnan(wo[i])) continue;
+    if (std::isinf(wo[i])) EXPECT_EQ(go[i], wo[i]) << i;
+    else EXPECT_NEAR(go[i], wo[i], 1e-4 * (1 + std::fabs(wo[i]))) << i;
+  }
+}
+
 }  // namespace
 }  // namespace sinter
