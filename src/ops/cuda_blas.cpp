@@ -17,6 +17,7 @@
 #include "sinter/error.h"
 #include "support/check.h"
 #include "support/dynamic_symbols.h"
+#include "support/log.h"
 #include "tensor/cuda_driver.h"
 #include "tensor/cuda_graph.h"
 
@@ -67,7 +68,8 @@ const Loaded& loaded() {
     Api& a = s->api;
     support::resolve_symbol(lib, "cublasCreate_v2", a.cublasCreate_v2, missing);
     support::resolve_symbol(lib, "cublasSetStream_v2", a.cublasSetStream_v2, missing);
-    support::resolve_symbol(lib, "cublasSetWorkspace_v2", a.cublasSetWorkspace_v2, missing);
+    std::string optional;  // without it, handles keep cuBLAS's default workspace
+    support::resolve_symbol(lib, "cublasSetWorkspace_v2", a.cublasSetWorkspace_v2, optional);
     support::resolve_symbol(lib, "cublasGemmStridedBatchedEx", a.cublasGemmStridedBatchedEx, missing);
     support::resolve_symbol(lib, "cublasGetStatusString", a.cublasGetStatusString, missing);
     if (!missing.empty()) {
@@ -116,11 +118,17 @@ DeviceHandle& handle_for(int device) {
     check(loaded().api.cublasSetStream_v2(fresh->handle, nullptr), "cublasSetStream", "the default stream");
     // Every GEMM through the handle runs in stream order on the default stream (a CUDA graph's replays too), so
     // one workspace serves them all. Not allocated while capturing (it would come from the graph's pool).
-    if (workspace_bytes() > 0 && !capturing(device)) {
+    // A refusal is not an error: cuBLAS then keeps its own default workspace, as before.
+    if (workspace_bytes() > 0 && loaded().api.cublasSetWorkspace_v2 && !capturing(device)) {
       fresh->workspace = empty_from_meta(
           dense_meta(SymIntList({static_cast<int64_t>(workspace_bytes())}), kUInt8, Device(DeviceType::kCUDA, device)));
-      check(loaded().api.cublasSetWorkspace_v2(fresh->handle, fresh->workspace.data_ptr(), workspace_bytes()),
-            "cublasSetWorkspace", fmt::format("cuda:{}, {} bytes", device, workspace_bytes()));
+      Status status =
+          loaded().api.cublasSetWorkspace_v2(fresh->handle, fresh->workspace.data_ptr(), workspace_bytes());
+      if (status != 0) {
+        SINTER_LOG(kPerfHints, "cuBLAS refused a {}-byte workspace on cuda:{} (status {}); it keeps its default",
+                   workspace_bytes(), device, status);
+        fresh->workspace = Tensor();
+      }
     }
     h = fresh;
   }
