@@ -272,7 +272,7 @@ struct ImplicitConv {
 void pack_im2col(const void* ctx, int64_t i0, int rows, int mr, int64_t k0, int64_t kc, float* out) {
   const ImplicitConv& c = *static_cast<const ImplicitConv*>(ctx);
   const Geo& g = *c.g;
-  constexpr int kMaxRows = 32;
+  constexpr int kMaxRows = blas::kMaxMicroRows;
   SINTER_INTERNAL_ASSERT(mr <= kMaxRows, "conv im2col packing: {} rows per micro-tile", mr);
   int64_t n[kMaxRows], oh[kMaxRows], ow[kMaxRows];
   for (int i = 0; i < rows; ++i) {

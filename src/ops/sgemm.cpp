@@ -190,8 +190,8 @@ void pack_a(const TiledGemm& g, int64_t i0, int mr, int64_t k0, int64_t kc, floa
     }
     return;
   }
-  if (g.a_cs == 1 && rows == mr && mr <= 32) {
-    const float* r[32];
+  if (g.a_cs == 1 && rows == mr && mr <= kMaxMicroRows) {
+    const float* r[kMaxMicroRows];
     for (int i = 0; i < mr; ++i) r[i] = g.a + (i0 + i) * g.a_rs + k0;
     if (pack_rows_known(r, mr, kc, out)) return;
   }

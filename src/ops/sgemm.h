@@ -66,6 +66,9 @@ std::shared_ptr<const PackedB> sgemm_pack_b(const TiledGemm& g);
 // c[x * c_rs + y] += v[y] for rows x < rows and columns y < cols (a bias added to a finished tile), vectorised.
 void add_to_rows(float* c, int64_t c_rs, int64_t rows, const float* v, int64_t cols);
 
+// The most rows a micro-tile has (28x16's 28, rounded up): the bound of a PackAFn's `mr`.
+inline constexpr int kMaxMicroRows = 32;
+
 // For PackAFn implementations: interleaves `mr` rows of `len` values (row i at rows[i], null for a row of
 // zeros) into out[p * mr + i].
 void pack_rows(const float* const* rows, int mr, int64_t len, float* out);

@@ -248,40 +248,46 @@ void remove_stale_builds_once(const std::string& root) {
     if (why_not_private(shard, true).empty()) remove_stale_leftovers(shard);
 }
 
-// The directory of an entry's shard when the cache from its root down is private to this user; "" (after
-// counting and logging the refusal) when it is not, so the caller compiles into a private temporary directory.
-std::string usable_shard_dir(const std::string& key) {
+// The directory <root>/v<abi>/<part> when the cache from its root down is private to this user, made where
+// missing; "" when it is not (reported, when `report`: counted, logged and said once on stderr).
+std::string usable_cache_dir(const std::string& part, bool report) {
   std::string root = make_absolute(kernel_cache_dir());
   if (std::string why = make_dirs(root); !why.empty()) {
-    SINTER_LOG(kPerfHints, "kernel cache: cannot use {}: {}; compiling into a temporary directory", root, why);
-    warn_cache_dir(root, why);
-    return "";
-  }
-  // The root may be a symbolic link the user made (followed); nothing below it is followed.
-  if (std::string why = why_not_private(root, true, true); !why.empty()) {
-    registry().rejected++;
-    log_refusal("cache directory", root, why);
-    warn_cache_dir(root, why);
-    return "";
-  }
-  std::string dir = root;
-  for (const std::string& part : {fmt::format("v{}", kAbiVersion), key.substr(0, 2)}) {
-    dir += "/" + part;
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      std::string why = fmt::format("cannot create {} ({})", dir, errno_text());
-      SINTER_LOG(kPerfHints, "kernel cache: {}", why);
-      warn_cache_dir(dir, why);
-      return "";
+    if (report) {
+      SINTER_LOG(kPerfHints, "kernel cache: cannot use {}: {}; compiling into a temporary directory", root, why);
+      warn_cache_dir(root, why);
     }
-    if (std::string why = why_not_private(dir, true); !why.empty()) {
+    return "";
+  }
+  auto refuse = [&](const std::string& dir, const std::string& why) {
+    if (report) {
       registry().rejected++;
       log_refusal("cache directory", dir, why);
       warn_cache_dir(dir, why);
+    }
+    return std::string();
+  };
+  // The root may be a symbolic link the user made (followed); nothing below it is followed.
+  if (std::string why = why_not_private(root, true, true); !why.empty()) return refuse(root, why);
+  std::string dir = root;
+  for (const std::string& name : {fmt::format("v{}", kAbiVersion), part}) {
+    dir += "/" + name;
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      std::string why = fmt::format("cannot create {} ({})", dir, errno_text());
+      if (report) {
+        SINTER_LOG(kPerfHints, "kernel cache: {}", why);
+        warn_cache_dir(dir, why);
+      }
       return "";
     }
+    if (std::string why = why_not_private(dir, true); !why.empty()) return refuse(dir, why);
   }
   return dir;
 }
+
+// The directory of an entry's shard (see usable_cache_dir): "" so the caller compiles into a private temporary
+// directory.
+std::string usable_shard_dir(const std::string& key) { return usable_cache_dir(key.substr(0, 2), true); }
 
 // Moves an unusable entry out of the way (a rename inside our private shard, so it works even when the entry
 // belongs to someone else), then deletes what it can.
@@ -468,12 +474,9 @@ std::string compiler_version(const std::string& compiler) {
   VersionMemo& memo = version_memo();
   std::lock_guard<std::mutex> lock(memo.mutex);
   if (auto it = memo.known.find(id); it != memo.known.end()) return it->second;
-  const std::string root = make_absolute(kernel_cache_dir());
-  const std::string dir = fmt::format("{}/v{}/compilers", root, kAbiVersion);
-  // Nothing is created below a root that is refused (a missing root is made private, as for the entries).
-  const bool usable = make_dirs(root).empty() && why_not_private(root, true, true).empty() &&
-                      make_dirs(dir).empty() && why_not_private(fmt::format("{}/v{}", root, kAbiVersion), true).empty() &&
-                      why_not_private(dir, true).empty();
+  // The build reports a refused cache directory; here it only means asking the compiler.
+  const std::string dir = usable_cache_dir("compilers", false);
+  const bool usable = !dir.empty();
   const std::string path = dir + "/" + sha256_hex(id);
   std::string stored, version;
   if (usable && why_not_private(path, false).empty() && read_file(path, stored) && stored.rfind(id + "\n", 0) == 0) {
